@@ -1,0 +1,304 @@
+// SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
+/* Off-CPU time, aggregated in the kernel by (process, thread, comm, stacks).
+ *
+ * A task's wait starts when it is switched out and ends when it is switched
+ * back in. Everything a filter can reject is rejected before a stack is
+ * walked. Two iterator programs close the gaps at the window's edges: one
+ * opens a wait for every task already off CPU when tracing starts, the other
+ * charges the waits still open when it stops. */
+#include "vmlinux.h"
+#include <bpf/bpf_core_read.h>
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_tracing.h>
+
+#include "offcpu/shared.h"
+#include "stack_store.bpf.h"
+
+#define PF_KTHREAD 0x00200000
+#define TASK_DEAD 0x00000080
+
+char LICENSE[] SEC("license") = "Dual BSD/GPL";
+
+/* Knobs: set by the loader in .rodata before load; the verifier treats them
+ * as constants and drops the branches they disable. */
+const volatile bool filter_tgid = false;
+const volatile bool filter_tid = false;
+const volatile bool user_threads_only = false;
+const volatile bool kernel_threads_only = false;
+const volatile bool want_user_stacks = true;
+const volatile bool want_kernel_stacks = true;
+const volatile __u64 min_block_ns = 1000;
+const volatile __u64 max_block_ns = ~0ULL;
+const volatile __s64 state_filter = -1; /* < 0: no state filter */
+/* 5.18+ passes prev_state to sched_switch; older kernels read the task. */
+const volatile bool has_prev_state_arg = true;
+/* tp_btf + bpf_get_task_stack (5.9+): the kernel stack of the task being
+ * switched in is still frozen in __schedule, so it can be taken then, and
+ * only for waits that passed -m/-M; but that walk leaves out __sched
+ * functions. By default the full stack is taken at switch-out. */
+const volatile bool kstack_at_switch_in = false;
+/* Task storage (5.11+) has no size limit and frees itself on exit; older
+ * kernels use the starts_hash map, which can fill up. */
+const volatile bool use_task_storage = true;
+
+/* Written by user space: non-zero once tracing stops; waits end there. */
+__u64 stop_ns = 0;
+
+struct {
+  __uint(type, BPF_MAP_TYPE_HASH);
+  __uint(max_entries, 1); /* resized by the loader */
+  __type(key, __u32);
+  __type(value, __u8);
+} filter_tgids SEC(".maps");
+
+struct {
+  __uint(type, BPF_MAP_TYPE_HASH);
+  __uint(max_entries, 1); /* resized by the loader */
+  __type(key, __u32);
+  __type(value, __u8);
+} filter_tids SEC(".maps");
+
+struct {
+  __uint(type, BPF_MAP_TYPE_TASK_STORAGE);
+  __uint(map_flags, BPF_F_NO_PREALLOC);
+  __type(key, int);
+  __type(value, struct offcpu_start);
+} starts_task SEC(".maps");
+
+struct {
+  __uint(type, BPF_MAP_TYPE_HASH);
+  __uint(max_entries, 1); /* resized by the loader when it is used */
+  __type(key, __u32);
+  __type(value, struct offcpu_start);
+} starts_hash SEC(".maps");
+
+struct {
+  __uint(type, BPF_MAP_TYPE_HASH);
+  __uint(max_entries, 65536); /* resized by the loader */
+  __type(key, struct offcpu_key);
+  __type(value, struct offcpu_value);
+} counts SEC(".maps");
+
+struct task_struct___pre514 {
+  long state;
+} __attribute__((preserve_access_index));
+
+/* The task's state field was renamed from state to __state in 5.14. */
+static __always_inline unsigned int task_state(struct task_struct *t) {
+  if (bpf_core_field_exists(t->__state))
+    return BPF_CORE_READ(t, __state);
+  return BPF_CORE_READ((struct task_struct___pre514 *)t, state);
+}
+
+static __always_inline bool passes_task_filters(struct task_struct *t,
+                                                __u32 pid, __u32 tgid) {
+  if (pid == 0) /* the idle task, one per CPU */
+    return false;
+  if (filter_tgid && !bpf_map_lookup_elem(&filter_tgids, &tgid))
+    return false;
+  if (filter_tid && !bpf_map_lookup_elem(&filter_tids, &pid))
+    return false;
+  if (user_threads_only || kernel_threads_only) {
+    bool kthread = BPF_CORE_READ(t, flags) & PF_KTHREAD;
+    if (user_threads_only && kthread)
+      return false;
+    if (kernel_threads_only && !kthread)
+      return false;
+  }
+  return true;
+}
+
+/* BCC semantics: --state 0 means preempted while runnable, any other value
+ * is a bitmask tested against the state the task blocked in. */
+static __always_inline bool passes_state_filter(unsigned int state) {
+  if (state_filter < 0)
+    return true;
+  if (state_filter == 0)
+    return state == 0;
+  return (state & (__u64)state_filter) != 0;
+}
+
+/* `trusted` is a compile-time constant: true where the task pointer is a
+ * BTF pointer the verifier accepts for task storage and task helpers
+ * (tp_btf, iterators), false for raw_tp, where those paths are compiled out. */
+static __always_inline struct offcpu_start *
+find_start(struct task_struct *t, __u32 pid, bool trusted) {
+  if (trusted && use_task_storage)
+    return bpf_task_storage_get(&starts_task, t, 0, 0);
+  return bpf_map_lookup_elem(&starts_hash, &pid);
+}
+
+static __always_inline bool save_start(struct task_struct *t, __u32 pid,
+                                       const struct offcpu_start *rec,
+                                       bool trusted) {
+  if (trusted && use_task_storage) {
+    struct offcpu_start *slot = bpf_task_storage_get(
+        &starts_task, t, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
+    if (!slot)
+      return false;
+    *slot = *rec;
+    return true;
+  }
+  return bpf_map_update_elem(&starts_hash, &pid, rec, BPF_ANY) == 0;
+}
+
+static __always_inline void forget_start(struct offcpu_start *rec, __u32 pid,
+                                         bool trusted) {
+  rec->start_ns = 0;
+  if (!(trusted && use_task_storage))
+    bpf_map_delete_elem(&starts_hash, &pid);
+}
+
+static __always_inline void charge(const struct offcpu_key *key, __u64 delta) {
+  struct offcpu_value *val = bpf_map_lookup_elem(&counts, key);
+  if (!val) {
+    struct offcpu_value zero = {};
+    long err = bpf_map_update_elem(&counts, key, &zero, BPF_NOEXIST);
+    if (err && err != -17 /* EEXIST: another CPU inserted it */) {
+      count_loss(OFFCPU_LOST_AGG_MAP_FULL);
+      return;
+    }
+    val = bpf_map_lookup_elem(&counts, key);
+    if (!val)
+      return;
+  }
+  __sync_fetch_and_add(&val->total_ns, delta);
+  __sync_fetch_and_add(&val->count, 1);
+}
+
+/* Ends a wait: applies -m/-M, takes the kernel stack if it was deferred and
+ * adds the wait to its key. */
+static __always_inline void end_wait(struct task_struct *t, __u32 pid,
+                                     struct offcpu_start *rec, __u64 end,
+                                     bool trusted) {
+  __u64 start = rec->start_ns;
+  struct offcpu_key key = {};
+
+  key.tgid = rec->tgid;
+  key.pid = pid;
+  key.user_stack = rec->user_stack;
+  key.kernel_stack = rec->kernel_stack;
+  key.flags = rec->flags;
+  forget_start(rec, pid, trusted);
+
+  if (end <= start)
+    return;
+  __u64 delta = end - start;
+  if (delta < min_block_ns || delta > max_block_ns)
+    return;
+  if (trusted && kstack_at_switch_in && want_kernel_stacks) {
+    key.kernel_stack = take_task_kernel_stack(t);
+    key.flags |= OFFCPU_KSTACK_NOSCHED;
+  }
+  BPF_CORE_READ_STR_INTO(&key.comm, t, comm);
+  charge(&key, delta);
+}
+
+static __always_inline void on_switch(void *ctx, struct task_struct *prev,
+                                      struct task_struct *next,
+                                      unsigned int prev_state, bool trusted) {
+  __u64 now = bpf_ktime_get_ns();
+  __u64 stop = stop_ns;
+
+  /* The task switched in: close its wait, if one is open. */
+  __u32 next_pid = BPF_CORE_READ(next, pid);
+  if (next_pid != 0) {
+    struct offcpu_start *rec = find_start(next, next_pid, trusted);
+    if (rec && rec->start_ns)
+      end_wait(next, next_pid, rec, stop && now > stop ? stop : now, trusted);
+  }
+
+  /* The task switched out: open a wait if it passes the filters. A dying
+   * task's last switch-out has no switch-in to end it. */
+  if (stop || (prev_state & TASK_DEAD))
+    return;
+  __u32 pid = BPF_CORE_READ(prev, pid);
+  __u32 tgid = BPF_CORE_READ(prev, tgid);
+  if (!passes_task_filters(prev, pid, tgid) || !passes_state_filter(prev_state))
+    return;
+
+  struct offcpu_start rec = {
+      .start_ns = now,
+      .tgid = tgid,
+      .state = prev_state,
+  };
+  if (want_user_stacks && !(BPF_CORE_READ(prev, flags) & PF_KTHREAD))
+    rec.user_stack = take_current_stack(ctx, BPF_F_USER_STACK);
+  if (want_kernel_stacks && !(trusted && kstack_at_switch_in))
+    rec.kernel_stack = take_current_stack(ctx, 0);
+  if (!save_start(prev, pid, &rec, trusted))
+    count_loss(OFFCPU_LOST_START_STORE);
+}
+
+/* Preferred: BTF-enabled tracepoint (5.5+), typed and trusted pointers. */
+SEC("tp_btf/sched_switch")
+int BPF_PROG(offcpu_switch_btf, bool preempt, struct task_struct *prev,
+             struct task_struct *next) {
+  unsigned int prev_state =
+      has_prev_state_arg ? (unsigned int)ctx[3] : task_state(prev);
+  on_switch(ctx, prev, next, prev_state, true);
+  return 0;
+}
+
+/* Fallback for kernels without BTF-enabled tracepoints (< 5.5) or where
+ * tp_btf fails to load: pointers are read with probe reads. */
+SEC("raw_tp/sched_switch")
+int BPF_PROG(offcpu_switch_raw, bool preempt, struct task_struct *prev,
+             struct task_struct *next) {
+  unsigned int prev_state =
+      has_prev_state_arg ? (unsigned int)ctx[3] : task_state(prev);
+  on_switch(ctx, prev, next, prev_state, false);
+  return 0;
+}
+
+/* Runs once after attach: every task already off CPU has been waiting since
+ * at least now. Without this a thread blocked for the whole window (the one
+ * the user most needs to see) would never show up. Sleepable, because its
+ * user stack is read from the task's own memory (5.18+ helpers). */
+SEC("iter.s/task")
+int offcpu_seed(struct bpf_iter__task *ctx) {
+  struct task_struct *task = ctx->task;
+  if (!task)
+    return 0;
+  __u32 pid = task->pid;
+  __u32 tgid = task->tgid;
+  if (task->on_cpu || !passes_task_filters(task, pid, tgid))
+    return 0;
+  unsigned int state = task_state(task);
+  if ((state & TASK_DEAD) || !passes_state_filter(state))
+    return 0;
+  struct offcpu_start *old = find_start(task, pid, true);
+  if (old && old->start_ns) /* switched out after attach: already open */
+    return 0;
+
+  struct offcpu_start rec = {
+      .start_ns = bpf_ktime_get_ns(),
+      .tgid = tgid,
+      .state = state,
+  };
+  if (want_user_stacks && !(task->flags & PF_KTHREAD) && task->mm)
+    rec.user_stack = walk_user_stack_fp(task);
+  if (want_kernel_stacks && !kstack_at_switch_in) {
+    rec.kernel_stack = take_task_kernel_stack(task);
+    rec.flags |= OFFCPU_KSTACK_NOSCHED;
+  }
+  if (!save_start(task, pid, &rec, true))
+    count_loss(OFFCPU_LOST_START_STORE);
+  return 0;
+}
+
+/* Runs once after the switch programs are detached: charges every wait still
+ * open up to stop_ns. */
+SEC("iter/task")
+int offcpu_flush(struct bpf_iter__task *ctx) {
+  struct task_struct *task = ctx->task;
+  if (!task || !stop_ns)
+    return 0;
+  __u32 pid = task->pid;
+  if (pid == 0)
+    return 0;
+  struct offcpu_start *rec = find_start(task, pid, true);
+  if (rec && rec->start_ns)
+    end_wait(task, pid, rec, stop_ns, true);
+  return 0;
+}

@@ -1,0 +1,149 @@
+/* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
+/* Stack capture and deduplication shared by offcpu's BPF programs.
+ *
+ * Stacks are walked into a per-CPU buffer and stored in a hash map keyed by
+ * a 64-bit hash of their frames. Unlike BPF_MAP_TYPE_STACK_TRACE, whose
+ * buckets are indexed by a 32-bit hash and drop the second of two colliding
+ * stacks (-EEXIST), a full 64-bit key makes a collision practically
+ * impossible; the few cheap checks below still count one if it happens. */
+#ifndef OFFCPU_STACK_STORE_BPF_H
+#define OFFCPU_STACK_STORE_BPF_H
+
+/* Frames to keep (<= OFFCPU_MAX_STACK_DEPTH); --perf-max-stack-depth. */
+const volatile __u32 stack_depth = OFFCPU_MAX_STACK_DEPTH;
+
+/* Events lost, by enum offcpu_loss; read by user space at the end. */
+__u64 lost[OFFCPU_LOST_NR];
+
+struct {
+  __uint(type, BPF_MAP_TYPE_HASH);
+  __uint(max_entries, 16384); /* --stack-storage-size */
+  __type(key, __u64);
+  __type(value, struct offcpu_stack);
+} stacks SEC(".maps");
+
+struct {
+  __uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+  __uint(max_entries, 1);
+  __type(key, __u32);
+  __type(value, struct offcpu_stack);
+} stack_scratch SEC(".maps");
+
+static __always_inline void count_loss(int cause) {
+  if (cause >= 0 && cause < OFFCPU_LOST_NR)
+    __sync_fetch_and_add(&lost[cause], 1);
+}
+
+static __always_inline __u32 stack_bytes(void) {
+  __u32 depth = stack_depth;
+  if (depth > OFFCPU_MAX_STACK_DEPTH)
+    depth = OFFCPU_MAX_STACK_DEPTH;
+  return depth * sizeof(__u64);
+}
+
+static __always_inline struct offcpu_stack *scratch_stack(void) {
+  __u32 zero = 0;
+  return bpf_map_lookup_elem(&stack_scratch, &zero);
+}
+
+static __always_inline __u64 mix64(__u64 h) {
+  h ^= h >> 33;
+  h *= 0xff51afd7ed558ccdULL;
+  h ^= h >> 33;
+  h *= 0xc4ceb9fe1a85ec53ULL;
+  h ^= h >> 33;
+  return h;
+}
+
+/* Stores the `bytes` of frames in *s; returns its id or OFFCPU_STACK_MISSED. */
+static __always_inline __u64 store_stack(struct offcpu_stack *s, long bytes,
+                                         bool user) {
+  if (bytes <= 0) {
+    count_loss(user ? OFFCPU_LOST_USER_STACK_WALK
+                    : OFFCPU_LOST_KERNEL_STACK_WALK);
+    return OFFCPU_STACK_MISSED;
+  }
+  __u32 nr = bytes / sizeof(__u64);
+  if (nr > OFFCPU_MAX_STACK_DEPTH)
+    nr = OFFCPU_MAX_STACK_DEPTH;
+  s->nr = nr;
+  s->pad = user;
+
+  __u64 h = 0x9e3779b97f4a7c15ULL ^ ((__u64)nr << 1) ^ user;
+  for (int i = 0; i < OFFCPU_MAX_STACK_DEPTH; i++) {
+    if (i >= nr)
+      break;
+    h = mix64(h ^ s->ips[i]) + i;
+  }
+  if (h == OFFCPU_NO_STACK || h == OFFCPU_STACK_MISSED)
+    h += 2;
+
+  struct offcpu_stack *old = bpf_map_lookup_elem(&stacks, &h);
+  if (old) {
+    if (old->nr != nr || old->pad != s->pad || old->ips[0] != s->ips[0]) {
+      count_loss(OFFCPU_LOST_STACK_COLLISION);
+      return OFFCPU_STACK_MISSED;
+    }
+    return h;
+  }
+  long err = bpf_map_update_elem(&stacks, &h, s, BPF_NOEXIST);
+  if (err && err != -17 /* EEXIST: stored by another CPU meanwhile */) {
+    count_loss(OFFCPU_LOST_STACK_MAP_FULL);
+    return OFFCPU_STACK_MISSED;
+  }
+  return h;
+}
+
+/* Stack of the current task: user (BPF_F_USER_STACK) or kernel. */
+static __always_inline __u64 take_current_stack(void *ctx, __u64 flags) {
+  struct offcpu_stack *s = scratch_stack();
+  if (!s)
+    return OFFCPU_STACK_MISSED;
+  long bytes = bpf_get_stack(ctx, s->ips, stack_bytes(), flags);
+  return store_stack(s, bytes, flags & BPF_F_USER_STACK);
+}
+
+/* Kernel stack of a task that is not running (5.9+). It starts at
+ * __schedule: none of the tracer's own frames are in it. */
+static __always_inline __u64 take_task_kernel_stack(struct task_struct *t) {
+  struct offcpu_stack *s = scratch_stack();
+  if (!s)
+    return OFFCPU_STACK_MISSED;
+  long bytes = bpf_get_task_stack(t, s->ips, stack_bytes(), 0);
+  return store_stack(s, bytes, false);
+}
+
+/* User stack of a task that is not current, by walking its frame pointers
+ * in its own memory, as perf does for the current task. Sleepable programs
+ * only (bpf_copy_from_user_task and bpf_task_pt_regs: 5.18+). */
+static __always_inline __u64 walk_user_stack_fp(struct task_struct *t) {
+  struct offcpu_stack *s = scratch_stack();
+  if (!s)
+    return OFFCPU_STACK_MISSED;
+  struct pt_regs *regs = (struct pt_regs *)bpf_task_pt_regs(t);
+  if (!regs)
+    return OFFCPU_STACK_MISSED;
+  __u64 fp = BPF_CORE_READ(regs, bp);
+  __u32 max = stack_bytes() / sizeof(__u64);
+  __u32 n = 0;
+  s->ips[0] = BPF_CORE_READ(regs, ip);
+  if (s->ips[0])
+    n = 1;
+  for (int i = 1; i < OFFCPU_MAX_STACK_DEPTH; i++) {
+    __u64 frame[2]; /* saved frame pointer, return address */
+    if (i >= max || !fp || n == 0)
+      break;
+    if (bpf_copy_from_user_task(frame, sizeof(frame), (void *)fp, t, 0))
+      break;
+    if (!frame[1])
+      break;
+    s->ips[i] = frame[1];
+    n = i + 1;
+    if (frame[0] <= fp) /* stacks grow down: callers are above */
+      break;
+    fp = frame[0];
+  }
+  return store_stack(s, (long)n * sizeof(__u64), true);
+}
+
+#endif /* OFFCPU_STACK_STORE_BPF_H */

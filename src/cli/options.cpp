@@ -1,0 +1,178 @@
+#include "cli/options.h"
+
+#include <sys/stat.h>
+
+#include <CLI/CLI.hpp>
+#include <cerrno>
+#include <cmath>
+#include <cstdlib>
+
+#include "util/error.h"
+
+namespace offcpu {
+namespace {
+
+constexpr uint32_t kMaxStackDepth = 127; // OFFCPU_MAX_STACK_DEPTH
+
+double parse_duration(const std::string &text) {
+  char *end = nullptr;
+  errno = 0;
+  double v = std::strtod(text.c_str(), &end);
+  if (text.empty() || errno != 0 || end == nullptr || *end != '\0' ||
+      !std::isfinite(v) || v <= 0 || v > 365.0 * 24 * 3600)
+    throw usage_error("duration must be a positive number of seconds, got '" +
+                      text + "'");
+  return v;
+}
+
+int64_t parse_state(const std::string &text) {
+  char *end = nullptr;
+  errno = 0;
+  long long v = std::strtoll(text.c_str(), &end, 0);
+  if (text.empty() || errno != 0 || *end != '\0' || v < 0 || v > 0xffffffffLL)
+    throw usage_error("--state takes a task-state bitmask such as 2 or 0x402, "
+                      "got '" + text + "'");
+  return v;
+}
+
+void check_tasks(const std::vector<uint32_t> &ids, const char *what,
+                 const TaskExists &exists) {
+  for (uint32_t id : ids) {
+    if (id == 0)
+      throw usage_error(std::string(what) + " 0 is the idle task; it cannot be traced");
+    if (!exists(id))
+      throw usage_error(std::string(what) + " " + std::to_string(id) +
+                        " does not exist");
+  }
+}
+
+// CLI11 messages can span lines; keep the first.
+std::string one_line(const std::string &s) {
+  auto nl = s.find('\n');
+  return nl == std::string::npos ? s : s.substr(0, nl);
+}
+
+} // namespace
+
+bool task_exists_in_proc(uint32_t id) {
+  struct stat st {};
+  // /proc/<tid> resolves for threads as well as processes.
+  return ::stat(("/proc/" + std::to_string(id)).c_str(), &st) == 0;
+}
+
+CommandLine parse_command_line(int argc, const char *const *argv,
+                               const TaskExists &exists) {
+  CommandLine cl;
+  ProfileOptions &o = cl.profile;
+  CLI::App app{"offcpu: where threads spend their time off CPU, by stack.\n"
+               "Traces the whole system unless -p or -t is given, for DURATION "
+               "seconds or until Ctrl-C.",
+               "offcpu"};
+  app.set_version_flag("-V,--version", "offcpu " OFFCPU_VERSION);
+  app.get_formatter()->column_width(34);
+
+  std::string duration, state, attach = "auto";
+  auto *pid = app.add_option("-p,--pid", o.pids,
+                             "trace these processes (all threads); comma "
+                             "separated or repeated")
+                  ->delimiter(',')
+                  ->expected(1)
+                  ->allow_extra_args(false)
+                  ->group("Filters");
+  auto *tid = app.add_option("-t,--tid", o.tids,
+                             "trace these threads; comma separated or repeated")
+                  ->delimiter(',')
+                  ->expected(1)
+                  ->allow_extra_args(false)
+                  ->group("Filters");
+  (void)pid;
+  (void)tid;
+  auto *uth = app.add_flag("-u,--user-threads-only", o.user_threads_only,
+                           "user threads only (no kernel threads)")
+                  ->group("Filters");
+  auto *kth = app.add_flag("-k,--kernel-threads-only", o.kernel_threads_only,
+                           "kernel threads only (no user threads)")
+                  ->group("Filters");
+  uth->excludes(kth);
+  app.add_option("-m,--min-block-time", o.min_block_us,
+                 "only count waits of at least this many microseconds (default 1)")
+      ->check(CLI::Range(uint64_t{0}, uint64_t{UINT64_MAX / 1000}))
+      ->group("Filters");
+  app.add_option("-M,--max-block-time", o.max_block_us,
+                 "only count waits of at most this many microseconds")
+      ->check(CLI::Range(uint64_t{1}, uint64_t{UINT64_MAX}))
+      ->group("Filters");
+  app.add_option("--state", state,
+                 "only waits that began in this task state: a bitmask (2 = "
+                 "uninterruptible, 0x402 = idle), or 0 for preempted")
+      ->group("Filters");
+
+  auto *us = app.add_flag("-U,--user-stacks-only", o.user_stacks_only,
+                          "show user stacks only")
+                 ->group("Output");
+  auto *ks = app.add_flag("-K,--kernel-stacks-only", o.kernel_stacks_only,
+                          "show kernel stacks only")
+                 ->group("Output");
+  us->excludes(ks);
+  app.add_flag("-f,--folded", o.folded,
+               "folded stacks for flamegraph.pl: comm;user;kernel microseconds")
+      ->group("Output");
+  app.add_flag("-d,--delimited", o.delimited,
+               "insert a '-' frame between user and kernel stacks")
+      ->group("Output");
+
+  app.add_option("--stack-storage-size", o.stack_storage_size,
+                 "distinct stacks to store (default 16384)")
+      ->check(CLI::Range(uint32_t{1}, uint32_t{1} << 24))
+      ->group("Limits");
+  app.add_option("--perf-max-stack-depth", o.max_stack_depth,
+                 "frames to keep per stack (default and maximum 127)")
+      ->check(CLI::Range(uint32_t{1}, kMaxStackDepth))
+      ->group("Limits");
+  app.add_option("--max-entries", o.max_entries,
+                 "distinct (thread, stack) pairs to aggregate (default 65536)")
+      ->check(CLI::Range(uint32_t{1}, uint32_t{1} << 24))
+      ->group("Limits");
+
+  app.add_flag("-v,--verbose", o.verbose,
+               "report kernel features, the attach plan and symbolization");
+  app.add_option("--attach", attach,
+                 "sched_switch hook: auto, tp_btf or raw_tp (default auto)")
+      ->check(CLI::IsMember({"auto", "tp_btf", "raw_tp"}))
+      ->group("");
+  app.add_flag("--kernel-stack-at-switch-in", o.kstack_at_switch_in,
+               "take kernel stacks when the task runs again: cheaper, but "
+               "without scheduler frames (schedule, mutex_lock, down_write...)")
+      ->group("Limits");
+  app.add_option("duration", duration, "seconds to trace (default: until Ctrl-C)");
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp &) {
+    cl.action = Action::PrintedHelp;
+    cl.help_text = app.help();
+    return cl;
+  } catch (const CLI::CallForVersion &) {
+    cl.action = Action::PrintedHelp;
+    cl.help_text = std::string("offcpu ") + OFFCPU_VERSION + "\n";
+    return cl;
+  } catch (const CLI::ParseError &e) {
+    throw usage_error(one_line(e.what()) + " (see offcpu --help)");
+  }
+
+  if (!duration.empty())
+    o.duration_s = parse_duration(duration);
+  if (!state.empty())
+    o.state = parse_state(state);
+  if (o.min_block_us > o.max_block_us)
+    throw usage_error("--min-block-time must not exceed --max-block-time");
+  if (attach == "tp_btf")
+    o.attach = AttachChoice::TpBtf;
+  else if (attach == "raw_tp")
+    o.attach = AttachChoice::RawTp;
+  check_tasks(o.pids, "PID", exists);
+  check_tasks(o.tids, "TID", exists);
+  return cl;
+}
+
+} // namespace offcpu

@@ -1,0 +1,56 @@
+// Command-line options: one struct per command, parsed by CLI11. Parsing is
+// pure (no kernel, no /proc beyond validating PIDs through a callback) so it
+// is unit-tested directly.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace offcpu {
+
+// Which sched_switch hook to use; "auto" probes the kernel. The others exist
+// to exercise fallbacks on kernels that have the preferred one.
+enum class AttachChoice { Auto, TpBtf, RawTp };
+
+struct ProfileOptions {
+  std::vector<uint32_t> pids; // processes: all their threads
+  std::vector<uint32_t> tids; // individual threads
+  bool user_threads_only = false;
+  bool kernel_threads_only = false;
+  bool user_stacks_only = false;
+  bool kernel_stacks_only = false;
+  bool folded = false;
+  bool delimited = false;
+  uint64_t min_block_us = 1;
+  uint64_t max_block_us = UINT64_MAX;
+  std::optional<int64_t> state; // BCC --state
+  uint32_t stack_storage_size = 16384;
+  uint32_t max_stack_depth = 127;
+  uint32_t max_entries = 65536; // distinct (thread, stack) keys
+  std::optional<double> duration_s; // none: until Ctrl-C
+  bool verbose = false;
+  AttachChoice attach = AttachChoice::Auto;
+  // Cheaper kernel stacks without __sched frames (see probe/features.cpp).
+  bool kstack_at_switch_in = false;
+};
+
+enum class Action { Run, PrintedHelp };
+
+struct CommandLine {
+  Action action = Action::Run;
+  std::string help_text; // with PrintedHelp: --help or --version output
+  ProfileOptions profile;
+};
+
+// Tells whether a PID/TID exists; injected so tests need no real processes.
+using TaskExists = std::function<bool(uint32_t)>;
+bool task_exists_in_proc(uint32_t id);
+
+// Throws FatalError(kExitUsage) with a one-line message on bad input.
+CommandLine parse_command_line(int argc, const char *const *argv,
+                               const TaskExists &exists = task_exists_in_proc);
+
+} // namespace offcpu

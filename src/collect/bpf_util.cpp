@@ -1,0 +1,72 @@
+#include "collect/bpf_util.h"
+
+#include <bpf/bpf.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdarg>
+#include <cstdio>
+
+#include "util/fd.h"
+
+namespace offcpu {
+namespace {
+
+std::string g_messages;
+bool g_echo = false;
+
+int on_libbpf_message(enum libbpf_print_level level, const char *fmt,
+                      va_list args) {
+  if (level == LIBBPF_DEBUG) // relocation chatter; the verifier log is WARN
+    return 0;
+  char buf[1024];
+  va_list copy;
+  va_copy(copy, args);
+  vsnprintf(buf, sizeof(buf), fmt, copy);
+  va_end(copy);
+  if (g_messages.size() < (1u << 20))
+    g_messages += buf;
+  if (g_echo)
+    fputs(buf, stderr);
+  return 0;
+}
+
+} // namespace
+
+void capture_libbpf_messages(bool echo_to_stderr) {
+  g_echo = echo_to_stderr;
+  libbpf_set_print(on_libbpf_message);
+}
+
+std::string take_libbpf_messages() {
+  std::string s;
+  s.swap(g_messages);
+  return s;
+}
+
+int run_iterator(bpf_program *prog) {
+  BpfLink link(bpf_program__attach_iter(prog, nullptr));
+  if (!link)
+    return -errno;
+  UniqueFd fd(bpf_iter_create(bpf_link__fd(link.get())));
+  if (!fd)
+    return -errno;
+  char buf[256];
+  for (;;) {
+    ssize_t n = read(fd.get(), buf, sizeof(buf));
+    if (n == 0)
+      return 0;
+    if (n < 0 && errno != EINTR)
+      return -errno;
+  }
+}
+
+uint64_t monotonic_ns() {
+  timespec ts{};
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<uint64_t>(ts.tv_sec) * 1000000000ull +
+         static_cast<uint64_t>(ts.tv_nsec);
+}
+
+} // namespace offcpu

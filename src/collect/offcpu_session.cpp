@@ -1,0 +1,187 @@
+#include "collect/offcpu_session.h"
+
+#include <bpf/bpf.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+
+#include "offcpu.skel.h"
+#include "util/error.h"
+
+namespace offcpu {
+namespace {
+
+std::string errno_text(int err) { return std::strerror(err < 0 ? -err : err); }
+
+// One line that says why loading failed and what to do about it.
+std::string load_failure(int err) {
+  err = err < 0 ? -err : err;
+  if (err == EPERM || err == EACCES)
+    return "loading BPF programs was refused (" + errno_text(err) +
+           "): run as root, or with CAP_BPF and CAP_PERFMON; kernel lockdown "
+           "or kernel.unprivileged_bpf_disabled can also forbid it";
+  if (err == E2BIG || err == ENOMEM)
+    return "loading BPF programs failed (" + errno_text(err) +
+           "): not enough locked memory or map space; try a smaller "
+           "--stack-storage-size or --max-entries";
+  return "loading BPF programs failed: " + errno_text(err) +
+         " (run with -v for the verifier log)";
+}
+
+void fill_filter(bpf_map *map, const std::vector<uint32_t> &ids) {
+  const uint8_t one = 1;
+  for (uint32_t id : ids) {
+    if (bpf_map__update_elem(map, &id, sizeof(id), &one, sizeof(one), BPF_ANY))
+      throw runtime_error("cannot fill the PID/TID filter map: " +
+                          errno_text(errno));
+  }
+}
+
+int try_load(offcpu_bpf *skel, const ProfileOptions &o, const OffcpuPlan &p) {
+  auto *ro = skel->rodata;
+  ro->filter_tgid = !o.pids.empty();
+  ro->filter_tid = !o.tids.empty();
+  ro->user_threads_only = o.user_threads_only;
+  ro->kernel_threads_only = o.kernel_threads_only;
+  ro->want_user_stacks = !o.kernel_stacks_only;
+  ro->want_kernel_stacks = !o.user_stacks_only;
+  ro->min_block_ns = o.min_block_us * 1000;
+  ro->max_block_ns =
+      o.max_block_us >= UINT64_MAX / 1000 ? UINT64_MAX : o.max_block_us * 1000;
+  ro->state_filter = o.state ? *o.state : -1;
+  ro->has_prev_state_arg = p.prev_state_arg;
+  ro->kstack_at_switch_in = p.kstack_at_switch_in;
+  ro->use_task_storage = p.task_storage;
+  ro->stack_depth = o.max_stack_depth;
+
+  auto &m = skel->maps;
+  bpf_map__set_max_entries(m.filter_tgids,
+                           std::max<uint32_t>(1, o.pids.size()));
+  bpf_map__set_max_entries(m.filter_tids, std::max<uint32_t>(1, o.tids.size()));
+  bpf_map__set_max_entries(m.stacks, o.stack_storage_size);
+  bpf_map__set_max_entries(m.counts, o.max_entries);
+  // One in-flight wait per thread that is blocked; sized for large hosts.
+  bpf_map__set_max_entries(m.starts_hash, p.task_storage ? 1 : 262144);
+  bpf_map__set_autocreate(m.starts_task, p.task_storage);
+
+  bpf_program__set_autoload(skel->progs.offcpu_switch_btf, p.tp_btf);
+  bpf_program__set_autoload(skel->progs.offcpu_switch_raw, !p.tp_btf);
+  bpf_program__set_autoload(skel->progs.offcpu_seed, p.seed_open_waits);
+  bpf_program__set_autoload(skel->progs.offcpu_flush, p.flush_open_waits);
+  return offcpu_bpf__load(skel);
+}
+
+} // namespace
+
+void OffcpuSession::SkelDeleter::operator()(offcpu_bpf *skel) const {
+  offcpu_bpf__destroy(skel);
+}
+
+OffcpuSession::OffcpuSession(std::unique_ptr<offcpu_bpf, SkelDeleter> skel,
+                             OffcpuPlan plan, bool verbose)
+    : skel_(std::move(skel)), plan_(plan), verbose_(verbose) {}
+
+OffcpuSession::~OffcpuSession() = default;
+
+std::unique_ptr<OffcpuSession>
+OffcpuSession::load(const ProfileOptions &opts,
+                    const std::vector<OffcpuPlan> &plans, bool verbose) {
+  if (plans.empty())
+    throw runtime_error("no way to attach to sched_switch on this kernel "
+                        "(needs BTF-enabled or raw tracepoints)");
+  int last_err = 0;
+  for (const OffcpuPlan &plan : plans) {
+    std::unique_ptr<offcpu_bpf, SkelDeleter> skel(offcpu_bpf__open());
+    if (!skel)
+      throw runtime_error("cannot open the BPF object: " + errno_text(errno));
+    int err = try_load(skel.get(), opts, plan);
+    if (err == 0) {
+      fill_filter(skel->maps.filter_tgids, opts.pids);
+      fill_filter(skel->maps.filter_tids, opts.tids);
+      if (verbose)
+        fprintf(stderr, "offcpu: attach plan: %s\n", plan.describe().c_str());
+      take_libbpf_messages();
+      return std::unique_ptr<OffcpuSession>(
+          new OffcpuSession(std::move(skel), plan, verbose));
+    }
+    last_err = err;
+    if (verbose)
+      fprintf(stderr, "offcpu: plan failed to load (%s): %s\n",
+              errno_text(err).c_str(), plan.describe().c_str());
+  }
+  std::string log = take_libbpf_messages();
+  if (verbose && !log.empty())
+    fprintf(stderr, "%s", log.c_str());
+  throw runtime_error(load_failure(last_err));
+}
+
+void OffcpuSession::attach() {
+  bpf_program *prog = plan_.tp_btf ? skel_->progs.offcpu_switch_btf
+                                   : skel_->progs.offcpu_switch_raw;
+  switch_link_.reset(bpf_program__attach(prog));
+  if (!switch_link_)
+    throw runtime_error("cannot attach to sched_switch: " + errno_text(errno));
+  start_ns_ = monotonic_ns();
+  if (plan_.seed_open_waits) {
+    int err = run_iterator(skel_->progs.offcpu_seed);
+    if (err && verbose_)
+      fprintf(stderr, "offcpu: could not seed open waits: %s\n",
+              errno_text(err).c_str());
+  }
+}
+
+void OffcpuSession::stop() {
+  if (stop_ns_)
+    return;
+  stop_ns_ = monotonic_ns();
+  // From here on switch-ins end their waits at stop_ns and no wait opens.
+  skel_->bss->stop_ns = stop_ns_;
+  // Detaching waits for programs in flight, so the flush below cannot race
+  // with a switch-in charging the same wait.
+  switch_link_.reset();
+  if (plan_.flush_open_waits) {
+    int err = run_iterator(skel_->progs.offcpu_flush);
+    if (err)
+      fprintf(stderr, "offcpu: waits still open at stop were not charged: %s\n",
+              errno_text(err).c_str());
+  }
+}
+
+RawProfile OffcpuSession::drain() const {
+  RawProfile out;
+  out.window_ns = stop_ns_ > start_ns_ ? stop_ns_ - start_ns_ : 0;
+  for (int i = 0; i < OFFCPU_LOST_NR; i++)
+    out.lost[i] = skel_->bss->lost[i];
+
+  int counts_fd = bpf_map__fd(skel_->maps.counts);
+  int stacks_fd = bpf_map__fd(skel_->maps.stacks);
+  offcpu_key key{}, next{};
+  bool first = true;
+  while (bpf_map_get_next_key(counts_fd, first ? nullptr : &key, &next) == 0) {
+    first = false;
+    key = next;
+    offcpu_value val{};
+    if (bpf_map_lookup_elem(counts_fd, &key, &val) == 0)
+      out.counts.emplace_back(key, val);
+  }
+
+  offcpu_stack stack{};
+  auto load_stack = [&](uint64_t id) {
+    if (id == OFFCPU_NO_STACK || id == OFFCPU_STACK_MISSED ||
+        out.stacks.count(id))
+      return;
+    if (bpf_map_lookup_elem(stacks_fd, &id, &stack) != 0)
+      return;
+    uint32_t nr = std::min<uint32_t>(stack.nr, OFFCPU_MAX_STACK_DEPTH);
+    out.stacks.emplace(id, std::vector<uint64_t>(stack.ips, stack.ips + nr));
+  };
+  for (const auto &kv : out.counts) {
+    load_stack(kv.first.user_stack);
+    load_stack(kv.first.kernel_stack);
+  }
+  return out;
+}
+
+} // namespace offcpu

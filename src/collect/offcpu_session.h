@@ -1,0 +1,54 @@
+// Lifecycle of the off-CPU BPF programs: open, configure, load (falling back
+// along the attach plans), attach, stop, drain.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "cli/options.h"
+#include "collect/bpf_util.h"
+#include "collect/raw_profile.h"
+#include "probe/features.h"
+
+struct offcpu_bpf;
+
+namespace offcpu {
+
+class OffcpuSession {
+public:
+  // Loads with the first plan that the kernel accepts; throws FatalError
+  // naming the cause when none does. Progress notes go to `log` (-v).
+  static std::unique_ptr<OffcpuSession> load(const ProfileOptions &opts,
+                                             const std::vector<OffcpuPlan> &plans,
+                                             bool verbose);
+  ~OffcpuSession();
+  OffcpuSession(const OffcpuSession &) = delete;
+  OffcpuSession &operator=(const OffcpuSession &) = delete;
+
+  // Attaches to sched_switch, then opens waits for tasks already off CPU.
+  void attach();
+  // Ends the window: waits end now; the switch hook is detached and waits
+  // still open are charged up to this moment.
+  void stop();
+  // Copies the aggregated data out of the maps.
+  RawProfile drain() const;
+
+  const OffcpuPlan &plan() const { return plan_; }
+
+private:
+  struct SkelDeleter {
+    void operator()(offcpu_bpf *skel) const;
+  };
+  OffcpuSession(std::unique_ptr<offcpu_bpf, SkelDeleter> skel, OffcpuPlan plan,
+                bool verbose);
+
+  std::unique_ptr<offcpu_bpf, SkelDeleter> skel_;
+  OffcpuPlan plan_;
+  bool verbose_;
+  BpfLink switch_link_;
+  uint64_t start_ns_ = 0;
+  uint64_t stop_ns_ = 0;
+};
+
+} // namespace offcpu

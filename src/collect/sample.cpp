@@ -1,0 +1,116 @@
+#include "collect/sample.h"
+
+#include <algorithm>
+#include <cstring>
+
+namespace offcpu {
+
+bool is_tracer_frame(const std::string &name) {
+  static const char *const prefixes[] = {
+      "bpf_prog_", "bpf_trace_run", "__bpf_trace_", "__traceiter_",
+      "perf_trace_", "trace_call_bpf", "bpf_get_stack", "__bpf_get_stack",
+      "bpf_get_stackid", "__bpf_prog_enter", "__bpf_prog_exit", "bpf_trampoline_"};
+  for (const char *p : prefixes)
+    if (name.compare(0, std::strlen(p), p) == 0)
+      return true;
+  return false;
+}
+
+namespace {
+
+const std::vector<uint64_t> *find_stack(const RawProfile &raw, uint64_t id) {
+  auto it = raw.stacks.find(id);
+  return it == raw.stacks.end() ? nullptr : &it->second;
+}
+
+std::vector<std::string> name_kernel(const std::vector<uint64_t> &ips,
+                                     Symbolizer &sym) {
+  std::vector<std::string> leaf_first;
+  leaf_first.reserve(ips.size());
+  for (size_t i = 0; i < ips.size(); i++)
+    leaf_first.push_back(sym.kernel_frame(ips[i], i > 0));
+  // Stacks taken inside the tracepoint begin with the tracer's frames;
+  // everything up to the last of them (within the first few) is ours.
+  size_t cut = 0;
+  for (size_t i = 0; i < leaf_first.size() && i < 16; i++)
+    if (is_tracer_frame(leaf_first[i]))
+      cut = i + 1;
+  leaf_first.erase(leaf_first.begin(), leaf_first.begin() + static_cast<long>(cut));
+  std::reverse(leaf_first.begin(), leaf_first.end());
+  return leaf_first;
+}
+
+std::vector<std::string> name_user(uint32_t tgid, const std::vector<uint64_t> &ips,
+                                   Symbolizer &sym) {
+  std::vector<std::string> root_first;
+  root_first.reserve(ips.size());
+  for (size_t i = ips.size(); i-- > 0;)
+    root_first.push_back(sym.user_frame(tgid, ips[i], i > 0));
+  return root_first;
+}
+
+} // namespace
+
+std::vector<Sample> symbolize_profile(const RawProfile &raw, Symbolizer &sym,
+                                      StackSelection show) {
+  std::vector<Sample> out;
+  out.reserve(raw.counts.size());
+  for (const auto &[key, val] : raw.counts) {
+    Sample s;
+    s.tgid = key.tgid;
+    s.pid = key.pid;
+    s.comm.assign(key.comm, strnlen(key.comm, sizeof(key.comm)));
+    s.total_ns = val.total_ns;
+    s.count = val.count;
+    s.kernel_nosched = key.flags & OFFCPU_KSTACK_NOSCHED;
+    if (show.user && key.user_stack != OFFCPU_NO_STACK) {
+      const auto *ips = find_stack(raw, key.user_stack);
+      if (ips)
+        s.user = name_user(key.tgid, *ips, sym);
+      else
+        s.user_missed = true;
+    }
+    if (show.kernel && key.kernel_stack != OFFCPU_NO_STACK) {
+      const auto *ips = find_stack(raw, key.kernel_stack);
+      if (ips)
+        s.kernel = name_kernel(*ips, sym);
+      else
+        s.kernel_missed = true;
+    }
+    out.push_back(std::move(s));
+  }
+  return out;
+}
+
+void merge_partial_kernel_stacks(std::vector<Sample> &samples) {
+  std::vector<bool> gone(samples.size(), false);
+  for (size_t i = 0; i < samples.size(); i++) {
+    const Sample &part = samples[i];
+    if (!part.kernel_nosched || part.kernel.empty())
+      continue;
+    size_t best = samples.size();
+    for (size_t j = 0; j < samples.size(); j++) {
+      const Sample &full = samples[j];
+      if (j == i || gone[j] || full.kernel_nosched || full.pid != part.pid ||
+          full.tgid != part.tgid || full.comm != part.comm ||
+          full.user != part.user || full.user_missed != part.user_missed ||
+          full.kernel.size() <= part.kernel.size() ||
+          !std::equal(part.kernel.begin(), part.kernel.end(), full.kernel.begin()))
+        continue;
+      if (best == samples.size() || full.total_ns > samples[best].total_ns)
+        best = j;
+    }
+    if (best == samples.size())
+      continue;
+    samples[best].total_ns += part.total_ns;
+    samples[best].count += part.count;
+    gone[i] = true;
+  }
+  size_t out = 0;
+  for (size_t i = 0; i < samples.size(); i++)
+    if (!gone[i])
+      samples[out++] = std::move(samples[i]);
+  samples.resize(out);
+}
+
+} // namespace offcpu

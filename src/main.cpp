@@ -1,0 +1,24 @@
+// offcpu: off-CPU time by stack. Parsing and running live in offcpu_core.
+#include <cstdio>
+#include <exception>
+
+#include "cli/options.h"
+#include "run/profile.h"
+#include "util/error.h"
+
+int main(int argc, char **argv) {
+  try {
+    offcpu::CommandLine cl = offcpu::parse_command_line(argc, argv);
+    if (cl.action == offcpu::Action::PrintedHelp) {
+      fputs(cl.help_text.c_str(), stdout);
+      return offcpu::kExitOk;
+    }
+    return offcpu::run_profile(cl.profile);
+  } catch (const offcpu::FatalError &e) {
+    fprintf(stderr, "offcpu: %s\n", e.what());
+    return e.exit_code();
+  } catch (const std::exception &e) {
+    fprintf(stderr, "offcpu: internal error: %s\n", e.what());
+    return offcpu::kExitRuntime;
+  }
+}

@@ -1,0 +1,132 @@
+#include "probe/features.h"
+
+#include <bpf/btf.h>
+#include <unistd.h>
+
+#include <cstring>
+#include <memory>
+
+namespace offcpu {
+namespace {
+
+struct BtfDeleter {
+  void operator()(btf *b) const { btf__free(b); }
+};
+
+bool has_enum_value(const btf *b, const char *enum_name, const char *value) {
+  int id = btf__find_by_name_kind(b, enum_name, BTF_KIND_ENUM);
+  if (id < 0)
+    return false;
+  const btf_type *t = btf__type_by_id(b, id);
+  const struct btf_enum *e = btf_enum(t);
+  for (unsigned i = 0; i < btf_vlen(t); i++)
+    if (std::strcmp(btf__name_by_offset(b, e[i].name_off), value) == 0)
+      return true;
+  return false;
+}
+
+// Parameters of the tracepoint's BTF prototype, including its void *data.
+int tracepoint_params(const btf *b, const char *typedef_name) {
+  int id = btf__find_by_name_kind(b, typedef_name, BTF_KIND_TYPEDEF);
+  if (id < 0)
+    return -1;
+  const btf_type *t = btf__type_by_id(b, id);
+  t = btf__type_by_id(b, t->type); // pointer
+  if (!t || !btf_is_ptr(t))
+    return -1;
+  t = btf__type_by_id(b, t->type); // func proto
+  if (!t || !btf_is_func_proto(t))
+    return -1;
+  return btf_vlen(t);
+}
+
+} // namespace
+
+KernelFeatures probe_kernel_features() {
+  KernelFeatures f;
+  std::unique_ptr<btf, BtfDeleter> b(btf__load_vmlinux_btf());
+  if (!b)
+    return f;
+  f.btf = true;
+  int params = tracepoint_params(b.get(), "btf_trace_sched_switch");
+  f.tp_btf_sched_switch = params >= 4;
+  f.sched_switch_prev_state = params >= 5;
+  f.task_storage =
+      has_enum_value(b.get(), "bpf_map_type", "BPF_MAP_TYPE_TASK_STORAGE");
+  f.get_task_stack =
+      has_enum_value(b.get(), "bpf_func_id", "BPF_FUNC_get_task_stack");
+  f.task_iter = btf__find_by_name_kind(b.get(), "bpf_iter__task",
+                                       BTF_KIND_STRUCT) >= 0;
+  f.user_walk_other_task =
+      has_enum_value(b.get(), "bpf_func_id", "BPF_FUNC_task_pt_regs") &&
+      has_enum_value(b.get(), "bpf_func_id", "BPF_FUNC_copy_from_user_task");
+  f.kprobes = access("/sys/kernel/tracing/kprobe_events", F_OK) == 0 ||
+              access("/sys/kernel/debug/tracing/kprobe_events", F_OK) == 0 ||
+              access("/sys/bus/event_source/devices/kprobe", F_OK) == 0;
+  return f;
+}
+
+std::vector<OffcpuPlan> offcpu_plans(const KernelFeatures &f,
+                                     AttachChoice choice,
+                                     bool kstack_at_switch_in) {
+  std::vector<OffcpuPlan> plans;
+  // tp_btf: typed, trusted pointers; task storage and bpf_get_task_stack
+  // need those, so they are only used with it.
+  if (f.tp_btf_sched_switch && choice != AttachChoice::RawTp) {
+    OffcpuPlan p;
+    p.tp_btf = true;
+    p.prev_state_arg = f.sched_switch_prev_state;
+    p.task_storage = f.task_storage;
+    // bpf_get_task_stack() is cheaper and runs only for waits that pass the
+    // filters, but it leaves out every __sched function (schedule,
+    // do_nanosleep, mutex_lock, down_write, wait_for_completion...), which
+    // name the kind of wait. Truthful stacks come first: it is opt-in.
+    p.kstack_at_switch_in = f.get_task_stack && kstack_at_switch_in;
+    p.seed_open_waits = f.task_iter && f.user_walk_other_task && f.get_task_stack;
+    p.flush_open_waits = f.task_iter && (f.get_task_stack || !p.kstack_at_switch_in);
+    plans.push_back(p);
+  }
+  // raw_tp: kernels before 5.5, or where tp_btf fails to load. Stacks at
+  // switch-out, start times in a hash map.
+  if (choice != AttachChoice::TpBtf) {
+    OffcpuPlan p;
+    p.tp_btf = false;
+    p.prev_state_arg = f.sched_switch_prev_state;
+    p.task_storage = false;
+    p.kstack_at_switch_in = false;
+    p.seed_open_waits = f.task_iter && f.user_walk_other_task && f.get_task_stack;
+    p.flush_open_waits = f.task_iter;
+    plans.push_back(p);
+  }
+  return plans;
+}
+
+std::string OffcpuPlan::describe() const {
+  std::string s = tp_btf ? "tp_btf/sched_switch" : "raw_tp/sched_switch";
+  s += prev_state_arg ? ", state from prev_state" : ", state from task";
+  s += kstack_at_switch_in ? ", kernel stack at switch-in (bpf_get_task_stack)"
+                           : ", kernel stack at switch-out";
+  s += task_storage ? ", start times in task storage"
+                    : ", start times in a hash map";
+  s += seed_open_waits ? ", waits open at start seeded"
+                       : ", waits open at start missed (no task iterator)";
+  s += flush_open_waits ? ", waits open at stop charged"
+                        : ", waits open at stop dropped (no task iterator)";
+  return s;
+}
+
+std::string describe_features(const KernelFeatures &f) {
+  auto yn = [](bool b) { return b ? "yes" : "no"; };
+  std::string s;
+  s += std::string("BTF ") + yn(f.btf);
+  s += std::string(", tp_btf ") + yn(f.tp_btf_sched_switch);
+  s += std::string(", prev_state ") + yn(f.sched_switch_prev_state);
+  s += std::string(", task storage ") + yn(f.task_storage);
+  s += std::string(", get_task_stack ") + yn(f.get_task_stack);
+  s += std::string(", task iterator ") + yn(f.task_iter);
+  s += std::string(", cross-task user walk ") + yn(f.user_walk_other_task);
+  s += std::string(", kprobes ") + yn(f.kprobes);
+  return s;
+}
+
+} // namespace offcpu

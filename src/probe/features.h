@@ -1,0 +1,45 @@
+// What the running kernel offers, read from its BTF, and the attach plans
+// that follow from it. Probing is separate from choosing so the choice is a
+// pure function that unit tests drive with made-up kernels.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "cli/options.h"
+
+namespace offcpu {
+
+struct KernelFeatures {
+  bool btf = false;                     // /sys/kernel/btf/vmlinux (CO-RE)
+  bool tp_btf_sched_switch = false;     // BTF-enabled tracepoints, 5.5+
+  bool sched_switch_prev_state = false; // prev_state argument, 5.18+
+  bool task_storage = false;            // BPF_MAP_TYPE_TASK_STORAGE, 5.11+
+  bool get_task_stack = false;          // bpf_get_task_stack, 5.9+
+  bool task_iter = false;               // iter/task, 5.8+
+  bool user_walk_other_task = false;    // task_pt_regs 5.15 + copy_from_user_task 5.18
+  bool kprobes = false;                 // CONFIG_KPROBES (kprobe_events present)
+};
+
+// Reads /sys/kernel/btf/vmlinux; all false when the kernel has no BTF.
+KernelFeatures probe_kernel_features();
+
+// How the off-CPU programs are attached and where they keep state.
+struct OffcpuPlan {
+  bool tp_btf = true;              // else raw_tp/sched_switch
+  bool kstack_at_switch_in = false; // bpf_get_task_stack(next), after filters
+  bool task_storage = true;        // else a tid-keyed hash map
+  bool prev_state_arg = true;      // else read task->__state / ->state
+  bool seed_open_waits = true;     // iterator opens waits at attach time
+  bool flush_open_waits = true;    // iterator charges open waits at stop
+  std::string describe() const;
+};
+
+// Plans to try, best first; loading falls back along the list.
+std::vector<OffcpuPlan> offcpu_plans(const KernelFeatures &features,
+                                     AttachChoice choice,
+                                     bool kstack_at_switch_in = false);
+
+std::string describe_features(const KernelFeatures &features);
+
+} // namespace offcpu

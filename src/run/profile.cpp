@@ -1,0 +1,134 @@
+#include "run/profile.h"
+
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+
+#include "collect/offcpu_session.h"
+#include "collect/sample.h"
+#include "output/folded.h"
+#include "output/text.h"
+#include "probe/features.h"
+#include "symbolize/symbolizer.h"
+#include "util/error.h"
+#include "util/fs.h"
+#include "util/output.h"
+#include "util/privileges.h"
+#include "util/signals.h"
+
+namespace offcpu {
+namespace {
+
+void note(const std::string &line) { fprintf(stderr, "offcpu: %s\n", line.c_str()); }
+
+std::string target_description(const ProfileOptions &o) {
+  std::string s;
+  auto list = [](const std::vector<uint32_t> &ids) {
+    std::string r;
+    for (uint32_t id : ids)
+      r += (r.empty() ? "" : ",") + std::to_string(id);
+    return r;
+  };
+  if (!o.pids.empty())
+    s += "PID " + list(o.pids);
+  if (!o.tids.empty())
+    s += (s.empty() ? "" : " and ") + std::string("TID ") + list(o.tids);
+  if (s.empty())
+    s = "all threads";
+  if (o.user_threads_only)
+    s += " (user threads only)";
+  if (o.kernel_threads_only)
+    s += " (kernel threads only)";
+  return s;
+}
+
+} // namespace
+
+std::string describe_losses(const RawProfile &raw, const ProfileOptions &o) {
+  std::string out;
+  auto line = [&](uint64_t n, const std::string &text) {
+    if (n)
+      out += "offcpu: warning: " + std::to_string(n) + " " + text + "\n";
+  };
+  line(raw.lost[OFFCPU_LOST_STACK_MAP_FULL],
+       "stacks lost: stack storage full; raise --stack-storage-size (now " +
+           std::to_string(o.stack_storage_size) + ")");
+  line(raw.lost[OFFCPU_LOST_STACK_COLLISION],
+       "stacks lost to hash collisions; raise --stack-storage-size");
+  line(raw.lost[OFFCPU_LOST_AGG_MAP_FULL],
+       "waits lost: too many distinct thread/stack pairs; raise --max-entries "
+       "(now " + std::to_string(o.max_entries) + ")");
+  line(raw.lost[OFFCPU_LOST_START_STORE],
+       "waits lost: the kernel could not store their start time (out of memory)");
+  line(raw.lost[OFFCPU_LOST_USER_STACK_WALK],
+       "user stacks could not be walked (shown as [Missed User Stack])");
+  line(raw.lost[OFFCPU_LOST_KERNEL_STACK_WALK],
+       "kernel stacks could not be walked (shown as [Missed Kernel Stack])");
+  return out;
+}
+
+int run_profile(const ProfileOptions &opts) {
+  install_stop_handlers();
+  require_bpf_privileges();
+  capture_libbpf_messages(opts.verbose);
+
+  KernelFeatures features = probe_kernel_features();
+  if (!features.btf)
+    throw runtime_error("this kernel has no BTF (/sys/kernel/btf/vmlinux): "
+                        "offcpu needs a kernel built with CONFIG_DEBUG_INFO_BTF=y");
+  if (opts.verbose)
+    note("kernel: " + describe_features(features));
+
+  auto session = OffcpuSession::load(opts, offcpu_plans(features, opts.attach, opts.kstack_at_switch_in),
+                                     opts.verbose);
+  if (stop_requested()) {
+    note("interrupted before tracing started; nothing collected");
+    return kExitInterrupted;
+  }
+  session->attach();
+
+  std::string what = "Tracing off-CPU time (us) of " + target_description(opts);
+  if (opts.duration_s)
+    what += " for " + std::to_string(*opts.duration_s).substr(0, 8) + " s";
+  note(what + (opts.duration_s ? "... Hit Ctrl-C to end early." : "... Hit Ctrl-C to end."));
+
+  wait_for_stop(opts.duration_s ? *opts.duration_s : -1.0);
+  session->stop();
+  RawProfile raw = session->drain();
+
+  Symbolizer symbolizer(system_files(), KernelSymbols::load(system_files()));
+  if (symbolizer.kernel_symbols().addresses_hidden())
+    note("warning: /proc/kallsyms shows no addresses; kernel frames will be "
+         "[unknown] (kernel.kptr_restrict)");
+  StackSelection show{!opts.kernel_stacks_only, !opts.user_stacks_only};
+  std::vector<Sample> samples = symbolize_profile(raw, symbolizer, show);
+  merge_partial_kernel_stacks(samples);
+
+  std::string out = opts.folded
+                        ? format_folded(samples, FoldedOptions{opts.delimited})
+                        : format_text(samples, TextOptions{opts.delimited});
+  WriteResult wr = write_all(STDOUT_FILENO, out);
+  if (wr == WriteResult::Failed)
+    throw runtime_error(std::string("cannot write the results: ") +
+                        std::strerror(errno));
+
+  std::string losses = describe_losses(raw, opts);
+  fputs(losses.c_str(), stderr);
+  if (opts.verbose) {
+    const SymbolizeStats &st = symbolizer.stats();
+    note("collected " + std::to_string(raw.counts.size()) + " thread/stack pairs, " +
+         std::to_string(raw.stacks.size()) + " stacks over " +
+         std::to_string(raw.window_ns / 1000000) + " ms");
+    std::string line = "symbolization: " + std::to_string(st.named) + " frames named, " +
+                       std::to_string(st.unnamed) + " unnamed, " +
+                       std::to_string(st.elf_files_parsed) + " ELF files parsed";
+    for (const auto &[module, n] : st.unnamed_by_module)
+      line += "; " + module + " " + std::to_string(n);
+    note(line);
+  }
+  return kExitOk;
+}
+
+} // namespace offcpu

@@ -1,0 +1,217 @@
+#include "symbolize/elf_file.h"
+
+#include <fcntl.h>
+#include <gelf.h>
+#include <libelf.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <zlib.h>
+
+#include <algorithm>
+#include <cstring>
+
+#include "util/fd.h"
+
+namespace offcpu {
+namespace {
+
+// Caps on what one file may make us hold; real binaries are far below.
+constexpr size_t kMaxSections = 1u << 16;
+constexpr size_t kMaxSymbols = 1u << 22;
+constexpr size_t kMaxSymbolName = 4096;
+
+struct ElfDeleter {
+  void operator()(Elf *e) const { elf_end(e); }
+};
+
+bool libelf_ready() {
+  static const bool ok = elf_version(EV_CURRENT) != EV_NONE;
+  return ok;
+}
+
+std::string hex(const unsigned char *p, size_t n) {
+  static const char digits[] = "0123456789abcdef";
+  std::string s;
+  s.reserve(n * 2);
+  for (size_t i = 0; i < n; i++) {
+    s += digits[p[i] >> 4];
+    s += digits[p[i] & 15];
+  }
+  return s;
+}
+
+std::string read_build_id(Elf *elf, Elf_Scn *scn) {
+  Elf_Data *data = elf_getdata(scn, nullptr);
+  if (!data || !data->d_buf)
+    return {};
+  size_t off = 0;
+  GElf_Nhdr nhdr;
+  size_t name_off, desc_off;
+  while (off < data->d_size &&
+         (off = gelf_getnote(data, off, &nhdr, &name_off, &desc_off)) > 0) {
+    if (nhdr.n_type == NT_GNU_BUILD_ID && nhdr.n_namesz == 4 &&
+        name_off + 4 <= data->d_size &&
+        std::memcmp(static_cast<char *>(data->d_buf) + name_off, "GNU", 4) == 0 &&
+        nhdr.n_descsz > 0 && nhdr.n_descsz <= 64 &&
+        desc_off + nhdr.n_descsz <= data->d_size)
+      return hex(static_cast<unsigned char *>(data->d_buf) + desc_off,
+                 nhdr.n_descsz);
+  }
+  (void)elf;
+  return {};
+}
+
+bool is_function(const GElf_Sym &sym) {
+  int type = GELF_ST_TYPE(sym.st_info);
+  return (type == STT_FUNC || type == STT_GNU_IFUNC) &&
+         sym.st_shndx != SHN_UNDEF && sym.st_value != 0;
+}
+
+void read_symbols(Elf *elf, Elf_Scn *scn, const GElf_Shdr &shdr,
+                  std::vector<ElfSymbol> &out) {
+  Elf_Data *data = elf_getdata(scn, nullptr);
+  if (!data || shdr.sh_entsize == 0)
+    return;
+  size_t count = data->d_size / shdr.sh_entsize;
+  count = std::min(count, kMaxSymbols);
+  for (size_t i = 0; i < count && out.size() < kMaxSymbols; i++) {
+    GElf_Sym sym;
+    if (!gelf_getsym(data, static_cast<int>(i), &sym) || !is_function(sym))
+      continue;
+    const char *name = elf_strptr(elf, shdr.sh_link, sym.st_name);
+    if (!name || !*name)
+      continue;
+    size_t len = strnlen(name, kMaxSymbolName);
+    out.push_back({sym.st_value, sym.st_size, std::string(name, len)});
+  }
+}
+
+} // namespace
+
+std::unique_ptr<ElfFile> ElfFile::open(const std::string &path) {
+  if (!libelf_ready())
+    return nullptr;
+  UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK));
+  if (!fd)
+    return nullptr;
+  struct stat st {};
+  // Regular files only: a FIFO or device could block or never end.
+  if (fstat(fd.get(), &st) != 0 || !S_ISREG(st.st_mode))
+    return nullptr;
+  std::unique_ptr<Elf, ElfDeleter> elf(elf_begin(fd.get(), ELF_C_READ_MMAP, nullptr));
+  if (!elf || elf_kind(elf.get()) != ELF_K_ELF)
+    return nullptr;
+
+  auto file = std::unique_ptr<ElfFile>(new ElfFile());
+  size_t phnum = 0;
+  if (elf_getphdrnum(elf.get(), &phnum) == 0) {
+    for (size_t i = 0; i < phnum && i < kMaxSections; i++) {
+      GElf_Phdr ph;
+      if (gelf_getphdr(elf.get(), static_cast<int>(i), &ph) && ph.p_type == PT_LOAD)
+        file->segments_.push_back({ph.p_offset, ph.p_vaddr, ph.p_filesz});
+    }
+  }
+
+  std::vector<ElfSymbol> symtab, dynsym;
+  size_t shstrndx = 0;
+  if (elf_getshdrstrndx(elf.get(), &shstrndx) != 0)
+    shstrndx = 0;
+  Elf_Scn *scn = nullptr;
+  size_t sections = 0;
+  while ((scn = elf_nextscn(elf.get(), scn)) != nullptr && sections++ < kMaxSections) {
+    GElf_Shdr shdr;
+    if (!gelf_getshdr(scn, &shdr))
+      continue;
+    if (shdr.sh_type == SHT_SYMTAB) {
+      read_symbols(elf.get(), scn, shdr, symtab);
+    } else if (shdr.sh_type == SHT_DYNSYM) {
+      read_symbols(elf.get(), scn, shdr, dynsym);
+    } else if (shdr.sh_type == SHT_NOTE && file->build_id_.empty()) {
+      file->build_id_ = read_build_id(elf.get(), scn);
+    } else if (shdr.sh_type == SHT_PROGBITS && shstrndx != 0) {
+      const char *name = elf_strptr(elf.get(), shstrndx, shdr.sh_name);
+      if (name && std::strcmp(name, ".gnu_debuglink") == 0) {
+        Elf_Data *data = elf_getdata(scn, nullptr);
+        if (data && data->d_buf && data->d_size >= 8) {
+          const char *p = static_cast<const char *>(data->d_buf);
+          size_t len = strnlen(p, data->d_size);
+          size_t crc_off = (len + 4) & ~size_t{3};
+          if (len > 0 && crc_off + 4 <= data->d_size) {
+            file->debuglink_.assign(p, len);
+            std::memcpy(&file->debuglink_crc_, p + crc_off, 4);
+          }
+        }
+      }
+    }
+  }
+  // .symtab is a superset of .dynsym when present.
+  file->has_symtab_ = !symtab.empty();
+  file->symbols_ = std::move(file->has_symtab_ ? symtab : dynsym);
+  file->finish_symbols();
+  return file;
+}
+
+void ElfFile::finish_symbols() {
+  // By address; among aliases, the sized one first so find() prefers it.
+  std::sort(symbols_.begin(), symbols_.end(),
+            [](const ElfSymbol &a, const ElfSymbol &b) {
+              if (a.addr != b.addr)
+                return a.addr < b.addr;
+              return a.size > b.size;
+            });
+  symbols_.erase(std::unique(symbols_.begin(), symbols_.end(),
+                             [](const ElfSymbol &a, const ElfSymbol &b) {
+                               return a.addr == b.addr;
+                             }),
+                 symbols_.end());
+}
+
+void ElfFile::adopt_symbols(ElfFile &&debug) {
+  if (debug.symbols_.empty())
+    return;
+  symbols_ = std::move(debug.symbols_);
+  has_symtab_ = has_symtab_ || debug.has_symtab_;
+  finish_symbols();
+}
+
+std::optional<uint64_t> ElfFile::file_offset_to_vaddr(uint64_t offset) const {
+  for (const Segment &s : segments_) {
+    if (offset >= s.offset && offset - s.offset < s.filesz)
+      return offset - s.offset + s.vaddr;
+  }
+  return std::nullopt;
+}
+
+const ElfSymbol *ElfFile::find(uint64_t vaddr) const {
+  auto it = std::upper_bound(
+      symbols_.begin(), symbols_.end(), vaddr,
+      [](uint64_t a, const ElfSymbol &s) { return a < s.addr; });
+  // The nearest symbol below may be a small one inside a larger function
+  // (rare: local labels with FUNC type); look back a little for a cover.
+  for (int back = 0; back < 4 && it != symbols_.begin(); back++) {
+    --it;
+    if (vaddr - it->addr < it->size || (it->size == 0 && vaddr == it->addr))
+      return &*it;
+  }
+  return nullptr;
+}
+
+std::optional<uint32_t> file_crc32(const std::string &path) {
+  UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK));
+  struct stat st {};
+  if (!fd || fstat(fd.get(), &st) != 0 || !S_ISREG(st.st_mode))
+    return std::nullopt;
+  uLong crc = crc32(0L, Z_NULL, 0);
+  unsigned char buf[65536];
+  for (;;) {
+    ssize_t n = ::read(fd.get(), buf, sizeof(buf));
+    if (n < 0)
+      return std::nullopt;
+    if (n == 0)
+      break;
+    crc = crc32(crc, buf, static_cast<uInt>(n));
+  }
+  return static_cast<uint32_t>(crc);
+}
+
+} // namespace offcpu

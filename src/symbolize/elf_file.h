@@ -1,0 +1,59 @@
+// Function symbols of one ELF file, read with libelf. Files are owned by
+// other users: nothing read from them is trusted for sizes or offsets.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace offcpu {
+
+struct ElfSymbol {
+  uint64_t addr = 0;
+  uint64_t size = 0;
+  std::string name; // as in the file (mangled)
+};
+
+class ElfFile {
+public:
+  // Null if the path cannot be opened or is not an ELF file.
+  static std::unique_ptr<ElfFile> open(const std::string &path);
+
+  // Virtual address (as the ELF file numbers them) for an offset into the
+  // file, as /proc/PID/maps reports mappings; nullopt outside PT_LOAD.
+  std::optional<uint64_t> file_offset_to_vaddr(uint64_t offset) const;
+
+  // The function whose [addr, addr + size) holds vaddr. An address past the
+  // end of the nearest symbol is in no symbol: it returns null rather than a
+  // wrong neighbour.
+  const ElfSymbol *find(uint64_t vaddr) const;
+
+  // Adds the symbols of a separate debug file for this one.
+  void adopt_symbols(ElfFile &&debug);
+
+  bool has_symtab() const { return has_symtab_; }
+  std::size_t symbol_count() const { return symbols_.size(); }
+  const std::string &build_id() const { return build_id_; } // lowercase hex
+  const std::string &debuglink() const { return debuglink_; }
+  uint32_t debuglink_crc() const { return debuglink_crc_; }
+
+private:
+  struct Segment {
+    uint64_t offset, vaddr, filesz;
+  };
+  void finish_symbols();
+
+  std::vector<Segment> segments_;
+  std::vector<ElfSymbol> symbols_;
+  bool has_symtab_ = false;
+  std::string build_id_;
+  std::string debuglink_;
+  uint32_t debuglink_crc_ = 0;
+};
+
+// CRC-32 of a whole file as .gnu_debuglink records it; nullopt if unreadable.
+std::optional<uint32_t> file_crc32(const std::string &path);
+
+} // namespace offcpu

@@ -1,0 +1,121 @@
+#include "symbolize/proc_maps.h"
+
+#include <algorithm>
+#include <cstdlib>
+
+namespace offcpu {
+namespace {
+
+constexpr std::string_view kDeleted = " (deleted)";
+
+bool parse_hex(std::string_view s, uint64_t &out) {
+  if (s.empty() || s.size() > 16)
+    return false;
+  uint64_t v = 0;
+  for (char c : s) {
+    int d;
+    if (c >= '0' && c <= '9')
+      d = c - '0';
+    else if (c >= 'a' && c <= 'f')
+      d = c - 'a' + 10;
+    else if (c >= 'A' && c <= 'F')
+      d = c - 'A' + 10;
+    else
+      return false;
+    v = v << 4 | static_cast<uint64_t>(d);
+  }
+  out = v;
+  return true;
+}
+
+bool parse_dec(std::string_view s, uint64_t &out) {
+  if (s.empty() || s.size() > 20)
+    return false;
+  uint64_t v = 0;
+  for (char c : s) {
+    if (c < '0' || c > '9')
+      return false;
+    v = v * 10 + static_cast<uint64_t>(c - '0');
+  }
+  out = v;
+  return true;
+}
+
+std::string_view take_field(std::string_view &line) {
+  size_t start = line.find_first_not_of(' ');
+  if (start == std::string_view::npos) {
+    line = {};
+    return {};
+  }
+  line.remove_prefix(start);
+  size_t end = line.find(' ');
+  std::string_view f = line.substr(0, end);
+  line.remove_prefix(end == std::string_view::npos ? line.size() : end);
+  return f;
+}
+
+bool parse_line(std::string_view line, Mapping &m) {
+  std::string_view range = take_field(line);
+  std::string_view perms = take_field(line);
+  std::string_view offset = take_field(line);
+  std::string_view dev = take_field(line);
+  std::string_view inode = take_field(line);
+  size_t dash = range.find('-');
+  size_t colon = dev.find(':');
+  uint64_t major = 0, minor = 0;
+  if (dash == std::string_view::npos || colon == std::string_view::npos ||
+      perms.size() < 4 || !parse_hex(range.substr(0, dash), m.start) ||
+      !parse_hex(range.substr(dash + 1), m.end) || m.end <= m.start ||
+      !parse_hex(offset, m.offset) || !parse_hex(dev.substr(0, colon), major) ||
+      !parse_hex(dev.substr(colon + 1), minor) || !parse_dec(inode, m.inode))
+    return false;
+  m.dev_major = static_cast<uint32_t>(major);
+  m.dev_minor = static_cast<uint32_t>(minor);
+  m.executable = perms[2] == 'x';
+  size_t path_start = line.find_first_not_of(' ');
+  m.path = path_start == std::string_view::npos
+               ? std::string()
+               : std::string(line.substr(path_start));
+  return true;
+}
+
+} // namespace
+
+bool Mapping::deleted() const {
+  return path.size() > kDeleted.size() &&
+         path.compare(path.size() - kDeleted.size(), kDeleted.size(),
+                      kDeleted) == 0;
+}
+
+std::string Mapping::display_name() const {
+  std::string p = deleted() ? path.substr(0, path.size() - kDeleted.size()) : path;
+  size_t slash = p.rfind('/');
+  return slash == std::string::npos ? p : p.substr(slash + 1);
+}
+
+std::vector<Mapping> parse_proc_maps(std::string_view text) {
+  std::vector<Mapping> maps;
+  while (!text.empty()) {
+    size_t nl = text.find('\n');
+    std::string_view line = text.substr(0, nl);
+    text.remove_prefix(nl == std::string_view::npos ? text.size() : nl + 1);
+    Mapping m;
+    if (parse_line(line, m))
+      maps.push_back(std::move(m));
+  }
+  std::sort(maps.begin(), maps.end(),
+            [](const Mapping &a, const Mapping &b) { return a.start < b.start; });
+  return maps;
+}
+
+const Mapping *find_mapping(const std::vector<Mapping> &maps, uint64_t addr) {
+  auto it = std::upper_bound(
+      maps.begin(), maps.end(), addr,
+      [](uint64_t a, const Mapping &m) { return a < m.start; });
+  if (it == maps.begin())
+    return nullptr;
+  --it;
+  return addr < it->end ? &*it : nullptr;
+}
+
+} // namespace offcpu

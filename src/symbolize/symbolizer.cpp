@@ -1,0 +1,156 @@
+#include "symbolize/symbolizer.h"
+
+#include <unistd.h>
+
+#include <cinttypes>
+#include <cstdio>
+
+#include "symbolize/demangle.h"
+
+namespace offcpu {
+namespace {
+
+constexpr std::size_t kMaxMapsBytes = 64u << 20;
+const char kDebugRoot[] = "/usr/lib/debug";
+
+bool readable(const std::string &path) { return access(path.c_str(), R_OK) == 0; }
+
+std::string dirname_of(const std::string &path) {
+  size_t slash = path.rfind('/');
+  return slash == std::string::npos ? "." : path.substr(0, slash);
+}
+
+} // namespace
+
+Symbolizer::Symbolizer(const FileReader &files, KernelSymbols kernel,
+                       std::string proc_root)
+    : files_(files), kernel_(std::move(kernel)), proc_root_(std::move(proc_root)) {}
+
+std::string Symbolizer::kernel_frame(uint64_t addr, bool is_return_address) {
+  uint64_t lookup = is_return_address && addr > 0 ? addr - 1 : addr;
+  const KernelSymbol *sym = kernel_.find(lookup);
+  if (!sym) {
+    stats_.unnamed++;
+    stats_.unnamed_by_module["[kernel]"]++;
+    return "[unknown]";
+  }
+  stats_.named++;
+  if (sym->module.empty())
+    return sym->name;
+  return sym->name + " [" + sym->module + "]";
+}
+
+Symbolizer::Process &Symbolizer::process(uint32_t tgid) {
+  auto it = processes_.find(tgid);
+  if (it != processes_.end())
+    return it->second;
+  Process p;
+  auto text = files_.read(proc_root_ + "/" + std::to_string(tgid) + "/maps",
+                          kMaxMapsBytes);
+  if (text)
+    p.maps = parse_proc_maps(*text);
+  return processes_.emplace(tgid, std::move(p)).first->second;
+}
+
+void Symbolizer::remember_process(uint32_t tgid) { process(tgid); }
+
+void Symbolizer::find_debug_file(ElfFile &file, uint32_t tgid, const Mapping &m) {
+  std::vector<std::string> candidates;
+  const std::string &id = file.build_id();
+  if (id.size() > 2) {
+    std::string rel = "/.build-id/" + id.substr(0, 2) + "/" + id.substr(2) + ".debug";
+    candidates.push_back(kDebugRoot + rel);
+    candidates.push_back(proc_root_ + "/" + std::to_string(tgid) + "/root" +
+                         kDebugRoot + rel);
+  }
+  for (const std::string &path : candidates) {
+    if (!readable(path))
+      continue;
+    auto debug = ElfFile::open(path);
+    if (debug && debug->has_symtab() &&
+        (debug->build_id().empty() || debug->build_id() == id)) {
+      stats_.elf_files_parsed++;
+      file.adopt_symbols(std::move(*debug));
+      return;
+    }
+  }
+  if (file.debuglink().empty() || file.debuglink().find('/') != std::string::npos)
+    return;
+  std::string dir = dirname_of(m.deleted() ? m.path.substr(0, m.path.size() - 10)
+                                           : m.path);
+  std::string root = proc_root_ + "/" + std::to_string(tgid) + "/root";
+  for (const std::string &base : {root + dir, dir}) {
+    for (const std::string &path :
+         {base + "/" + file.debuglink(), base + "/.debug/" + file.debuglink(),
+          std::string(kDebugRoot) + dir + "/" + file.debuglink()}) {
+      if (!readable(path))
+        continue;
+      auto crc = file_crc32(path);
+      if (!crc || *crc != file.debuglink_crc())
+        continue;
+      auto debug = ElfFile::open(path);
+      if (debug && debug->has_symtab()) {
+        stats_.elf_files_parsed++;
+        file.adopt_symbols(std::move(*debug));
+        return;
+      }
+    }
+  }
+}
+
+ElfFile *Symbolizer::elf_for(uint32_t tgid, const Mapping &m) {
+  FileKey key{m.dev_major, m.dev_minor, m.inode, m.inode ? "" : m.path};
+  auto it = elf_cache_.find(key);
+  if (it != elf_cache_.end())
+    return it->second.get();
+
+  // map_files reaches the very file that is mapped, even when it was deleted
+  // or lives in another mount namespace; the path is the fallback.
+  char range[64];
+  snprintf(range, sizeof(range), "/%" PRIx64 "-%" PRIx64, m.start, m.end);
+  std::string pid_dir = proc_root_ + "/" + std::to_string(tgid);
+  std::unique_ptr<ElfFile> file = ElfFile::open(pid_dir + "/map_files" + range);
+  if (!file)
+    file = ElfFile::open(pid_dir + "/root" + m.path);
+  if (!file && !m.deleted())
+    file = ElfFile::open(m.path);
+  if (file) {
+    stats_.elf_files_parsed++;
+    if (!file->has_symtab())
+      find_debug_file(*file, tgid, m);
+  }
+  return elf_cache_.emplace(key, std::move(file)).first->second.get();
+}
+
+std::string Symbolizer::user_frame(uint32_t tgid, uint64_t addr,
+                                   bool is_return_address) {
+  uint64_t lookup = is_return_address && addr > 0 ? addr - 1 : addr;
+  const Mapping *m = find_mapping(process(tgid).maps, lookup);
+  if (!m) {
+    stats_.unnamed++;
+    stats_.unnamed_by_module["[unknown]"]++;
+    return "[unknown]";
+  }
+  if (m->is_file()) {
+    if (ElfFile *elf = elf_for(tgid, *m)) {
+      auto vaddr = elf->file_offset_to_vaddr(lookup - m->start + m->offset);
+      if (vaddr) {
+        if (const ElfSymbol *sym = elf->find(*vaddr)) {
+          stats_.named++;
+          auto d = demangled_.find(sym->name);
+          if (d == demangled_.end())
+            d = demangled_.emplace(sym->name, demangle(sym->name)).first;
+          return d->second;
+        }
+      }
+    }
+  }
+  std::string module = m->path.empty() ? "[anon]" : "[" + m->display_name() + "]";
+  if (m->path.size() > 1 && m->path[0] == '[')
+    module = m->path;
+  stats_.unnamed++;
+  stats_.unnamed_by_module[module]++;
+  return module;
+}
+
+} // namespace offcpu

@@ -1,0 +1,64 @@
+// Turns instruction pointers into frame names: kernel addresses through
+// kallsyms, user addresses through the process's mappings and ELF symbols
+// (with separate debug files when the binary is stripped).
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <tuple>
+#include <unordered_map>
+#include <vector>
+
+#include "symbolize/elf_file.h"
+#include "symbolize/kallsyms.h"
+#include "symbolize/proc_maps.h"
+#include "util/fs.h"
+
+namespace offcpu {
+
+struct SymbolizeStats {
+  uint64_t named = 0;
+  uint64_t unnamed = 0;
+  std::map<std::string, uint64_t> unnamed_by_module;
+  uint64_t elf_files_parsed = 0;
+};
+
+class Symbolizer {
+public:
+  // `proc_root` is "/proc" except in tests.
+  Symbolizer(const FileReader &files, KernelSymbols kernel,
+             std::string proc_root = "/proc");
+
+  // `addr` is the frame's address as stored; return addresses (all frames
+  // but the first) are looked up one byte earlier, inside the call.
+  std::string kernel_frame(uint64_t addr, bool is_return_address);
+  std::string user_frame(uint32_t tgid, uint64_t addr, bool is_return_address);
+
+  // Reads the process's maps now, so later lookups work after it exits.
+  void remember_process(uint32_t tgid);
+
+  const KernelSymbols &kernel_symbols() const { return kernel_; }
+  const SymbolizeStats &stats() const { return stats_; }
+
+private:
+  struct Process {
+    std::vector<Mapping> maps;
+  };
+  using FileKey = std::tuple<uint32_t, uint32_t, uint64_t, std::string>;
+
+  Process &process(uint32_t tgid);
+  ElfFile *elf_for(uint32_t tgid, const Mapping &m);
+  void find_debug_file(ElfFile &file, uint32_t tgid, const Mapping &m);
+
+  const FileReader &files_;
+  KernelSymbols kernel_;
+  std::string proc_root_;
+  std::unordered_map<uint32_t, Process> processes_;
+  std::map<FileKey, std::unique_ptr<ElfFile>> elf_cache_;
+  std::unordered_map<std::string, std::string> demangled_;
+  SymbolizeStats stats_;
+};
+
+} // namespace offcpu
