@@ -35,6 +35,29 @@ int64_t parse_state(const std::string &text) {
   return v;
 }
 
+std::vector<uint32_t> parse_id_list(const std::vector<std::string> &args,
+                                    const char *what) {
+  std::vector<uint32_t> ids;
+  for (const std::string &arg : args) {
+    size_t start = 0;
+    for (;;) {
+      size_t comma = arg.find(',', start);
+      std::string item = arg.substr(start, comma - start);
+      char *end = nullptr;
+      errno = 0;
+      unsigned long long v = std::strtoull(item.c_str(), &end, 10);
+      if (item.empty() || item[0] == '-' || errno != 0 || *end != '\0' ||
+          v > 0x7fffffffULL)
+        throw usage_error(std::string("not a valid ") + what + ": '" + item + "'");
+      ids.push_back(static_cast<uint32_t>(v));
+      if (comma == std::string::npos)
+        break;
+      start = comma + 1;
+    }
+  }
+  return ids;
+}
+
 void check_tasks(const std::vector<uint32_t> &ids, const char *what,
                  const TaskExists &exists) {
   for (uint32_t id : ids) {
@@ -72,21 +95,23 @@ CommandLine parse_command_line(int argc, const char *const *argv,
   app.get_formatter()->column_width(34);
 
   std::string duration, state, attach = "auto";
-  auto *pid = app.add_option("-p,--pid", o.pids,
-                             "trace these processes (all threads); comma "
-                             "separated or repeated")
-                  ->delimiter(',')
-                  ->expected(1)
-                  ->allow_extra_args(false)
-                  ->group("Filters");
-  auto *tid = app.add_option("-t,--tid", o.tids,
-                             "trace these threads; comma separated or repeated")
-                  ->delimiter(',')
-                  ->expected(1)
-                  ->allow_extra_args(false)
-                  ->group("Filters");
-  (void)pid;
-  (void)tid;
+  std::vector<std::string> pid_args, tid_args;
+  // One token per -p/-t (so a following duration is not swallowed); the
+  // comma lists are split below with our own messages.
+  app.add_option("-p,--pid", pid_args,
+                 "trace these processes (all threads); comma separated or repeated")
+      ->expected(1)
+      ->allow_extra_args(false)
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll)
+      ->type_name("PID")
+      ->group("Filters");
+  app.add_option("-t,--tid", tid_args,
+                 "trace these threads; comma separated or repeated")
+      ->expected(1)
+      ->allow_extra_args(false)
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll)
+      ->type_name("TID")
+      ->group("Filters");
   auto *uth = app.add_flag("-u,--user-threads-only", o.user_threads_only,
                            "user threads only (no kernel threads)")
                   ->group("Filters");
@@ -160,6 +185,8 @@ CommandLine parse_command_line(int argc, const char *const *argv,
     throw usage_error(one_line(e.what()) + " (see offcpu --help)");
   }
 
+  o.pids = parse_id_list(pid_args, "PID");
+  o.tids = parse_id_list(tid_args, "TID");
   if (!duration.empty())
     o.duration_s = parse_duration(duration);
   if (!state.empty())

@@ -107,9 +107,13 @@ void merge_partial_kernel_stacks(std::vector<Sample> &samples) {
     gone[i] = true;
   }
   size_t out = 0;
-  for (size_t i = 0; i < samples.size(); i++)
-    if (!gone[i])
-      samples[out++] = std::move(samples[i]);
+  for (size_t i = 0; i < samples.size(); i++) {
+    if (gone[i])
+      continue;
+    if (out != i) // self-move would empty the sample
+      samples[out] = std::move(samples[i]);
+    out++;
+  }
   samples.resize(out);
 }
 

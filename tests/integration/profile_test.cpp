@@ -1,0 +1,274 @@
+// End to end, as root: the real offcpu traces the blocker workload (threads
+// that block in named functions) and its output is checked against what
+// those threads are known to do.
+#include <dirent.h>
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <set>
+
+#include "support/folded_parse.h"
+#include "support/process.h"
+
+namespace offcpu {
+namespace {
+
+using test::FoldedLine;
+
+constexpr double kWindow = 2.0;
+constexpr uint64_t kWindowUs = 2000000;
+
+class Workload {
+public:
+  explicit Workload(std::vector<std::string> args = {}) {
+    args.insert(args.begin(), WORKLOAD_BLOCKER);
+    proc_ = std::make_unique<test::Subprocess>(args);
+    auto line = proc_->read_line(10);
+    if (!line || line->rfind("ready ", 0) != 0)
+      throw std::runtime_error("workload did not start");
+    pid_ = std::stoi(line->substr(6));
+    test::sleep_seconds(0.3); // let every thread reach its loop
+  }
+  int pid() const { return pid_; }
+  std::set<int> tids() const {
+    std::set<int> out;
+    std::string dir = "/proc/" + std::to_string(pid_) + "/task";
+    if (DIR *d = opendir(dir.c_str())) {
+      while (dirent *e = readdir(d))
+        if (e->d_name[0] != '.')
+          out.insert(std::atoi(e->d_name));
+      closedir(d);
+    }
+    return out;
+  }
+
+private:
+  std::unique_ptr<test::Subprocess> proc_;
+  int pid_ = 0;
+};
+
+class Profile : public ::testing::Test {
+protected:
+  void SetUp() override {
+    if (geteuid() != 0)
+      GTEST_SKIP() << "integration tests load BPF programs: run as root";
+  }
+
+  test::RunResult offcpu(std::vector<std::string> args) {
+    args.insert(args.begin(), OFFCPU_BIN);
+    auto r = test::run(args, 60);
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_FALSE(r.timed_out);
+    return r;
+  }
+
+  std::vector<FoldedLine> folded(const Workload &w, std::vector<std::string> extra = {}) {
+    std::vector<std::string> args = {"-p", std::to_string(w.pid()), "-f"};
+    args.insert(args.end(), extra.begin(), extra.end());
+    args.push_back("2");
+    return test::parse_folded(offcpu(args).out);
+  }
+};
+
+const FoldedLine *heaviest_with(const std::vector<FoldedLine> &lines, const std::string &comm,
+                                const std::string &frame) {
+  const FoldedLine *best = nullptr;
+  for (const auto &l : lines)
+    if (l.frames[0] == comm && test::frame_index(l, frame) >= 0 &&
+        (!best || l.value > best->value))
+      best = &l;
+  return best;
+}
+
+// Frames appear in this order (caller before callee), not necessarily
+// adjacent.
+void expect_in_order(const FoldedLine *line, const std::vector<std::string> &frames) {
+  ASSERT_NE(line, nullptr);
+  int last = -1;
+  for (const auto &f : frames) {
+    int at = test::frame_index(*line, f);
+    EXPECT_GT(at, last) << f << " missing or out of order in: " << line->text;
+    last = at;
+  }
+}
+
+void expect_near(uint64_t got_us, uint64_t want_us, double tolerance, const std::string &what) {
+  double lo = static_cast<double>(want_us) * (1 - tolerance);
+  double hi = static_cast<double>(want_us) * (1 + tolerance);
+  EXPECT_GE(static_cast<double>(got_us), lo) << what;
+  EXPECT_LE(static_cast<double>(got_us), hi) << what;
+}
+
+TEST_F(Profile, BlockedThreadsAddUpToTheWindowAndTheSpinnerToNearZero) {
+  Workload w;
+  auto lines = folded(w);
+  auto totals = test::totals_by_comm(lines);
+  // Each of these threads is off CPU all the time but for microseconds.
+  for (const char *comm : {"sleeper", "piperd", "pipewr", "mutexh", "mutexw", "stuck"})
+    expect_near(totals[comm], kWindowUs, 0.05, comm);
+  EXPECT_LT(totals["spinner"], kWindowUs * 5 / 100) << "spinner is on CPU all the time";
+}
+
+TEST_F(Profile, StacksNameTheBlockingFunctionsAboveTheKernelPath) {
+  Workload w;
+  auto lines = folded(w);
+  expect_in_order(heaviest_with(lines, "sleeper", "block_in_nanosleep"),
+                  {"start_thread", "sleeper_main", "block_in_nanosleep", "do_syscall_64",
+                   "hrtimer_nanosleep", "do_nanosleep", "schedule", "__schedule"});
+  const FoldedLine *pipe = heaviest_with(lines, "piperd", "block_in_pipe_read");
+  expect_in_order(pipe, {"pipe_reader_main", "block_in_pipe_read", "ksys_read", "vfs_read"});
+  bool pipe_path = false;
+  for (const auto &f : pipe->frames)
+    pipe_path |= f == "pipe_read" || f == "anon_pipe_read"; // renamed in 6.x
+  EXPECT_TRUE(pipe_path) << pipe->text;
+  const FoldedLine *mutex = heaviest_with(lines, "mutexw", "wait_for_contended_mutex");
+  ASSERT_NE(mutex, nullptr);
+  expect_in_order(mutex, {"mutex_waiter_main", "wait_for_contended_mutex", "__x64_sys_futex",
+                          "futex_wait", "schedule"});
+  expect_in_order(heaviest_with(lines, "stuck", "block_forever_in_read"),
+                  {"stuck_main", "block_forever_in_read", "vfs_read"});
+  EXPECT_GT(mutex->value, kWindowUs / 2) << "the waiter mostly waits for the mutex";
+}
+
+TEST_F(Profile, KernelStacksStartAtTheSchedulerNotTheTracer) {
+  Workload w;
+  for (const auto &l : folded(w)) {
+    for (const auto &f : l.frames) {
+      EXPECT_EQ(f.find("bpf_"), std::string::npos) << l.text;
+      EXPECT_EQ(f.find("trace"), std::string::npos) << l.text;
+    }
+  }
+}
+
+TEST_F(Profile, ThreadBlockedForTheWholeWindowIsReported) {
+  Workload w;
+  auto lines = folded(w);
+  const FoldedLine *stuck = heaviest_with(lines, "stuck", "block_forever_in_read");
+  ASSERT_NE(stuck, nullptr);
+  expect_near(stuck->value, kWindowUs, 0.05, stuck->text);
+}
+
+TEST_F(Profile, PidFilterExcludesOtherProcesses) {
+  Workload traced, other;
+  auto r = offcpu({"-p", std::to_string(traced.pid()), "2"}); // text output shows tids
+  std::set<int> allowed = traced.tids();
+  std::set<int> forbidden = other.tids();
+  size_t seen = 0;
+  for (size_t pos = 0; (pos = r.out.find("    -                ", pos)) != std::string::npos;) {
+    size_t open = r.out.find(" (", pos), close = r.out.find(")\n", pos);
+    ASSERT_NE(open, std::string::npos);
+    int tid = std::stoi(r.out.substr(open + 2, close - open - 2));
+    EXPECT_TRUE(allowed.count(tid)) << "tid " << tid << " is not in PID " << traced.pid();
+    EXPECT_FALSE(forbidden.count(tid));
+    seen++;
+    pos = close;
+  }
+  EXPECT_GE(seen, 7u);
+}
+
+TEST_F(Profile, TidFilterTracesOneThread) {
+  Workload w;
+  // The "stuck" thread is the sixth created; find it by its comm.
+  int stuck = -1;
+  for (int tid : w.tids()) {
+    auto r = test::run({"/bin/cat", "/proc/" + std::to_string(tid) + "/comm"}, 5);
+    if (r.out == "stuck\n")
+      stuck = tid;
+  }
+  ASSERT_GT(stuck, 0);
+  auto totals = test::totals_by_comm(test::parse_folded(
+      offcpu({"-t", std::to_string(stuck), "-f", "1"}).out));
+  ASSERT_EQ(totals.size(), 1u);
+  EXPECT_EQ(totals.begin()->first, "stuck");
+}
+
+TEST_F(Profile, MinBlockTimeDropsShortWaits) {
+  Workload w;
+  // 150 ms: the 20 ms sleeps go, the 2 s stuck read and 200 ms pipe reads stay.
+  auto totals = test::totals_by_comm(folded(w, {"-m", "150000"}));
+  EXPECT_EQ(totals.count("sleeper"), 0u);
+  EXPECT_GT(totals["stuck"], kWindowUs * 9 / 10);
+  EXPECT_GT(totals["piperd"], 0u);
+}
+
+TEST_F(Profile, RawTracepointFallbackGivesTheSameAnswer) {
+  Workload w;
+  auto lines = folded(w, {"--attach", "raw_tp"});
+  auto totals = test::totals_by_comm(lines);
+  for (const char *comm : {"sleeper", "piperd", "stuck"})
+    expect_near(totals[comm], kWindowUs, 0.05, comm);
+  expect_in_order(heaviest_with(lines, "sleeper", "block_in_nanosleep"),
+                  {"sleeper_main", "block_in_nanosleep", "do_nanosleep", "__schedule"});
+}
+
+TEST_F(Profile, SwitchInKernelStacksKeepTotals) {
+  Workload w;
+  auto lines = folded(w, {"--kernel-stack-at-switch-in"});
+  auto totals = test::totals_by_comm(lines);
+  expect_near(totals["sleeper"], kWindowUs, 0.05, "sleeper");
+  // bpf_get_task_stack() skips __sched functions: the stack ends above them.
+  expect_in_order(heaviest_with(lines, "sleeper", "block_in_nanosleep"),
+                  {"sleeper_main", "block_in_nanosleep", "hrtimer_nanosleep"});
+}
+
+TEST_F(Profile, StackSelectionAndDelimiter) {
+  Workload w;
+  auto user_only = folded(w, {"-U"});
+  for (const auto &l : user_only)
+    EXPECT_EQ(test::frame_index(l, "do_syscall_64"), -1) << l.text;
+  auto kernel_only = folded(w, {"-K"});
+  for (const auto &l : kernel_only)
+    EXPECT_EQ(test::frame_index(l, "start_thread"), -1) << l.text;
+  auto delimited = folded(w, {"-d"});
+  const FoldedLine *s = heaviest_with(delimited, "sleeper", "block_in_nanosleep");
+  expect_in_order(s, {"block_in_nanosleep", "-", "do_syscall_64"});
+}
+
+TEST_F(Profile, SigintPrintsEverythingCollected) {
+  for (int sig : {SIGINT, SIGTERM}) {
+    Workload w;
+    test::Subprocess p({OFFCPU_BIN, "-p", std::to_string(w.pid()), "-f"});
+    test::sleep_seconds(1.5);
+    double sent = test::now_seconds();
+    p.signal(sig);
+    auto r = p.wait(30);
+    EXPECT_LT(test::now_seconds() - sent, 10.0);
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    auto lines = test::parse_folded(r.out);
+    auto totals = test::totals_by_comm(lines);
+    // Tracing began some time after the spawn; the stuck thread saw it all.
+    EXPECT_GT(totals["stuck"], 500000u) << r.out;
+    EXPECT_LT(totals["stuck"], 1600000u) << r.out;
+    expect_near(totals["sleeper"], totals["stuck"], 0.05, "both blocked all the window");
+  }
+}
+
+TEST_F(Profile, ClosedPipeEndsQuietly) {
+  Workload w;
+  test::Subprocess::Options closed;
+  closed.stdout_to_closed_pipe = true;
+  auto r = test::run({OFFCPU_BIN, "-p", std::to_string(w.pid()), "-f", "1"}, 30, closed);
+  EXPECT_EQ(r.term_signal, 0);
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.err.find("error"), std::string::npos) << r.err;
+}
+
+TEST_F(Profile, WholeSystemTraceSeesKernelThreadsAndOurs) {
+  Workload w;
+  auto r = offcpu({"-f", "1"});
+  auto totals = test::totals_by_comm(test::parse_folded(r.out));
+  EXPECT_GT(totals["stuck"], 900000u);
+  bool kthread = false;
+  for (const auto &[comm, us] : totals)
+    kthread |= comm.rfind("kworker", 0) == 0 || comm.rfind("rcu_", 0) == 0 ||
+               comm.rfind("ksoftirqd", 0) == 0;
+  EXPECT_TRUE(kthread);
+  auto kernel_threads = test::totals_by_comm(test::parse_folded(offcpu({"-k", "-f", "1"}).out));
+  EXPECT_EQ(kernel_threads.count("stuck"), 0u);
+  auto user_threads = test::totals_by_comm(test::parse_folded(offcpu({"-u", "-f", "1"}).out));
+  EXPECT_GT(user_threads["stuck"], 900000u);
+}
+
+} // namespace
+} // namespace offcpu

@@ -1,0 +1,127 @@
+#include <gtest/gtest.h>
+
+#include <set>
+
+#include "cli/options.h"
+#include "util/error.h"
+
+namespace offcpu {
+namespace {
+
+// PIDs 100..199 "exist"; nothing else does.
+bool fake_exists(uint32_t id) { return id >= 100 && id < 200; }
+
+CommandLine parse(std::vector<const char *> args) {
+  args.insert(args.begin(), "offcpu");
+  return parse_command_line(static_cast<int>(args.size()), args.data(), fake_exists);
+}
+
+int usage_exit(std::vector<const char *> args, std::string *message = nullptr) {
+  try {
+    parse(std::move(args));
+  } catch (const FatalError &e) {
+    if (message)
+      *message = e.what();
+    return e.exit_code();
+  }
+  return 0;
+}
+
+TEST(Cli, DefaultsTraceEverythingUntilCtrlC) {
+  auto cl = parse({});
+  EXPECT_EQ(cl.action, Action::Run);
+  EXPECT_TRUE(cl.profile.pids.empty());
+  EXPECT_FALSE(cl.profile.duration_s.has_value());
+  EXPECT_FALSE(cl.profile.folded);
+  EXPECT_EQ(cl.profile.min_block_us, 1u);
+  EXPECT_EQ(cl.profile.stack_storage_size, 16384u);
+  EXPECT_EQ(cl.profile.max_stack_depth, 127u);
+  EXPECT_FALSE(cl.profile.state.has_value());
+}
+
+TEST(Cli, BccStyleCommandLine) {
+  auto cl = parse({"-p", "123", "-f", "-d", "-m", "1000", "-M", "5000000", "30"});
+  EXPECT_EQ(cl.profile.pids, std::vector<uint32_t>{123});
+  EXPECT_TRUE(cl.profile.folded);
+  EXPECT_TRUE(cl.profile.delimited);
+  EXPECT_EQ(cl.profile.min_block_us, 1000u);
+  EXPECT_EQ(cl.profile.max_block_us, 5000000u);
+  ASSERT_TRUE(cl.profile.duration_s.has_value());
+  EXPECT_DOUBLE_EQ(*cl.profile.duration_s, 30.0);
+}
+
+TEST(Cli, PidsCommaSeparatedAndRepeated) {
+  auto cl = parse({"-p", "101,102", "-p", "150", "-t", "160,161", "5"});
+  EXPECT_EQ(cl.profile.pids, (std::vector<uint32_t>{101, 102, 150}));
+  EXPECT_EQ(cl.profile.tids, (std::vector<uint32_t>{160, 161}));
+  EXPECT_DOUBLE_EQ(*cl.profile.duration_s, 5.0);
+}
+
+TEST(Cli, StateMaskAcceptsHexAndZero) {
+  EXPECT_EQ(*parse({"--state", "0x402"}).profile.state, 0x402);
+  EXPECT_EQ(*parse({"--state", "2"}).profile.state, 2);
+  EXPECT_EQ(*parse({"--state", "0"}).profile.state, 0);
+}
+
+TEST(Cli, StackOptions) {
+  auto cl = parse({"-U", "--stack-storage-size", "4096", "--perf-max-stack-depth", "64"});
+  EXPECT_TRUE(cl.profile.user_stacks_only);
+  EXPECT_EQ(cl.profile.stack_storage_size, 4096u);
+  EXPECT_EQ(cl.profile.max_stack_depth, 64u);
+  EXPECT_TRUE(parse({"-K"}).profile.kernel_stacks_only);
+  EXPECT_TRUE(parse({"-v"}).profile.verbose);
+  EXPECT_EQ(parse({"--attach", "raw_tp"}).profile.attach, AttachChoice::RawTp);
+}
+
+TEST(Cli, HelpAndVersionAreNotErrors) {
+  auto help = parse({"--help"});
+  EXPECT_EQ(help.action, Action::PrintedHelp);
+  EXPECT_NE(help.help_text.find("--min-block-time"), std::string::npos);
+  auto version = parse({"-V"});
+  EXPECT_EQ(version.action, Action::PrintedHelp);
+  EXPECT_NE(version.help_text.find("offcpu "), std::string::npos);
+}
+
+TEST(Cli, BadInputIsAUsageError) {
+  const std::vector<std::vector<const char *>> bad = {
+      {"--no-such-option"},
+      {"-p", "999"},       // no such process
+      {"-t", "5"},         // no such thread
+      {"-p", "0"},         // the idle task
+      {"-p", "abc"},
+      {"0"},               // zero duration
+      {"-1"},
+      {"abc"},
+      {"1e999"},
+      {"-u", "-k"},
+      {"-U", "-K"},
+      {"-m", "10", "-M", "5"},
+      {"--state", "x"},
+      {"--state", "-3"},
+      {"--perf-max-stack-depth", "500"},
+      {"--stack-storage-size", "0"},
+      {"5", "6"},
+  };
+  for (const auto &args : bad) {
+    std::string msg;
+    EXPECT_EQ(usage_exit(args, &msg), kExitUsage) << args[0];
+    EXPECT_EQ(msg.find('\n'), std::string::npos) << "multi-line: " << msg;
+    EXPECT_FALSE(msg.empty());
+  }
+}
+
+TEST(Cli, MissingPidMessageNamesIt) {
+  std::string msg;
+  usage_exit({"-p", "4242"}, &msg);
+  EXPECT_NE(msg.find("PID 4242 does not exist"), std::string::npos) << msg;
+}
+
+TEST(Cli, DurationMessageIsClear) {
+  std::string msg;
+  usage_exit({"0"}, &msg);
+  EXPECT_NE(msg.find("duration must be a positive number of seconds"), std::string::npos)
+      << msg;
+}
+
+} // namespace
+} // namespace offcpu

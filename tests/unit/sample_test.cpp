@@ -1,0 +1,136 @@
+#include <gtest/gtest.h>
+
+#include <cstring>
+
+#include "collect/sample.h"
+#include "support/fake_files.h"
+
+namespace offcpu {
+namespace {
+
+const char kKallsyms[] = "ffffffff81000000 T entry_SYSCALL_64\n"
+                         "ffffffff81000100 T do_syscall_64\n"
+                         "ffffffff81000200 T do_nanosleep\n"
+                         "ffffffff81000300 T schedule\n"
+                         "ffffffff81000400 T __schedule\n"
+                         "ffffffff81000500 T __traceiter_sched_switch\n"
+                         "ffffffff81000600 T bpf_trace_run4\n"
+                         "ffffffffa0000000 t bpf_prog_6deef7357e7b4530_offcpu_switch [bpf]\n";
+
+offcpu_key key(uint32_t pid, uint64_t ustack, uint64_t kstack, uint32_t flags = 0) {
+  offcpu_key k{};
+  k.tgid = 77;
+  k.pid = pid;
+  k.user_stack = ustack;
+  k.kernel_stack = kstack;
+  k.flags = flags;
+  std::strcpy(k.comm, "worker");
+  return k;
+}
+
+class SampleTest : public ::testing::Test {
+protected:
+  SampleTest() {
+    files_.files["/fakeproc/77/maps"] = "";
+    sym_ = std::make_unique<Symbolizer>(files_, KernelSymbols::parse(kKallsyms), "/fakeproc");
+  }
+  test::FakeFiles files_;
+  std::unique_ptr<Symbolizer> sym_;
+};
+
+TEST_F(SampleTest, KernelStackRootFirstWithoutTracerFrames) {
+  RawProfile raw;
+  // Leaf first, as the kernel stores it: the probe's own frames lead.
+  raw.stacks[100] = {0xffffffffa0000010, 0xffffffff81000610, 0xffffffff81000510,
+                     0xffffffff81000410, 0xffffffff81000310, 0xffffffff81000210,
+                     0xffffffff81000110, 0xffffffff81000010};
+  raw.counts.push_back({key(5, OFFCPU_NO_STACK, 100), {3000, 2}});
+  auto samples = symbolize_profile(raw, *sym_, {});
+  ASSERT_EQ(samples.size(), 1u);
+  EXPECT_EQ(samples[0].kernel,
+            (std::vector<std::string>{"entry_SYSCALL_64", "do_syscall_64", "do_nanosleep",
+                                      "schedule", "__schedule"}));
+  EXPECT_TRUE(samples[0].user.empty());
+  EXPECT_FALSE(samples[0].user_missed); // kernel thread: no user stack at all
+  EXPECT_EQ(samples[0].comm, "worker");
+  EXPECT_EQ(samples[0].count, 2u);
+}
+
+TEST_F(SampleTest, MissedAndUnknownStacks) {
+  RawProfile raw;
+  raw.stacks[200] = {0x401000, 0x402000};
+  raw.counts.push_back({key(5, OFFCPU_STACK_MISSED, OFFCPU_STACK_MISSED), {1000, 1}});
+  raw.counts.push_back({key(6, 200, 999 /* not in the map */), {1000, 1}});
+  auto samples = symbolize_profile(raw, *sym_, {});
+  ASSERT_EQ(samples.size(), 2u);
+  EXPECT_TRUE(samples[0].user_missed);
+  EXPECT_TRUE(samples[0].kernel_missed);
+  EXPECT_EQ(samples[1].user, (std::vector<std::string>{"[unknown]", "[unknown]"}));
+  EXPECT_TRUE(samples[1].kernel_missed);
+}
+
+TEST_F(SampleTest, StackSelectionHidesParts) {
+  RawProfile raw;
+  raw.stacks[100] = {0xffffffff81000410};
+  raw.stacks[200] = {0x401000};
+  raw.counts.push_back({key(5, 200, 100), {1000, 1}});
+  auto user_only = symbolize_profile(raw, *sym_, StackSelection{true, false});
+  EXPECT_TRUE(user_only[0].kernel.empty());
+  EXPECT_FALSE(user_only[0].user.empty());
+  auto kernel_only = symbolize_profile(raw, *sym_, StackSelection{false, true});
+  EXPECT_TRUE(kernel_only[0].user.empty());
+  EXPECT_EQ(kernel_only[0].kernel, std::vector<std::string>{"__schedule"});
+}
+
+TEST(MergePartial, NoschedStackJoinsTheFullStackItPrefixes) {
+  Sample full;
+  full.pid = 1;
+  full.comm = "t";
+  full.user = {"main"};
+  full.kernel = {"do_syscall_64", "hrtimer_nanosleep", "do_nanosleep", "schedule"};
+  full.total_ns = 5000;
+  full.count = 5;
+  Sample part = full;
+  part.kernel = {"do_syscall_64", "hrtimer_nanosleep"};
+  part.kernel_nosched = true;
+  part.total_ns = 700;
+  part.count = 1;
+  Sample other_thread = part;
+  other_thread.pid = 2;
+  std::vector<Sample> samples = {part, full, other_thread};
+  merge_partial_kernel_stacks(samples);
+  ASSERT_EQ(samples.size(), 2u);
+  EXPECT_EQ(samples[0].total_ns, 5700u);
+  EXPECT_EQ(samples[0].count, 6u);
+  EXPECT_EQ(samples[1].pid, 2u); // nothing to merge with: kept as it is
+  EXPECT_EQ(samples[1].total_ns, 700u);
+  EXPECT_EQ(samples[1].comm, "t");
+  EXPECT_EQ(samples[1].kernel.size(), 2u);
+}
+
+TEST(MergePartial, LoneNoschedSampleIsKeptIntact) {
+  Sample part;
+  part.pid = 3;
+  part.comm = "stuck";
+  part.user = {"main", "read_forever"};
+  part.kernel = {"ksys_read"};
+  part.kernel_nosched = true;
+  part.total_ns = 900;
+  std::vector<Sample> samples = {part};
+  merge_partial_kernel_stacks(samples);
+  ASSERT_EQ(samples.size(), 1u);
+  EXPECT_EQ(samples[0].comm, "stuck");
+  EXPECT_EQ(samples[0].user, part.user);
+  EXPECT_EQ(samples[0].kernel, part.kernel);
+}
+
+TEST(TracerFrames, Recognised) {
+  EXPECT_TRUE(is_tracer_frame("bpf_prog_6deef7357e7b4530_offcpu_switch [bpf]"));
+  EXPECT_TRUE(is_tracer_frame("bpf_trace_run4"));
+  EXPECT_TRUE(is_tracer_frame("__traceiter_sched_switch"));
+  EXPECT_FALSE(is_tracer_frame("__schedule"));
+  EXPECT_FALSE(is_tracer_frame("bpf_map_lookup")); // not a probe frame prefix
+}
+
+} // namespace
+} // namespace offcpu

@@ -1,0 +1,11 @@
+#!/bin/sh
+# Installs what offcpu needs to build and test, from Debian 12 packages.
+# Run as root. libc6-dbg lets offcpu name glibc's internal functions
+# (start_thread...) and the tests check that it does.
+set -eu
+export DEBIAN_FRONTEND=noninteractive
+apt-get update -qq
+apt-get install -y -qq --no-install-recommends \
+  cmake make g++ clang llvm pkg-config \
+  libbpf-dev bpftool libelf-dev zlib1g-dev libcli11-dev libgtest-dev \
+  libc6-dbg >/dev/null
