@@ -41,6 +41,10 @@ const volatile bool kstack_at_switch_in = false;
  * kernels use the starts_hash map, which can fill up. */
 const volatile bool use_task_storage = true;
 
+/* Walk user frame pointers ourselves rather than through bpf_get_stack
+ * (needs bpf_get_current_task_btf 5.11 and bpf_task_pt_regs 5.15). */
+const volatile bool user_fp_walk = true;
+
 /* Written by user space: non-zero once tracing stops; waits end there. */
 __u64 stop_ns = 0;
 
@@ -222,8 +226,12 @@ static __always_inline void on_switch(void *ctx, struct task_struct *prev,
       .tgid = tgid,
       .state = prev_state,
   };
-  if (want_user_stacks && !(BPF_CORE_READ(prev, flags) & PF_KTHREAD))
-    rec.user_stack = take_current_stack(ctx, BPF_F_USER_STACK);
+  if (want_user_stacks && !(BPF_CORE_READ(prev, flags) & PF_KTHREAD)) {
+    if (trusted && user_fp_walk)
+      rec.user_stack = walk_user_stack_fp(bpf_get_current_task_btf(), false);
+    else
+      rec.user_stack = take_current_stack(ctx, BPF_F_USER_STACK);
+  }
   if (want_kernel_stacks && !(trusted && kstack_at_switch_in))
     rec.kernel_stack = take_current_stack(ctx, 0);
   if (!save_start(prev, pid, &rec, trusted))
@@ -277,7 +285,7 @@ int offcpu_seed(struct bpf_iter__task *ctx) {
       .state = state,
   };
   if (want_user_stacks && !(task->flags & PF_KTHREAD) && task->mm)
-    rec.user_stack = walk_user_stack_fp(task);
+    rec.user_stack = walk_user_stack_fp(task, true);
   if (want_kernel_stacks && !kstack_at_switch_in) {
     rec.kernel_stack = take_task_kernel_stack(task);
     rec.flags |= OFFCPU_KSTACK_NOSCHED;

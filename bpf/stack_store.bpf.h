@@ -113,10 +113,13 @@ static __always_inline __u64 take_task_kernel_stack(struct task_struct *t) {
   return store_stack(s, bytes, false);
 }
 
-/* User stack of a task that is not current, by walking its frame pointers
- * in its own memory, as perf does for the current task. Sleepable programs
- * only (bpf_copy_from_user_task and bpf_task_pt_regs: 5.18+). */
-static __always_inline __u64 walk_user_stack_fp(struct task_struct *t) {
+/* User stack by walking frame pointers from the task's saved user registers,
+ * as perf does. Reads the current task's memory directly (bpf_probe_read_user,
+ * no faulting), or another task's with bpf_copy_from_user_task (sleepable
+ * programs only). Cheaper than bpf_get_stack(BPF_F_USER_STACK), which goes
+ * through perf's callchain buffers. Needs bpf_task_pt_regs (5.15+). */
+static __always_inline __u64 walk_user_stack_fp(struct task_struct *t,
+                                                bool other_task) {
   struct offcpu_stack *s = scratch_stack();
   if (!s)
     return OFFCPU_STACK_MISSED;
@@ -133,9 +136,10 @@ static __always_inline __u64 walk_user_stack_fp(struct task_struct *t) {
     __u64 frame[2]; /* saved frame pointer, return address */
     if (i >= max || !fp || n == 0)
       break;
-    if (bpf_copy_from_user_task(frame, sizeof(frame), (void *)fp, t, 0))
-      break;
-    if (!frame[1])
+    long err = other_task ? bpf_copy_from_user_task(frame, sizeof(frame),
+                                                    (void *)fp, t, 0)
+                          : bpf_probe_read_user(frame, sizeof(frame), (void *)fp);
+    if (err || !frame[1])
       break;
     s->ips[i] = frame[1];
     n = i + 1;

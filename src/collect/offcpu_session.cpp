@@ -54,6 +54,7 @@ int try_load(offcpu_bpf *skel, const ProfileOptions &o, const OffcpuPlan &p) {
   ro->has_prev_state_arg = p.prev_state_arg;
   ro->kstack_at_switch_in = p.kstack_at_switch_in;
   ro->use_task_storage = p.task_storage;
+  ro->user_fp_walk = p.user_fp_walk;
   ro->stack_depth = o.max_stack_depth;
 
   auto &m = skel->maps;

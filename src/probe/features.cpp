@@ -57,6 +57,9 @@ KernelFeatures probe_kernel_features() {
       has_enum_value(b.get(), "bpf_func_id", "BPF_FUNC_get_task_stack");
   f.task_iter = btf__find_by_name_kind(b.get(), "bpf_iter__task",
                                        BTF_KIND_STRUCT) >= 0;
+  f.user_walk_current =
+      has_enum_value(b.get(), "bpf_func_id", "BPF_FUNC_get_current_task_btf") &&
+      has_enum_value(b.get(), "bpf_func_id", "BPF_FUNC_task_pt_regs");
   f.user_walk_other_task =
       has_enum_value(b.get(), "bpf_func_id", "BPF_FUNC_task_pt_regs") &&
       has_enum_value(b.get(), "bpf_func_id", "BPF_FUNC_copy_from_user_task");
@@ -77,6 +80,7 @@ std::vector<OffcpuPlan> offcpu_plans(const KernelFeatures &f,
     p.tp_btf = true;
     p.prev_state_arg = f.sched_switch_prev_state;
     p.task_storage = f.task_storage;
+    p.user_fp_walk = f.user_walk_current;
     // bpf_get_task_stack() is cheaper and runs only for waits that pass the
     // filters, but it leaves out every __sched function (schedule,
     // do_nanosleep, mutex_lock, down_write, wait_for_completion...), which
@@ -93,6 +97,7 @@ std::vector<OffcpuPlan> offcpu_plans(const KernelFeatures &f,
     p.tp_btf = false;
     p.prev_state_arg = f.sched_switch_prev_state;
     p.task_storage = false;
+    p.user_fp_walk = false;
     p.kstack_at_switch_in = false;
     p.seed_open_waits = f.task_iter && f.user_walk_other_task && f.get_task_stack;
     p.flush_open_waits = f.task_iter;
@@ -106,6 +111,8 @@ std::string OffcpuPlan::describe() const {
   s += prev_state_arg ? ", state from prev_state" : ", state from task";
   s += kstack_at_switch_in ? ", kernel stack at switch-in (bpf_get_task_stack)"
                            : ", kernel stack at switch-out";
+  s += user_fp_walk ? ", user stacks by frame-pointer walk"
+                    : ", user stacks by bpf_get_stack";
   s += task_storage ? ", start times in task storage"
                     : ", start times in a hash map";
   s += seed_open_waits ? ", waits open at start seeded"
@@ -124,6 +131,7 @@ std::string describe_features(const KernelFeatures &f) {
   s += std::string(", task storage ") + yn(f.task_storage);
   s += std::string(", get_task_stack ") + yn(f.get_task_stack);
   s += std::string(", task iterator ") + yn(f.task_iter);
+  s += std::string(", user walk ") + yn(f.user_walk_current);
   s += std::string(", cross-task user walk ") + yn(f.user_walk_other_task);
   s += std::string(", kprobes ") + yn(f.kprobes);
   return s;

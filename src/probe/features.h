@@ -17,6 +17,7 @@ struct KernelFeatures {
   bool task_storage = false;            // BPF_MAP_TYPE_TASK_STORAGE, 5.11+
   bool get_task_stack = false;          // bpf_get_task_stack, 5.9+
   bool task_iter = false;               // iter/task, 5.8+
+  bool user_walk_current = false;       // get_current_task_btf 5.11 + task_pt_regs 5.15
   bool user_walk_other_task = false;    // task_pt_regs 5.15 + copy_from_user_task 5.18
   bool kprobes = false;                 // CONFIG_KPROBES (kprobe_events present)
 };
@@ -29,6 +30,7 @@ struct OffcpuPlan {
   bool tp_btf = true;              // else raw_tp/sched_switch
   bool kstack_at_switch_in = false; // bpf_get_task_stack(next), after filters
   bool task_storage = true;        // else a tid-keyed hash map
+  bool user_fp_walk = true;        // own frame-pointer walk, else bpf_get_stack
   bool prev_state_arg = true;      // else read task->__state / ->state
   bool seed_open_waits = true;     // iterator opens waits at attach time
   bool flush_open_waits = true;    // iterator charges open waits at stop

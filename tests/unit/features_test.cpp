@@ -9,6 +9,7 @@ KernelFeatures modern() {
   KernelFeatures f;
   f.btf = f.tp_btf_sched_switch = f.sched_switch_prev_state = true;
   f.task_storage = f.get_task_stack = f.task_iter = f.user_walk_other_task = true;
+  f.user_walk_current = true;
   return f;
 }
 
@@ -23,6 +24,8 @@ TEST(Plans, ModernKernelPrefersTpBtfThenRawTp) {
   EXPECT_TRUE(plans[0].flush_open_waits);
   EXPECT_FALSE(plans[1].tp_btf);
   EXPECT_FALSE(plans[1].task_storage); // raw_tp pointers cannot key task storage
+  EXPECT_TRUE(plans[0].user_fp_walk);
+  EXPECT_FALSE(plans[1].user_fp_walk);
 }
 
 TEST(Plans, SwitchInKernelStacksOnlyOnRequestAndWithHelper) {
