@@ -4,6 +4,7 @@
 
 #include "cli/options.h"
 #include "run/profile.h"
+#include "run/rwsem.h"
 #include "util/error.h"
 
 int main(int argc, char **argv) {
@@ -13,6 +14,8 @@ int main(int argc, char **argv) {
       fputs(cl.help_text.c_str(), stdout);
       return offcpu::kExitOk;
     }
+    if (cl.command == offcpu::Command::Rwsem)
+      return offcpu::run_rwsem(cl.rwsem);
     return offcpu::run_profile(cl.profile);
   } catch (const offcpu::FatalError &e) {
     fprintf(stderr, "offcpu: %s\n", e.what());

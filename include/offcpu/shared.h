@@ -67,4 +67,39 @@ struct offcpu_stack {
   __u64 ips[OFFCPU_MAX_STACK_DEPTH];
 };
 
+/* ---- offcpu rwsem ---- */
+
+/* rwsem_key.flags */
+#define RWSEM_WAIT_WRITE 1u
+#define RWSEM_WAIT_READ 2u
+#define RWSEM_LOCK_IS_MMAP 4u /* the waiting task's own mm->mmap_lock */
+
+/* A wait in progress, keyed by thread id. */
+struct rwsem_start {
+  __u64 start_ns;
+  __u64 lock;
+  __u64 user_stack;
+  __u64 kernel_stack;
+  __u32 tgid;
+  __u32 flags;
+  char comm[OFFCPU_COMM_LEN];
+};
+
+struct rwsem_key {
+  __u32 tgid;
+  __u32 pid;
+  __u64 user_stack;
+  __u64 kernel_stack;
+  __u64 lock;
+  __u32 flags;
+  __u32 pad;
+  char comm[OFFCPU_COMM_LEN];
+};
+
+struct rwsem_value {
+  __u64 total_ns;
+  __u64 count;
+  __u64 max_ns;
+};
+
 #endif /* OFFCPU_SHARED_H */

@@ -171,11 +171,45 @@ CommandLine parse_command_line(int argc, const char *const *argv,
       ->group("Limits");
   app.add_option("duration", duration, "seconds to trace (default: until Ctrl-C)");
 
+  RwsemOptions &r = cl.rwsem;
+  std::string r_duration, r_attach = "auto";
+  std::vector<std::string> r_pid_args;
+  CLI::App *rw = app.add_subcommand(
+      "rwsem", "how long threads of a process wait for kernel rw-semaphore "
+               "write locks (mmap_lock...), by stack; every -i seconds");
+  rw->add_option("name", r.name,
+                 "process name to trace (its main thread's comm; see --thread-name)");
+  rw->add_option("duration", r_duration, "seconds to trace (default: until Ctrl-C)");
+  rw->add_flag("--thread-name", r.match_thread_name,
+               "match NAME against thread names instead of the process name");
+  rw->add_option("-p,--pid", r_pid_args, "trace these processes; comma separated or repeated")
+      ->expected(1)
+      ->allow_extra_args(false)
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll)
+      ->type_name("PID");
+  rw->add_flag("--read", r.include_read, "also trace read-side waits");
+  rw->add_option("-i,--interval", r.interval_s,
+                 "print and clear every this many seconds; 0: once at the end (default 5)")
+      ->check(CLI::Range(0.0, 86400.0));
+  rw->add_option("-m,--min-wait", r.min_wait_us, "only count waits of at least this many microseconds");
+  rw->add_flag("-f,--folded", r.folded, "folded stacks for flamegraph.pl: comm;user;kernel wait_us");
+  rw->add_flag("-d,--delimited", r.delimited, "insert a '-' frame between user and kernel stacks");
+  rw->add_option("--stack-storage-size", r.stack_storage_size, "distinct stacks to store (default 16384)")
+      ->check(CLI::Range(uint32_t{1}, uint32_t{1} << 24));
+  rw->add_option("--perf-max-stack-depth", r.max_stack_depth, "frames to keep per stack (default and maximum 127)")
+      ->check(CLI::Range(uint32_t{1}, kMaxStackDepth));
+  rw->add_option("--max-entries", r.max_entries, "distinct (thread, stack, lock) entries (default 65536)")
+      ->check(CLI::Range(uint32_t{1}, uint32_t{1} << 24));
+  rw->add_flag("-v,--verbose", r.verbose, "report the mechanism used and symbolization");
+  rw->add_option("--attach", r_attach, "fentry, kprobe, tracepoint or auto (default auto)")
+      ->check(CLI::IsMember({"auto", "fentry", "kprobe", "tracepoint"}))
+      ->group("");
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp &) {
     cl.action = Action::PrintedHelp;
-    cl.help_text = app.help();
+    cl.help_text = rw->parsed() ? rw->help() : app.help();
     return cl;
   } catch (const CLI::CallForVersion &) {
     cl.action = Action::PrintedHelp;
@@ -185,6 +219,31 @@ CommandLine parse_command_line(int argc, const char *const *argv,
     throw usage_error(one_line(e.what()) + " (see offcpu --help)");
   }
 
+  if (rw->parsed()) {
+    cl.command = Command::Rwsem;
+    r.pids = parse_id_list(r_pid_args, "PID");
+    // `rwsem -p PID 10`: with -p the lone positional is the duration.
+    if (!r.pids.empty() && r_duration.empty() && !r.name.empty() &&
+        r.name.find_first_not_of("0123456789.") == std::string::npos) {
+      r_duration = r.name;
+      r.name.clear();
+    }
+    if (!r_duration.empty())
+      r.duration_s = parse_duration(r_duration);
+    if (r.name.empty() && r.pids.empty())
+      throw usage_error("rwsem needs a process NAME or -p PID (see offcpu rwsem --help)");
+    if (r.name.size() > 15)
+      throw usage_error("process names are at most 15 characters (the kernel's "
+                        "comm), got '" + r.name + "'");
+    if (r_attach == "fentry")
+      r.attach = RwsemAttach::Fentry;
+    else if (r_attach == "kprobe")
+      r.attach = RwsemAttach::Kprobe;
+    else if (r_attach == "tracepoint")
+      r.attach = RwsemAttach::Tracepoint;
+    check_tasks(r.pids, "PID", exists);
+    return cl;
+  }
   o.pids = parse_id_list(pid_args, "PID");
   o.tids = parse_id_list(tid_args, "TID");
   if (!duration.empty())

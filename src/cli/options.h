@@ -37,12 +37,36 @@ struct ProfileOptions {
   bool kstack_at_switch_in = false;
 };
 
+// How `offcpu rwsem` watches the rwsem slow path; Auto picks the best the
+// kernel allows (fentry, then kprobe, then the contention tracepoints).
+enum class RwsemAttach { Auto, Fentry, Kprobe, Tracepoint };
+
+struct RwsemOptions {
+  std::string name;            // process name (or thread name) to trace
+  bool match_thread_name = false;
+  std::vector<uint32_t> pids;  // instead of, or as well as, a name
+  bool include_read = false;
+  bool folded = false;
+  bool delimited = false;
+  double interval_s = 5;       // 0: print once at the end
+  std::optional<double> duration_s;
+  uint64_t min_wait_us = 0;
+  uint32_t stack_storage_size = 16384;
+  uint32_t max_stack_depth = 127;
+  uint32_t max_entries = 65536;
+  bool verbose = false;
+  RwsemAttach attach = RwsemAttach::Auto;
+};
+
+enum class Command { Profile, Rwsem };
 enum class Action { Run, PrintedHelp };
 
 struct CommandLine {
   Action action = Action::Run;
   std::string help_text; // with PrintedHelp: --help or --version output
+  Command command = Command::Profile;
   ProfileOptions profile;
+  RwsemOptions rwsem;
 };
 
 // Tells whether a PID/TID exists; injected so tests need no real processes.

@@ -157,7 +157,6 @@ RawProfile OffcpuSession::drain() const {
     out.lost[i] = skel_->bss->lost[i];
 
   int counts_fd = bpf_map__fd(skel_->maps.counts);
-  int stacks_fd = bpf_map__fd(skel_->maps.stacks);
   offcpu_key key{}, next{};
   bool first = true;
   while (bpf_map_get_next_key(counts_fd, first ? nullptr : &key, &next) == 0) {
@@ -168,20 +167,12 @@ RawProfile OffcpuSession::drain() const {
       out.counts.emplace_back(key, val);
   }
 
-  offcpu_stack stack{};
-  auto load_stack = [&](uint64_t id) {
-    if (id == OFFCPU_NO_STACK || id == OFFCPU_STACK_MISSED ||
-        out.stacks.count(id))
-      return;
-    if (bpf_map_lookup_elem(stacks_fd, &id, &stack) != 0)
-      return;
-    uint32_t nr = std::min<uint32_t>(stack.nr, OFFCPU_MAX_STACK_DEPTH);
-    out.stacks.emplace(id, std::vector<uint64_t>(stack.ips, stack.ips + nr));
-  };
+  std::vector<uint64_t> ids;
   for (const auto &kv : out.counts) {
-    load_stack(kv.first.user_stack);
-    load_stack(kv.first.kernel_stack);
+    ids.push_back(kv.first.user_stack);
+    ids.push_back(kv.first.kernel_stack);
   }
+  read_stacks(bpf_map__fd(skel_->maps.stacks), ids, out.stacks);
   return out;
 }
 

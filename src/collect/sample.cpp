@@ -16,15 +16,13 @@ bool is_tracer_frame(const std::string &name) {
   return false;
 }
 
-namespace {
-
-const std::vector<uint64_t> *find_stack(const RawProfile &raw, uint64_t id) {
-  auto it = raw.stacks.find(id);
-  return it == raw.stacks.end() ? nullptr : &it->second;
+const std::vector<uint64_t> *find_stack(const StackTable &stacks, uint64_t id) {
+  auto it = stacks.find(id);
+  return it == stacks.end() ? nullptr : &it->second;
 }
 
-std::vector<std::string> name_kernel(const std::vector<uint64_t> &ips,
-                                     Symbolizer &sym) {
+std::vector<std::string> name_kernel_stack(const std::vector<uint64_t> &ips,
+                                           Symbolizer &sym) {
   std::vector<std::string> leaf_first;
   leaf_first.reserve(ips.size());
   for (size_t i = 0; i < ips.size(); i++)
@@ -40,16 +38,15 @@ std::vector<std::string> name_kernel(const std::vector<uint64_t> &ips,
   return leaf_first;
 }
 
-std::vector<std::string> name_user(uint32_t tgid, const std::vector<uint64_t> &ips,
-                                   Symbolizer &sym) {
+std::vector<std::string> name_user_stack(uint32_t tgid,
+                                         const std::vector<uint64_t> &ips,
+                                         Symbolizer &sym) {
   std::vector<std::string> root_first;
   root_first.reserve(ips.size());
   for (size_t i = ips.size(); i-- > 0;)
     root_first.push_back(sym.user_frame(tgid, ips[i], i > 0));
   return root_first;
 }
-
-} // namespace
 
 std::vector<Sample> symbolize_profile(const RawProfile &raw, Symbolizer &sym,
                                       StackSelection show) {
@@ -64,16 +61,16 @@ std::vector<Sample> symbolize_profile(const RawProfile &raw, Symbolizer &sym,
     s.count = val.count;
     s.kernel_nosched = key.flags & OFFCPU_KSTACK_NOSCHED;
     if (show.user && key.user_stack != OFFCPU_NO_STACK) {
-      const auto *ips = find_stack(raw, key.user_stack);
+      const auto *ips = find_stack(raw.stacks, key.user_stack);
       if (ips)
-        s.user = name_user(key.tgid, *ips, sym);
+        s.user = name_user_stack(key.tgid, *ips, sym);
       else
         s.user_missed = true;
     }
     if (show.kernel && key.kernel_stack != OFFCPU_NO_STACK) {
-      const auto *ips = find_stack(raw, key.kernel_stack);
+      const auto *ips = find_stack(raw.stacks, key.kernel_stack);
       if (ips)
-        s.kernel = name_kernel(*ips, sym);
+        s.kernel = name_kernel_stack(*ips, sym);
       else
         s.kernel_missed = true;
     }

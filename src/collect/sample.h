@@ -29,6 +29,16 @@ struct StackSelection {
   bool kernel = true;
 };
 
+// Frame names, root first. Kernel stacks lose the tracer's own leaf frames.
+std::vector<std::string> name_kernel_stack(const std::vector<uint64_t> &ips,
+                                           Symbolizer &sym);
+std::vector<std::string> name_user_stack(uint32_t tgid,
+                                         const std::vector<uint64_t> &ips,
+                                         Symbolizer &sym);
+
+// Looks a stack id up; null for OFFCPU_NO_STACK, a missed or a lost stack.
+const std::vector<uint64_t> *find_stack(const StackTable &stacks, uint64_t id);
+
 // Names every frame; drops the tracer's own leaf frames from kernel stacks.
 std::vector<Sample> symbolize_profile(const RawProfile &raw, Symbolizer &sym,
                                       StackSelection show);

@@ -3,6 +3,8 @@
 #include <bpf/btf.h>
 #include <unistd.h>
 
+#include "util/fs.h"
+
 #include <cstring>
 #include <memory>
 
@@ -135,6 +137,95 @@ std::string describe_features(const KernelFeatures &f) {
   s += std::string(", cross-task user walk ") + yn(f.user_walk_other_task);
   s += std::string(", kprobes ") + yn(f.kprobes);
   return s;
+}
+
+namespace {
+
+bool kallsyms_has(const std::string &text, const std::string &name) {
+  // Lines end in " name\n" or " name\t[module]\n".
+  return text.find(" " + name + "\n") != std::string::npos;
+}
+
+} // namespace
+
+RwsemFeatures probe_rwsem_features() {
+  RwsemFeatures f;
+  std::unique_ptr<btf, BtfDeleter> b(btf__load_vmlinux_btf());
+  auto kallsyms = system_files().read("/proc/kallsyms", 256u << 20);
+  std::string syms = kallsyms ? *kallsyms : std::string();
+  // 4.20 renamed rwsem_down_write_failed to rwsem_down_write_slowpath.
+  for (const char *name : {"rwsem_down_write_slowpath", "rwsem_down_write_failed"})
+    if (f.write_slowpath.empty() && kallsyms_has(syms, name))
+      f.write_slowpath = name;
+  for (const char *name : {"rwsem_down_read_slowpath", "rwsem_down_read_failed"})
+    if (f.read_slowpath.empty() && kallsyms_has(syms, name))
+      f.read_slowpath = name;
+  f.down_write = kallsyms_has(syms, "down_write");
+  f.kprobes = access("/sys/bus/event_source/devices/kprobe", F_OK) == 0;
+  if (b) {
+    f.btf = true;
+    f.fentry_targets =
+        !f.write_slowpath.empty() &&
+        btf__find_by_name_kind(b.get(), f.write_slowpath.c_str(), BTF_KIND_FUNC) >= 0;
+    f.contention_tracepoints =
+        tracepoint_params(b.get(), "btf_trace_contention_begin") >= 3 &&
+        tracepoint_params(b.get(), "btf_trace_contention_end") >= 3;
+    f.user_walk_current =
+        has_enum_value(b.get(), "bpf_func_id", "BPF_FUNC_get_current_task_btf") &&
+        has_enum_value(b.get(), "bpf_func_id", "BPF_FUNC_task_pt_regs");
+  }
+  return f;
+}
+
+std::vector<RwsemPlan> rwsem_plans(const RwsemFeatures &f, RwsemAttach choice) {
+  std::vector<RwsemPlan> plans;
+  auto wanted = [&](RwsemAttach m) {
+    return choice == RwsemAttach::Auto || choice == m;
+  };
+  // fentry/fexit: cheapest probes, exact slow-path entry and exit (5.5+;
+  // refused under some lockdown setups, hence the fallbacks).
+  if (wanted(RwsemAttach::Fentry) && f.fentry_targets) {
+    RwsemPlan p;
+    p.mechanism = RwsemAttach::Fentry;
+    p.write_target = f.write_slowpath;
+    p.read_target = f.read_slowpath;
+    p.user_fp_walk = f.user_walk_current;
+    plans.push_back(p);
+  }
+  // kprobes: every kernel built with CONFIG_KPROBES. The slow path if it
+  // exists (not inlined), else down_write itself.
+  if (wanted(RwsemAttach::Kprobe) && f.kprobes &&
+      (!f.write_slowpath.empty() || f.down_write)) {
+    RwsemPlan p;
+    p.mechanism = RwsemAttach::Kprobe;
+    p.write_target = f.write_slowpath.empty() ? "down_write" : f.write_slowpath;
+    p.read_target = f.write_slowpath.empty() ? "" : f.read_slowpath;
+    p.entry_point_only = f.write_slowpath.empty();
+    p.user_fp_walk = false; // no BTF task pointer in kprobe programs
+    plans.push_back(p);
+  }
+  // The lock tracepoints (5.19+): no kprobes or trampolines needed.
+  if (wanted(RwsemAttach::Tracepoint) && f.contention_tracepoints) {
+    RwsemPlan p;
+    p.mechanism = RwsemAttach::Tracepoint;
+    p.user_fp_walk = f.user_walk_current;
+    plans.push_back(p);
+  }
+  return plans;
+}
+
+std::string RwsemPlan::describe() const {
+  switch (mechanism) {
+  case RwsemAttach::Fentry:
+    return "fentry/fexit on " + write_target +
+           (read_target.empty() ? "" : " and " + read_target);
+  case RwsemAttach::Kprobe:
+    return "kprobe/kretprobe on " + write_target +
+           (read_target.empty() ? "" : " and " + read_target) +
+           (entry_point_only ? " (uncontended calls too; waits < 1 us dropped)" : "");
+  default:
+    return "tp_btf lock:contention_begin/contention_end";
+  }
 }
 
 } // namespace offcpu

@@ -44,4 +44,33 @@ std::vector<OffcpuPlan> offcpu_plans(const KernelFeatures &features,
 
 std::string describe_features(const KernelFeatures &features);
 
+// What `offcpu rwsem` can hook on this kernel.
+struct RwsemFeatures {
+  bool btf = false;
+  // Slow-path functions that exist, newest name first; empty if none.
+  std::string write_slowpath; // rwsem_down_write_slowpath (4.20+) or _failed
+  std::string read_slowpath;
+  bool fentry_targets = false;  // the slow paths have BTF (fentry possible)
+  bool kprobes = false;         // the perf kprobe PMU exists
+  bool down_write = false;      // down_write exists (last-resort kprobe)
+  bool contention_tracepoints = false; // lock:contention_begin/end, 5.19+
+  bool user_walk_current = false;
+};
+
+RwsemFeatures probe_rwsem_features();
+
+struct RwsemPlan {
+  RwsemAttach mechanism = RwsemAttach::Tracepoint;
+  std::string write_target; // function for fentry/kprobe
+  std::string read_target;  // may be empty: no read-side waits
+  // down_write itself: also sees uncontended acquisitions, so waits shorter
+  // than a microsecond are dropped.
+  bool entry_point_only = false;
+  bool user_fp_walk = true;
+  std::string describe() const;
+};
+
+// Best first. An explicit choice yields that plan only, or none.
+std::vector<RwsemPlan> rwsem_plans(const RwsemFeatures &f, RwsemAttach choice);
+
 } // namespace offcpu

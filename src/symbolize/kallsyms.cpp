@@ -6,6 +6,15 @@
 namespace offcpu {
 namespace {
 
+bool is_data_type(char t) {
+  switch (t) {
+  case 'd': case 'D': case 'b': case 'B':
+    return true;
+  default:
+    return false;
+  }
+}
+
 bool is_code_type(char t) {
   switch (t) {
   case 't': case 'T': case 'w': case 'W':
@@ -54,20 +63,22 @@ KernelSymbols KernelSymbols::parse(std::string_view text) {
       zero_addrs++;
       continue;
     }
-    if (!is_code_type(type_s[0]))
+    bool code = is_code_type(type_s[0]);
+    if (!code && !is_data_type(type_s[0]))
       continue;
     KernelSymbol sym;
     sym.addr = addr;
     sym.name.assign(name);
     if (module.size() > 2 && module.front() == '[' && module.back() == ']')
       sym.module.assign(module.substr(1, module.size() - 2));
-    ks.syms_.push_back(std::move(sym));
+    (code ? ks.syms_ : ks.data_).push_back(std::move(sym));
   }
   ks.hidden_ = lines > 0 && zero_addrs == lines;
-  std::stable_sort(ks.syms_.begin(), ks.syms_.end(),
-                   [](const KernelSymbol &a, const KernelSymbol &b) {
-                     return a.addr < b.addr;
-                   });
+  auto by_addr = [](const KernelSymbol &a, const KernelSymbol &b) {
+    return a.addr < b.addr;
+  };
+  std::stable_sort(ks.syms_.begin(), ks.syms_.end(), by_addr);
+  std::stable_sort(ks.data_.begin(), ks.data_.end(), by_addr);
   return ks;
 }
 
@@ -76,13 +87,26 @@ KernelSymbols KernelSymbols::load(const FileReader &files) {
   return parse(text ? *text : std::string_view{});
 }
 
-const KernelSymbol *KernelSymbols::find(uint64_t addr) const {
+namespace {
+
+const KernelSymbol *nearest_at_or_below(const std::vector<KernelSymbol> &v,
+                                        uint64_t addr) {
   auto it = std::upper_bound(
-      syms_.begin(), syms_.end(), addr,
+      v.begin(), v.end(), addr,
       [](uint64_t a, const KernelSymbol &s) { return a < s.addr; });
-  if (it == syms_.begin())
+  if (it == v.begin())
     return nullptr;
   return &*std::prev(it);
+}
+
+} // namespace
+
+const KernelSymbol *KernelSymbols::find(uint64_t addr) const {
+  return nearest_at_or_below(syms_, addr);
+}
+
+const KernelSymbol *KernelSymbols::find_data(uint64_t addr) const {
+  return nearest_at_or_below(data_, addr);
 }
 
 } // namespace offcpu

@@ -25,12 +25,15 @@ public:
 
   // The symbol whose range holds addr (up to the next symbol), or null.
   const KernelSymbol *find(uint64_t addr) const;
+  // The nearest data/bss symbol at or below addr (global locks), or null.
+  const KernelSymbol *find_data(uint64_t addr) const;
   std::size_t size() const { return syms_.size(); }
   // kptr_restrict hides addresses as zeros: nothing can be named.
   bool addresses_hidden() const { return hidden_; }
 
 private:
   std::vector<KernelSymbol> syms_;
+  std::vector<KernelSymbol> data_;
   bool hidden_ = false;
 };
 

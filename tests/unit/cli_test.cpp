@@ -110,6 +110,37 @@ TEST(Cli, BadInputIsAUsageError) {
   }
 }
 
+TEST(Cli, RwsemByNameWithIntervalAndDuration) {
+  auto cl = parse({"rwsem", "mysqld", "-i", "2", "--read", "-f", "30"});
+  EXPECT_EQ(cl.command, Command::Rwsem);
+  EXPECT_EQ(cl.rwsem.name, "mysqld");
+  EXPECT_DOUBLE_EQ(cl.rwsem.interval_s, 2.0);
+  EXPECT_TRUE(cl.rwsem.include_read);
+  EXPECT_TRUE(cl.rwsem.folded);
+  EXPECT_DOUBLE_EQ(*cl.rwsem.duration_s, 30.0);
+  EXPECT_EQ(cl.rwsem.attach, RwsemAttach::Auto);
+}
+
+TEST(Cli, RwsemByPidTakesTheLonePositionalAsDuration) {
+  auto cl = parse({"rwsem", "-p", "150", "10"});
+  EXPECT_TRUE(cl.rwsem.name.empty());
+  EXPECT_EQ(cl.rwsem.pids, std::vector<uint32_t>{150});
+  EXPECT_DOUBLE_EQ(*cl.rwsem.duration_s, 10.0);
+  EXPECT_EQ(parse({"rwsem", "--attach", "kprobe", "x"}).rwsem.attach, RwsemAttach::Kprobe);
+  EXPECT_TRUE(parse({"rwsem", "--thread-name", "worker"}).rwsem.match_thread_name);
+}
+
+TEST(Cli, RwsemBadInput) {
+  std::string msg;
+  EXPECT_EQ(usage_exit({"rwsem"}, &msg), kExitUsage);
+  EXPECT_NE(msg.find("NAME or -p"), std::string::npos) << msg;
+  EXPECT_EQ(usage_exit({"rwsem", "-p", "999"}), kExitUsage); // no such process
+  EXPECT_EQ(usage_exit({"rwsem", "a_name_longer_than_15"}), kExitUsage);
+  EXPECT_EQ(usage_exit({"rwsem", "x", "0"}), kExitUsage);
+  EXPECT_EQ(usage_exit({"rwsem", "x", "-i", "-1"}), kExitUsage);
+  EXPECT_EQ(usage_exit({"rwsem", "x", "--attach", "uprobe"}), kExitUsage);
+}
+
 TEST(Cli, MissingPidMessageNamesIt) {
   std::string msg;
   usage_exit({"-p", "4242"}, &msg);

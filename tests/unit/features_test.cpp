@@ -74,6 +74,62 @@ TEST(Plans, DescribeNamesTheHook) {
   EXPECT_NE(plans[1].describe().find("raw_tp/sched_switch"), std::string::npos);
 }
 
+RwsemFeatures production_kernel() {
+  RwsemFeatures f;
+  f.btf = true;
+  f.write_slowpath = "rwsem_down_write_slowpath";
+  f.read_slowpath = "rwsem_down_read_slowpath";
+  f.fentry_targets = f.kprobes = f.down_write = f.contention_tracepoints = true;
+  f.user_walk_current = true;
+  return f;
+}
+
+TEST(RwsemPlans, FentryThenKprobeThenTracepoint) {
+  auto plans = rwsem_plans(production_kernel(), RwsemAttach::Auto);
+  ASSERT_EQ(plans.size(), 3u);
+  EXPECT_EQ(plans[0].mechanism, RwsemAttach::Fentry);
+  EXPECT_EQ(plans[0].write_target, "rwsem_down_write_slowpath");
+  EXPECT_EQ(plans[1].mechanism, RwsemAttach::Kprobe);
+  EXPECT_FALSE(plans[1].entry_point_only);
+  EXPECT_FALSE(plans[1].user_fp_walk);
+  EXPECT_EQ(plans[2].mechanism, RwsemAttach::Tracepoint);
+}
+
+TEST(RwsemPlans, ThisMachineShape) {
+  // No kprobes, fentry refused at load (so still planned first), 6.x tracepoints.
+  RwsemFeatures f = production_kernel();
+  f.kprobes = false;
+  auto plans = rwsem_plans(f, RwsemAttach::Auto);
+  ASSERT_EQ(plans.size(), 2u);
+  EXPECT_EQ(plans[0].mechanism, RwsemAttach::Fentry);
+  EXPECT_EQ(plans[1].mechanism, RwsemAttach::Tracepoint);
+}
+
+TEST(RwsemPlans, OldKernelsUseOldNamesOrDownWrite) {
+  RwsemFeatures f;
+  f.btf = true;
+  f.kprobes = true;
+  f.write_slowpath = "rwsem_down_write_failed";
+  auto plans = rwsem_plans(f, RwsemAttach::Auto);
+  ASSERT_EQ(plans.size(), 1u);
+  EXPECT_EQ(plans[0].write_target, "rwsem_down_write_failed");
+  f.write_slowpath.clear();
+  f.down_write = true; // slow path inlined away: probe down_write itself
+  plans = rwsem_plans(f, RwsemAttach::Auto);
+  ASSERT_EQ(plans.size(), 1u);
+  EXPECT_EQ(plans[0].write_target, "down_write");
+  EXPECT_TRUE(plans[0].entry_point_only);
+}
+
+TEST(RwsemPlans, ExplicitChoiceOnlyThatOne) {
+  auto only = rwsem_plans(production_kernel(), RwsemAttach::Tracepoint);
+  ASSERT_EQ(only.size(), 1u);
+  EXPECT_EQ(only[0].mechanism, RwsemAttach::Tracepoint);
+  RwsemFeatures none;
+  none.btf = true;
+  EXPECT_TRUE(rwsem_plans(none, RwsemAttach::Kprobe).empty());
+}
+
 TEST(Features, ProbeOfThisKernelFindsBtf) {
   KernelFeatures f = probe_kernel_features();
   if (!f.btf)

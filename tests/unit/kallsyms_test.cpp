@@ -27,6 +27,14 @@ TEST(Kallsyms, FindsEnclosingSymbol) {
   EXPECT_EQ(ks.find(0xffffffff80000000), nullptr);
 }
 
+TEST(Kallsyms, DataSymbolsForLockNames) {
+  auto ks = KernelSymbols::parse(kFixture);
+  const KernelSymbol *d = ks.find_data(0xffffffff81002010);
+  ASSERT_NE(d, nullptr);
+  EXPECT_EQ(d->name, "some_data");
+  EXPECT_EQ(ks.find_data(0xffffffff81001000), nullptr);
+}
+
 TEST(Kallsyms, KeepsModuleNames) {
   auto ks = KernelSymbols::parse(kFixture);
   const KernelSymbol *s = ks.find(0xffffffffc0001010);

@@ -1,0 +1,228 @@
+// SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
+/* How long threads wait for kernel rw-semaphores, by stack and lock.
+ *
+ * A wait is the time spent in the rwsem slow path: from entering it to
+ * leaving it with the lock. Three ways to see that, chosen by the loader:
+ *   fentry/fexit on rwsem_down_{write,read}_slowpath   (5.5+, BTF, trampolines)
+ *   kprobe/kretprobe on the same (or older names)       (kernels with kprobes)
+ *   tp_btf lock:contention_begin / contention_end       (5.19+)
+ * All three feed the same begin/end pair below. */
+#include "vmlinux.h"
+#include <bpf/bpf_core_read.h>
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_tracing.h>
+
+#include "offcpu/shared.h"
+#include "stack_store.bpf.h"
+
+char LICENSE[] SEC("license") = "Dual BSD/GPL";
+
+/* lock:contention_begin flags (include/trace/events/lock.h) */
+#define LCB_F_SPIN 0x01
+#define LCB_F_READ 0x02
+#define LCB_F_WRITE 0x04
+#define LCB_F_RT 0x08
+#define LCB_F_PERCPU 0x10
+#define LCB_F_MUTEX 0x20
+
+const volatile bool filter_name = false;
+const volatile bool match_thread_name = false; /* else the process name */
+const volatile char target_name[OFFCPU_COMM_LEN] = {};
+const volatile bool filter_tgid = false;
+const volatile bool include_read = false;
+const volatile bool want_user_stacks = true;
+const volatile bool want_kernel_stacks = true;
+const volatile bool user_fp_walk = true;
+const volatile __u64 min_wait_ns = 0;
+
+struct {
+  __uint(type, BPF_MAP_TYPE_HASH);
+  __uint(max_entries, 1); /* resized by the loader */
+  __type(key, __u32);
+  __type(value, __u8);
+} filter_tgids SEC(".maps");
+
+/* Start times keyed by thread id: a thread waits for one lock at a time. */
+struct {
+  __uint(type, BPF_MAP_TYPE_HASH);
+  __uint(max_entries, 16384);
+  __type(key, __u32);
+  __type(value, struct rwsem_start);
+} starts SEC(".maps");
+
+struct {
+  __uint(type, BPF_MAP_TYPE_HASH);
+  __uint(max_entries, 65536);
+  __type(key, struct rwsem_key);
+  __type(value, struct rwsem_value);
+} waits SEC(".maps");
+
+struct mm_struct___pre58 {
+  struct rw_semaphore mmap_sem;
+} __attribute__((preserve_access_index));
+
+static __always_inline bool name_matches(struct task_struct *task) {
+  char comm[OFFCPU_COMM_LEN];
+  if (match_thread_name)
+    BPF_CORE_READ_STR_INTO(&comm, task, comm);
+  else
+    BPF_CORE_READ_STR_INTO(&comm, task, group_leader, comm);
+  for (int i = 0; i < OFFCPU_COMM_LEN; i++) {
+    if (comm[i] != target_name[i])
+      return false;
+    if (comm[i] == 0)
+      return true;
+  }
+  return true;
+}
+
+/* The task's own mm->mmap_lock (named mmap_sem before 5.8). */
+static __always_inline __u64 own_mmap_lock(struct task_struct *task) {
+  struct mm_struct *mm = BPF_CORE_READ(task, mm);
+  if (!mm)
+    return 0;
+  if (bpf_core_field_exists(mm->mmap_lock))
+    return (__u64)mm + bpf_core_field_offset(mm->mmap_lock);
+  struct mm_struct___pre58 *old = (void *)mm;
+  return (__u64)mm + bpf_core_field_offset(old->mmap_sem);
+}
+
+static __always_inline void wait_begin(void *ctx, __u64 lock, __u32 side) {
+  /* Read through probe reads: kprobe programs get no BTF task pointer. */
+  struct task_struct *task = (struct task_struct *)bpf_get_current_task();
+  __u64 id = bpf_get_current_pid_tgid();
+  __u32 pid = (__u32)id, tgid = id >> 32;
+  if (pid == 0)
+    return;
+  if (side == RWSEM_WAIT_READ && !include_read)
+    return;
+  if (filter_tgid && !bpf_map_lookup_elem(&filter_tgids, &tgid))
+    return;
+  if (filter_name && !name_matches(task))
+    return;
+  /* Already waiting (a retry inside the same slow path): keep the start. */
+  if (bpf_map_lookup_elem(&starts, &pid))
+    return;
+
+  struct rwsem_start rec = {
+      .start_ns = bpf_ktime_get_ns(),
+      .lock = lock,
+      .tgid = tgid,
+      .flags = side,
+  };
+  if (lock && lock == own_mmap_lock(task))
+    rec.flags |= RWSEM_LOCK_IS_MMAP;
+  bpf_get_current_comm(&rec.comm, sizeof(rec.comm));
+  if (want_user_stacks)
+    rec.user_stack = user_fp_walk
+                         ? walk_user_stack_fp(bpf_get_current_task_btf(), false)
+                                  : take_current_stack(ctx, BPF_F_USER_STACK);
+  if (want_kernel_stacks)
+    rec.kernel_stack = take_current_stack(ctx, 0);
+  if (bpf_map_update_elem(&starts, &pid, &rec, BPF_NOEXIST) == -7 /* E2BIG */)
+    count_loss(OFFCPU_LOST_START_STORE);
+}
+
+static __always_inline void wait_end(void) {
+  __u32 pid = (__u32)bpf_get_current_pid_tgid();
+  struct rwsem_start *rec = bpf_map_lookup_elem(&starts, &pid);
+  if (!rec)
+    return;
+  __u64 now = bpf_ktime_get_ns();
+  __u64 delta = now > rec->start_ns ? now - rec->start_ns : 0;
+  struct rwsem_key key = {
+      .tgid = rec->tgid,
+      .pid = pid,
+      .user_stack = rec->user_stack,
+      .kernel_stack = rec->kernel_stack,
+      .lock = rec->lock,
+      .flags = rec->flags,
+  };
+  __builtin_memcpy(key.comm, rec->comm, sizeof(key.comm));
+  bpf_map_delete_elem(&starts, &pid);
+  if (delta < min_wait_ns)
+    return;
+
+  struct rwsem_value *val = bpf_map_lookup_elem(&waits, &key);
+  if (!val) {
+    struct rwsem_value zero = {};
+    long err = bpf_map_update_elem(&waits, &key, &zero, BPF_NOEXIST);
+    if (err && err != -17 /* EEXIST */) {
+      count_loss(OFFCPU_LOST_AGG_MAP_FULL);
+      return;
+    }
+    val = bpf_map_lookup_elem(&waits, &key);
+    if (!val)
+      return;
+  }
+  __sync_fetch_and_add(&val->total_ns, delta);
+  __sync_fetch_and_add(&val->count, 1);
+  if (delta > val->max_ns) /* racy by design: a max, not a sum */
+    val->max_ns = delta;
+}
+
+/* ---- lock:contention_begin/end (5.19+) ---- */
+
+SEC("tp_btf/contention_begin")
+int BPF_PROG(rwsem_contention_begin, void *lock, unsigned int flags) {
+  /* rw-semaphores only: not spinning locks, mutexes or rt locks. */
+  if (flags & (LCB_F_SPIN | LCB_F_MUTEX | LCB_F_RT))
+    return 0;
+  if (flags & LCB_F_WRITE)
+    wait_begin(ctx, (__u64)lock, RWSEM_WAIT_WRITE);
+  else if (flags & LCB_F_READ)
+    wait_begin(ctx, (__u64)lock, RWSEM_WAIT_READ);
+  return 0;
+}
+
+SEC("tp_btf/contention_end")
+int BPF_PROG(rwsem_contention_end, void *lock, int ret) {
+  wait_end();
+  return 0;
+}
+
+/* ---- fentry/fexit on the slow paths; targets set by the loader ---- */
+
+SEC("fentry/rwsem_down_write_slowpath")
+int BPF_PROG(rwsem_fentry_write, struct rw_semaphore *sem) {
+  wait_begin(ctx, (__u64)sem, RWSEM_WAIT_WRITE);
+  return 0;
+}
+
+SEC("fexit/rwsem_down_write_slowpath")
+int BPF_PROG(rwsem_fexit_write, struct rw_semaphore *sem) {
+  wait_end();
+  return 0;
+}
+
+SEC("fentry/rwsem_down_read_slowpath")
+int BPF_PROG(rwsem_fentry_read, struct rw_semaphore *sem) {
+  wait_begin(ctx, (__u64)sem, RWSEM_WAIT_READ);
+  return 0;
+}
+
+SEC("fexit/rwsem_down_read_slowpath")
+int BPF_PROG(rwsem_fexit_read, struct rw_semaphore *sem) {
+  wait_end();
+  return 0;
+}
+
+/* ---- kprobe/kretprobe; attached by name by the loader ---- */
+
+SEC("kprobe")
+int BPF_KPROBE(rwsem_kprobe_write, struct rw_semaphore *sem) {
+  wait_begin(ctx, (__u64)sem, RWSEM_WAIT_WRITE);
+  return 0;
+}
+
+SEC("kprobe")
+int BPF_KPROBE(rwsem_kprobe_read, struct rw_semaphore *sem) {
+  wait_begin(ctx, (__u64)sem, RWSEM_WAIT_READ);
+  return 0;
+}
+
+SEC("kretprobe")
+int BPF_KRETPROBE(rwsem_kretprobe) {
+  wait_end();
+  return 0;
+}

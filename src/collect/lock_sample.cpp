@@ -1,0 +1,67 @@
+#include "collect/lock_sample.h"
+
+#include <cinttypes>
+#include <cstdio>
+#include <cstring>
+
+namespace offcpu {
+
+// A global rw_semaphore sits inside its symbol; farther than this from the
+// nearest data symbol below it, the address is more likely in the heap.
+constexpr uint64_t kMaxOffsetInSymbol = 4096;
+
+std::string describe_lock(uint64_t addr, uint32_t flags, const KernelSymbols &ks) {
+  if (flags & RWSEM_LOCK_IS_MMAP)
+    return "mmap_lock";
+  char buf[64];
+  if (const KernelSymbol *s = ks.find_data(addr)) {
+    uint64_t off = addr - s->addr;
+    if (off < kMaxOffsetInSymbol) {
+      std::string name = s->name;
+      if (off) {
+        snprintf(buf, sizeof(buf), "+0x%" PRIx64, off);
+        name += buf;
+      }
+      if (!s->module.empty())
+        name += " [" + s->module + "]";
+      return name;
+    }
+  }
+  snprintf(buf, sizeof(buf), "0x%" PRIx64, addr);
+  return buf;
+}
+
+std::vector<LockSample> symbolize_lock_waits(const RawLockWaits &raw,
+                                             Symbolizer &sym,
+                                             StackSelection show) {
+  std::vector<LockSample> out;
+  out.reserve(raw.waits.size());
+  for (const auto &[key, val] : raw.waits) {
+    LockSample ls;
+    Sample &s = ls.wait;
+    s.tgid = key.tgid;
+    s.pid = key.pid;
+    s.comm.assign(key.comm, strnlen(key.comm, sizeof(key.comm)));
+    s.total_ns = val.total_ns;
+    s.count = val.count;
+    if (show.user && key.user_stack != OFFCPU_NO_STACK) {
+      if (const auto *ips = find_stack(raw.stacks, key.user_stack))
+        s.user = name_user_stack(key.tgid, *ips, sym);
+      else
+        s.user_missed = true;
+    }
+    if (show.kernel && key.kernel_stack != OFFCPU_NO_STACK) {
+      if (const auto *ips = find_stack(raw.stacks, key.kernel_stack))
+        s.kernel = name_kernel_stack(*ips, sym);
+      else
+        s.kernel_missed = true;
+    }
+    ls.max_ns = val.max_ns;
+    ls.write = key.flags & RWSEM_WAIT_WRITE;
+    ls.lock = describe_lock(key.lock, key.flags, sym.kernel_symbols());
+    out.push_back(std::move(ls));
+  }
+  return out;
+}
+
+} // namespace offcpu

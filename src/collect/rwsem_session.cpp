@@ -1,0 +1,263 @@
+#include "collect/rwsem_session.h"
+
+#include <bpf/bpf.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <map>
+
+#include "rwsem.skel.h"
+#include "util/error.h"
+
+namespace offcpu {
+namespace {
+
+std::string errno_text(int err) { return std::strerror(err < 0 ? -err : err); }
+
+int try_load(rwsem_bpf *skel, const RwsemOptions &o, const RwsemPlan &p,
+             uint64_t min_wait_ns) {
+  auto *ro = skel->rodata;
+  ro->filter_name = !o.name.empty();
+  ro->match_thread_name = o.match_thread_name;
+  std::memset(const_cast<char *>(ro->target_name), 0, sizeof(ro->target_name));
+  std::memcpy(const_cast<char *>(ro->target_name), o.name.data(),
+              std::min(o.name.size(), sizeof(ro->target_name) - 1));
+  ro->filter_tgid = !o.pids.empty();
+  ro->include_read = o.include_read;
+  ro->user_fp_walk = p.user_fp_walk;
+  ro->min_wait_ns = min_wait_ns;
+  ro->stack_depth = o.max_stack_depth;
+
+  bpf_map__set_max_entries(skel->maps.filter_tgids,
+                           std::max<uint32_t>(1, o.pids.size()));
+  bpf_map__set_max_entries(skel->maps.stacks, o.stack_storage_size);
+  bpf_map__set_max_entries(skel->maps.waits, o.max_entries);
+
+  auto &pr = skel->progs;
+  bool fentry = p.mechanism == RwsemAttach::Fentry;
+  bool kprobe = p.mechanism == RwsemAttach::Kprobe;
+  bool tp = p.mechanism == RwsemAttach::Tracepoint;
+  bool read = o.include_read && !p.read_target.empty();
+  bpf_program__set_autoload(pr.rwsem_contention_begin, tp);
+  bpf_program__set_autoload(pr.rwsem_contention_end, tp);
+  bpf_program__set_autoload(pr.rwsem_fentry_write, fentry);
+  bpf_program__set_autoload(pr.rwsem_fexit_write, fentry);
+  bpf_program__set_autoload(pr.rwsem_fentry_read, fentry && read);
+  bpf_program__set_autoload(pr.rwsem_fexit_read, fentry && read);
+  bpf_program__set_autoload(pr.rwsem_kprobe_write, kprobe);
+  bpf_program__set_autoload(pr.rwsem_kprobe_read, kprobe && read);
+  bpf_program__set_autoload(pr.rwsem_kretprobe, kprobe);
+  if (fentry) {
+    bpf_program__set_attach_target(pr.rwsem_fentry_write, 0, p.write_target.c_str());
+    bpf_program__set_attach_target(pr.rwsem_fexit_write, 0, p.write_target.c_str());
+    if (read) {
+      bpf_program__set_attach_target(pr.rwsem_fentry_read, 0, p.read_target.c_str());
+      bpf_program__set_attach_target(pr.rwsem_fexit_read, 0, p.read_target.c_str());
+    }
+  }
+  return rwsem_bpf__load(skel);
+}
+
+} // namespace
+
+void RwsemSession::SkelDeleter::operator()(rwsem_bpf *skel) const {
+  rwsem_bpf__destroy(skel);
+}
+
+RwsemSession::RwsemSession(std::unique_ptr<rwsem_bpf, SkelDeleter> skel,
+                           RwsemPlan plan, uint64_t min_wait_ns)
+    : skel_(std::move(skel)), plan_(std::move(plan)), min_wait_ns_(min_wait_ns) {}
+
+RwsemSession::~RwsemSession() = default;
+
+std::unique_ptr<RwsemSession>
+RwsemSession::load(const RwsemOptions &opts, const std::vector<RwsemPlan> &plans,
+                   bool verbose) {
+  if (plans.empty()) {
+    switch (opts.attach) {
+    case RwsemAttach::Fentry:
+      throw runtime_error("fentry is not available: the kernel has no BTF for "
+                          "the rwsem slow path (try --attach tracepoint)");
+    case RwsemAttach::Kprobe:
+      throw runtime_error("kprobes are not available: the kernel was built "
+                          "without CONFIG_KPROBES (try --attach tracepoint)");
+    case RwsemAttach::Tracepoint:
+      throw runtime_error("the lock:contention_begin/end tracepoints are not "
+                          "available (they need Linux 5.19+)");
+    default:
+      throw runtime_error("no way to trace rwsem waits on this kernel: it has "
+                          "neither fentry, kprobes nor the lock:contention "
+                          "tracepoints (5.19+)");
+    }
+  }
+  uint64_t min_wait_ns = opts.min_wait_us * 1000;
+  int last_err = 0;
+  std::string failures;
+  for (const RwsemPlan &plan : plans) {
+    std::unique_ptr<rwsem_bpf, SkelDeleter> skel(rwsem_bpf__open());
+    if (!skel)
+      throw runtime_error("cannot open the BPF object: " + errno_text(errno));
+    uint64_t floor = plan.entry_point_only ? std::max<uint64_t>(min_wait_ns, 1000)
+                                           : min_wait_ns;
+    int err = try_load(skel.get(), opts, plan, floor);
+    if (err == 0) {
+      const uint8_t one = 1;
+      for (uint32_t pid : opts.pids)
+        if (bpf_map__update_elem(skel->maps.filter_tgids, &pid, sizeof(pid), &one,
+                                 sizeof(one), BPF_ANY))
+          throw runtime_error("cannot fill the PID filter map: " + errno_text(errno));
+      auto session = std::unique_ptr<RwsemSession>(
+          new RwsemSession(std::move(skel), plan, floor));
+      try {
+        session->attach();
+      } catch (const FatalError &e) {
+        last_err = errno;
+        failures += "; " + plan.describe() + ": " + e.what();
+        if (verbose)
+          fprintf(stderr, "offcpu: %s: %s; trying the next mechanism\n",
+                  plan.describe().c_str(), e.what());
+        continue;
+      }
+      if (verbose)
+        fprintf(stderr, "offcpu: rwsem waits traced with %s\n", plan.describe().c_str());
+      take_libbpf_messages();
+      return session;
+    }
+    last_err = err;
+    failures += "; " + plan.describe() + ": " + errno_text(err);
+    if (verbose)
+      fprintf(stderr, "offcpu: %s failed to load (%s); trying the next mechanism\n",
+              plan.describe().c_str(), errno_text(err).c_str());
+  }
+  std::string log = take_libbpf_messages();
+  if (verbose && !log.empty())
+    fprintf(stderr, "%s", log.c_str());
+  // We hold the capabilities (checked before), so a refusal here is the
+  // kernel's policy for this kind of program (lockdown, no trampolines).
+  if (plans.size() == 1 && (last_err == -EPERM || last_err == -EACCES))
+    throw runtime_error("the kernel refused " + plans[0].describe() + " (" +
+                        errno_text(last_err) + "); try --attach tracepoint");
+  throw runtime_error("cannot trace rwsem waits" + failures);
+}
+
+void RwsemSession::attach_one(bpf_program *prog, const char *what) {
+  bpf_link *link = nullptr;
+  if (plan_.mechanism == RwsemAttach::Kprobe) {
+    bool ret = prog == skel_->progs.rwsem_kretprobe;
+    bool read = prog == skel_->progs.rwsem_kprobe_read;
+    const std::string &fn = read ? plan_.read_target : plan_.write_target;
+    link = bpf_program__attach_kprobe(prog, ret, fn.c_str());
+  } else {
+    link = bpf_program__attach(prog);
+  }
+  if (!link)
+    throw runtime_error(std::string("cannot attach ") + what + ": " + errno_text(errno));
+  links_.emplace_back(link);
+}
+
+void RwsemSession::attach() {
+  auto &p = skel_->progs;
+  switch (plan_.mechanism) {
+  case RwsemAttach::Tracepoint:
+    attach_one(p.rwsem_contention_begin, "lock:contention_begin");
+    attach_one(p.rwsem_contention_end, "lock:contention_end");
+    break;
+  case RwsemAttach::Fentry:
+    attach_one(p.rwsem_fentry_write, "fentry");
+    attach_one(p.rwsem_fexit_write, "fexit");
+    if (bpf_program__autoload(p.rwsem_fentry_read)) {
+      attach_one(p.rwsem_fentry_read, "fentry (read)");
+      attach_one(p.rwsem_fexit_read, "fexit (read)");
+    }
+    break;
+  case RwsemAttach::Kprobe:
+    attach_one(p.rwsem_kprobe_write, "kprobe");
+    if (bpf_program__autoload(p.rwsem_kprobe_read))
+      attach_one(p.rwsem_kprobe_read, "kprobe (read)");
+    // One kretprobe per probed function: the return ends either wait.
+    attach_one(p.rwsem_kretprobe, "kretprobe");
+    if (bpf_program__autoload(p.rwsem_kprobe_read)) {
+      bpf_link *link = bpf_program__attach_kprobe(p.rwsem_kretprobe, true,
+                                                  plan_.read_target.c_str());
+      if (!link)
+        throw runtime_error("cannot attach kretprobe (read): " + errno_text(errno));
+      links_.emplace_back(link);
+    }
+    break;
+  default:
+    break;
+  }
+  attached_ns_ = monotonic_ns();
+}
+
+RawLockWaits RwsemSession::drain() {
+  RawLockWaits out;
+  int fd = bpf_map__fd(skel_->maps.waits);
+  std::vector<rwsem_key> keys;
+  rwsem_key key{}, next{};
+  bool first = true;
+  while (bpf_map_get_next_key(fd, first ? nullptr : &key, &next) == 0) {
+    first = false;
+    key = next;
+    keys.push_back(key);
+  }
+  for (const rwsem_key &k : keys) {
+    rwsem_value val{};
+    // Atomic take (5.14+); older kernels: read, then delete.
+    if (bpf_map_lookup_and_delete_elem(fd, &k, &val) != 0) {
+      if (bpf_map_lookup_elem(fd, &k, &val) != 0)
+        continue;
+      bpf_map_delete_elem(fd, &k);
+    }
+    out.waits.emplace_back(k, val);
+  }
+  for (int i = 0; i < OFFCPU_LOST_NR; i++)
+    out.lost[i] = skel_->bss->lost[i];
+  std::vector<uint64_t> ids;
+  for (const auto &kv : out.waits) {
+    ids.push_back(kv.first.user_stack);
+    ids.push_back(kv.first.kernel_stack);
+  }
+  read_stacks(bpf_map__fd(skel_->maps.stacks), ids, out.stacks);
+  return out;
+}
+
+RawLockWaits RwsemSession::stop_and_drain() {
+  uint64_t now = monotonic_ns();
+  stopped_ns_ = now;
+  links_.clear(); // waits for programs in flight
+  RawLockWaits out = drain();
+  // Waits still open: the thread is blocked on the lock right now. Charge
+  // them up to the end, or the worst one would vanish from the report.
+  int fd = bpf_map__fd(skel_->maps.starts);
+  uint32_t tid = 0, next = 0;
+  bool first = true;
+  std::vector<uint64_t> ids;
+  while (bpf_map_get_next_key(fd, first ? nullptr : &tid, &next) == 0) {
+    first = false;
+    tid = next;
+    rwsem_start rec{};
+    if (bpf_map_lookup_elem(fd, &tid, &rec) != 0 || rec.start_ns >= now)
+      continue;
+    uint64_t delta = now - rec.start_ns;
+    if (delta < min_wait_ns_)
+      continue;
+    rwsem_key k{};
+    k.tgid = rec.tgid;
+    k.pid = tid;
+    k.user_stack = rec.user_stack;
+    k.kernel_stack = rec.kernel_stack;
+    k.lock = rec.lock;
+    k.flags = rec.flags;
+    std::memcpy(k.comm, rec.comm, sizeof(k.comm));
+    out.waits.emplace_back(k, rwsem_value{delta, 1, delta});
+    ids.push_back(rec.user_stack);
+    ids.push_back(rec.kernel_stack);
+  }
+  read_stacks(bpf_map__fd(skel_->maps.stacks), ids, out.stacks);
+  return out;
+}
+
+} // namespace offcpu

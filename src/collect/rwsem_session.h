@@ -1,0 +1,60 @@
+// Lifecycle of the rwsem-wait BPF programs: load along the plans, attach,
+// drain per interval, stop and charge the waits still open.
+#pragma once
+
+#include <memory>
+#include <utility>
+#include <vector>
+
+#include "cli/options.h"
+#include "collect/bpf_util.h"
+#include "collect/raw_profile.h"
+#include "probe/features.h"
+
+struct rwsem_bpf;
+
+namespace offcpu {
+
+struct RawLockWaits {
+  std::vector<std::pair<rwsem_key, rwsem_value>> waits;
+  StackTable stacks;
+  std::array<uint64_t, OFFCPU_LOST_NR> lost{};
+};
+
+class RwsemSession {
+public:
+  static std::unique_ptr<RwsemSession> load(const RwsemOptions &opts,
+                                            const std::vector<RwsemPlan> &plans,
+                                            bool verbose);
+  ~RwsemSession();
+  RwsemSession(const RwsemSession &) = delete;
+  RwsemSession &operator=(const RwsemSession &) = delete;
+
+  void attach();
+  // Takes what was aggregated since the last drain, clearing it.
+  RawLockWaits drain();
+  // Detaches, then adds every wait still open, charged up to now.
+  RawLockWaits stop_and_drain();
+
+  const RwsemPlan &plan() const { return plan_; }
+  // The traced window, CLOCK_MONOTONIC ns (bpf_ktime_get_ns's clock).
+  uint64_t attached_ns() const { return attached_ns_; }
+  uint64_t stopped_ns() const { return stopped_ns_; }
+
+private:
+  struct SkelDeleter {
+    void operator()(rwsem_bpf *skel) const;
+  };
+  RwsemSession(std::unique_ptr<rwsem_bpf, SkelDeleter> skel, RwsemPlan plan,
+               uint64_t min_wait_ns);
+  void attach_one(bpf_program *prog, const char *what);
+
+  std::unique_ptr<rwsem_bpf, SkelDeleter> skel_;
+  RwsemPlan plan_;
+  uint64_t min_wait_ns_;
+  std::vector<BpfLink> links_;
+  uint64_t attached_ns_ = 0;
+  uint64_t stopped_ns_ = 0;
+};
+
+} // namespace offcpu

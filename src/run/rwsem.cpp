@@ -1,0 +1,171 @@
+#include "run/rwsem.h"
+
+#include <dirent.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+
+#include "collect/lock_sample.h"
+#include "collect/rwsem_session.h"
+#include "output/lock_text.h"
+#include "probe/features.h"
+#include "run/profile.h"
+#include "util/error.h"
+#include "util/output.h"
+#include "util/privileges.h"
+#include "util/signals.h"
+
+namespace offcpu {
+namespace {
+
+void note(const std::string &line) { fprintf(stderr, "offcpu: %s\n", line.c_str()); }
+
+bool all_digits(const char *s) {
+  if (!*s)
+    return false;
+  for (; *s; s++)
+    if (*s < '0' || *s > '9')
+      return false;
+  return true;
+}
+
+std::string read_comm(const std::string &path) {
+  auto text = system_files().read(path, 64);
+  if (!text)
+    return {};
+  std::string c = *text;
+  if (!c.empty() && c.back() == '\n')
+    c.pop_back();
+  return c;
+}
+
+std::string clock_time() {
+  time_t now = time(nullptr);
+  struct tm tm {};
+  localtime_r(&now, &tm);
+  char buf[16];
+  strftime(buf, sizeof(buf), "%H:%M:%S", &tm);
+  return buf;
+}
+
+// Prints one interval's report; returns false when stdout is gone.
+bool report(const RawLockWaits &raw, Symbolizer &sym, const RwsemOptions &o,
+            double seconds) {
+  std::vector<LockSample> samples = symbolize_lock_waits(raw, sym, StackSelection{});
+  std::string out;
+  if (o.folded) {
+    out = format_lock_folded(samples, o.delimited);
+  } else {
+    char head[96];
+    snprintf(head, sizeof(head), "[%s] rwsem waits over %.1f s%s\n", clock_time().c_str(),
+             seconds, samples.empty() ? ": none" : "");
+    out = head + format_lock_text(samples, o.delimited);
+  }
+  WriteResult wr = write_all(STDOUT_FILENO, out);
+  if (wr == WriteResult::Failed)
+    throw runtime_error(std::string("cannot write the results: ") + std::strerror(errno));
+  return wr == WriteResult::Ok;
+}
+
+} // namespace
+
+bool process_name_exists(const std::string &name, bool threads) {
+  DIR *proc = opendir("/proc");
+  if (!proc)
+    return false;
+  bool found = false;
+  while (!found) {
+    dirent *e = readdir(proc);
+    if (!e)
+      break;
+    if (!all_digits(e->d_name))
+      continue;
+    std::string dir = std::string("/proc/") + e->d_name;
+    if (!threads) {
+      found = read_comm(dir + "/comm") == name;
+      continue;
+    }
+    if (DIR *tasks = opendir((dir + "/task").c_str())) {
+      while (dirent *t = readdir(tasks))
+        if (all_digits(t->d_name) && read_comm(dir + "/task/" + t->d_name + "/comm") == name)
+          found = true;
+      closedir(tasks);
+    }
+  }
+  closedir(proc);
+  return found;
+}
+
+int run_rwsem(const RwsemOptions &opts) {
+  install_stop_handlers();
+  require_bpf_privileges();
+  capture_libbpf_messages(opts.verbose);
+  RwsemFeatures features = probe_rwsem_features();
+  if (!features.btf)
+    throw runtime_error("this kernel has no BTF (/sys/kernel/btf/vmlinux): "
+                        "offcpu needs a kernel built with CONFIG_DEBUG_INFO_BTF=y");
+  auto session = RwsemSession::load(opts, rwsem_plans(features, opts.attach), opts.verbose);
+  if (stop_requested()) {
+    note("interrupted before tracing started; nothing collected");
+    return kExitInterrupted;
+  }
+
+  std::string who;
+  if (!opts.name.empty()) {
+    who = (opts.match_thread_name ? "threads named '" : "processes named '") + opts.name + "'";
+    if (!process_name_exists(opts.name, opts.match_thread_name))
+      note(std::string("no ") + (opts.match_thread_name ? "thread" : "process") +
+           " named '" + opts.name + "' yet; tracing it when it starts");
+  }
+  if (!opts.pids.empty()) {
+    std::string list;
+    for (uint32_t p : opts.pids)
+      list += (list.empty() ? "" : ",") + std::to_string(p);
+    who += (who.empty() ? "PID " : " in PID ") + list;
+  }
+  note(std::string("Tracing rwsem ") + (opts.include_read ? "read and write" : "write") +
+       " waits of " + who + "... Hit Ctrl-C to end.");
+
+  Symbolizer symbolizer(system_files(), KernelSymbols::load(system_files()));
+  const double start = static_cast<double>(monotonic_ns()) / 1e9;
+  double last = start;
+  std::array<uint64_t, OFFCPU_LOST_NR> lost{};
+  for (;;) {
+    double now = static_cast<double>(monotonic_ns()) / 1e9;
+    double step = opts.interval_s > 0 ? opts.interval_s : -1;
+    if (opts.duration_s) {
+      double left = start + *opts.duration_s - now;
+      step = step < 0 ? left : std::min(step, left);
+    }
+    bool interrupted = step > 0 || step < 0 ? wait_for_stop(step) : false;
+    now = static_cast<double>(monotonic_ns()) / 1e9;
+    bool final = interrupted || stop_requested() ||
+                 (opts.duration_s && now - start >= *opts.duration_s - 1e-3);
+    RawLockWaits raw = final ? session->stop_and_drain() : session->drain();
+    lost = raw.lost;
+    if (!report(raw, symbolizer, opts, now - last))
+      return kExitOk; // stdout closed: nobody is listening
+    last = now;
+    if (final)
+      break;
+  }
+  RawProfile for_losses;
+  for_losses.lost = lost;
+  ProfileOptions limits;
+  limits.stack_storage_size = opts.stack_storage_size;
+  limits.max_entries = opts.max_entries;
+  fputs(describe_losses(for_losses, limits).c_str(), stderr);
+  if (opts.verbose) {
+    note("traced from " + std::to_string(session->attached_ns()) + " to " +
+         std::to_string(session->stopped_ns()) + " ns (CLOCK_MONOTONIC)");
+    const SymbolizeStats &st = symbolizer.stats();
+    note("symbolization: " + std::to_string(st.named) + " frames named, " +
+         std::to_string(st.unnamed) + " unnamed");
+  }
+  return kExitOk;
+}
+
+} // namespace offcpu

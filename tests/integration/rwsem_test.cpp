@@ -1,0 +1,211 @@
+// `offcpu rwsem` end to end, as root: threads of a process fight over their
+// mmap_lock (mmap/munmap in churn_mappings); a second process running the
+// same code under another name must not show up; the total must agree with
+// an independent bpftrace measurement on the same tracepoints.
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/mount.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <regex>
+
+#include "support/folded_parse.h"
+#include "support/process.h"
+
+namespace offcpu {
+namespace {
+
+std::string temp_dir() {
+  char tmpl[] = "/tmp/offcpu-rwsem-XXXXXX";
+  char *d = mkdtemp(tmpl);
+  return d ? d : "/tmp";
+}
+
+// The workload under another name: comm comes from the executed file name.
+std::string renamed_workload(const std::string &dir, const std::string &name) {
+  std::string path = dir + "/" + name;
+  if (symlink(WORKLOAD_MMAP_CHURN, path.c_str()) != 0 && errno != EEXIST)
+    throw std::runtime_error("symlink failed");
+  return path;
+}
+
+class Churn {
+public:
+  explicit Churn(const std::string &path, int threads = 4) {
+    proc_ = std::make_unique<test::Subprocess>(
+        std::vector<std::string>{path, std::to_string(threads)});
+    auto line = proc_->read_line(10);
+    if (!line || line->rfind("ready ", 0) != 0)
+      throw std::runtime_error("churn workload did not start");
+    pid_ = std::stoi(line->substr(6));
+  }
+  int pid() const { return pid_; }
+
+private:
+  std::unique_ptr<test::Subprocess> proc_;
+  int pid_ = 0;
+};
+
+class Rwsem : public ::testing::Test {
+protected:
+  void SetUp() override {
+    if (geteuid() != 0)
+      GTEST_SKIP() << "integration tests load BPF programs: run as root";
+    dir_ = temp_dir();
+  }
+  void TearDown() override {
+    if (!dir_.empty())
+      test::run({"/bin/rm", "-rf", dir_}, 10);
+  }
+  std::string dir_;
+};
+
+uint64_t total_for(const std::vector<test::FoldedLine> &lines, const std::string &comm) {
+  uint64_t t = 0;
+  for (const auto &l : lines)
+    if (l.frames[0] == comm)
+      t += l.value;
+  return t;
+}
+
+bool has_frame(const test::FoldedLine &l, const std::string &f) {
+  return test::frame_index(l, f) >= 0;
+}
+
+// bpftrace needs tracefs for tracepoint formats; offcpu itself does not.
+bool ensure_tracefs() {
+  if (access("/sys/kernel/tracing/events/lock", F_OK) == 0)
+    return true;
+  mount("nodev", "/sys/kernel/tracing", "tracefs", 0, nullptr);
+  return access("/sys/kernel/tracing/events/lock", F_OK) == 0;
+}
+
+TEST_F(Rwsem, WriteWaitsByProcessNameAgreeWithBpftrace) {
+  if (access("/usr/bin/bpftrace", X_OK) != 0)
+    GTEST_SKIP() << "bpftrace (Debian package bpftrace) is not installed";
+  if (!ensure_tracefs())
+    GTEST_SKIP() << "tracefs cannot be mounted; bpftrace needs it";
+  Churn traced(WORKLOAD_MMAP_CHURN);
+  Churn other(renamed_workload(dir_, "churn_other"));
+
+  // Independent measurement: write-side rwsem waits of the traced process on
+  // the same tracepoints, by a bpftrace script of our own that prints its
+  // running total every 20 ms, stamped with the same monotonic clock.
+  std::string script =
+      "tracepoint:lock:contention_begin /pid == " + std::to_string(traced.pid()) +
+      " && (args->flags & 4) && !(args->flags & 0x29)/ { @start[tid] = nsecs; }\n"
+      "tracepoint:lock:contention_end /@start[tid]/ {"
+      " @t = @t + (nsecs - @start[tid]); delete(@start[tid]); }\n"
+      "interval:ms:20 { printf(\"T %llu %llu\\n\", nsecs, @t); }\n";
+  test::Subprocess bpftrace({"/usr/bin/bpftrace", "-e", script});
+  bool attached = false;
+  for (double t0 = test::now_seconds(); !attached && test::now_seconds() - t0 < 30;) {
+    auto line = bpftrace.read_line(1);
+    attached = line && line->rfind("T ", 0) == 0;
+  }
+  ASSERT_TRUE(attached) << "bpftrace did not start";
+  auto ours = test::run({OFFCPU_BIN, "rwsem", "mmap_churn", "-v", "-f", "3"}, 60);
+  test::sleep_seconds(0.2);
+  bpftrace.signal(SIGINT);
+  auto theirs = bpftrace.wait(30);
+  ASSERT_EQ(ours.exit_code, 0) << ours.err;
+
+  // bpftrace's running total at offcpu's window edges.
+  std::smatch w;
+  ASSERT_TRUE(std::regex_search(ours.err, w, std::regex("traced from (\\d+) to (\\d+) ns")))
+      << ours.err;
+  uint64_t from = std::stoull(w[1]), to = std::stoull(w[2]);
+  auto total_at = [&](uint64_t when) {
+    uint64_t value = 0;
+    std::regex tick("T (\\d+) (\\d+)");
+    for (auto it = std::sregex_iterator(theirs.out.begin(), theirs.out.end(), tick);
+         it != std::sregex_iterator(); ++it)
+      if (std::stoull((*it)[1]) <= when)
+        value = std::stoull((*it)[2]);
+    return value;
+  };
+  double bpftrace_us = static_cast<double>(total_at(to) - total_at(from)) / 1000.0;
+
+  auto lines = test::parse_folded(ours.out);
+  ASSERT_FALSE(lines.empty()) << ours.err;
+  for (const auto &l : lines) {
+    EXPECT_EQ(l.frames[0], "mmap_churn") << "another process leaked in: " << l.text;
+    EXPECT_TRUE(has_frame(l, "churn_mappings")) << l.text;
+    EXPECT_TRUE(has_frame(l, "rwsem_down_write_slowpath")) << l.text;
+    EXPECT_TRUE(has_frame(l, "__vm_munmap") || has_frame(l, "vm_mmap_pgoff") ||
+                has_frame(l, "do_vmi_munmap") || has_frame(l, "__do_sys_brk"))
+        << l.text;
+    // User frames come before kernel frames, caller before callee.
+    EXPECT_LT(test::frame_index(l, "churn_mappings"),
+              test::frame_index(l, "rwsem_down_write_slowpath"));
+  }
+  double ours_us = static_cast<double>(total_for(lines, "mmap_churn"));
+  EXPECT_GT(bpftrace_us, 0);
+  EXPECT_NEAR(ours_us, bpftrace_us, bpftrace_us * 0.20)
+      << "offcpu " << ours_us << " us vs bpftrace " << bpftrace_us << " us";
+  RecordProperty("offcpu_us", std::to_string(static_cast<uint64_t>(ours_us)));
+  RecordProperty("bpftrace_us", std::to_string(static_cast<uint64_t>(bpftrace_us)));
+  std::cerr << "write waits: offcpu " << ours_us << " us, bpftrace " << bpftrace_us << " us\n";
+}
+
+TEST_F(Rwsem, IntervalReportsAndLockNames) {
+  Churn traced(WORKLOAD_MMAP_CHURN);
+  auto r = test::run({OFFCPU_BIN, "rwsem", "mmap_churn", "--read", "-i", "1", "3.5"}, 60);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  std::regex header("\\[\\d\\d:\\d\\d:\\d\\d\\] rwsem waits over ([0-9.]+) s");
+  std::vector<double> spans;
+  for (auto it = std::sregex_iterator(r.out.begin(), r.out.end(), header);
+       it != std::sregex_iterator(); ++it)
+    spans.push_back(std::stod((*it)[1]));
+  ASSERT_EQ(spans.size(), 4u) << r.out; // 1 + 1 + 1 + the last half second
+  for (int i = 0; i < 3; i++)
+    EXPECT_NEAR(spans[i], 1.0, 0.15);
+  EXPECT_NE(r.out.find("write wait on mmap_lock"), std::string::npos);
+  EXPECT_NE(r.out.find("read wait on mmap_lock"), std::string::npos);
+  EXPECT_TRUE(std::regex_search(r.out, std::regex("\\d+ waits, total \\d+ us, max \\d+ us, avg \\d+ us")));
+}
+
+TEST_F(Rwsem, WaitsForAProcessThatStartsLater) {
+  std::string late = renamed_workload(dir_, "churn_late");
+  test::Subprocess tracer({OFFCPU_BIN, "rwsem", "churn_late", "-f", "3"});
+  test::sleep_seconds(1.0);
+  Churn started_later(late);
+  auto r = tracer.wait(30);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.err.find("no process named 'churn_late' yet"), std::string::npos) << r.err;
+  auto lines = test::parse_folded(r.out);
+  EXPECT_GT(total_for(lines, "churn_late"), 0u) << r.out;
+}
+
+TEST_F(Rwsem, SelectByPid) {
+  Churn a(WORKLOAD_MMAP_CHURN);
+  Churn b(renamed_workload(dir_, "churn_b"));
+  auto r = test::run({OFFCPU_BIN, "rwsem", "-p", std::to_string(b.pid()), "-f", "2"}, 60);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto lines = test::parse_folded(r.out);
+  EXPECT_GT(total_for(lines, "churn_b"), 0u);
+  EXPECT_EQ(total_for(lines, "mmap_churn"), 0u);
+}
+
+// The fentry and kprobe plans: run where the kernel has them, else skip
+// with the kernel's own reason.
+class RwsemMechanism : public Rwsem, public ::testing::WithParamInterface<const char *> {};
+
+TEST_P(RwsemMechanism, TracesTheSameWaits) {
+  Churn traced(WORKLOAD_MMAP_CHURN);
+  auto r = test::run({OFFCPU_BIN, "rwsem", "--attach", GetParam(), "mmap_churn", "-f", "2"}, 60);
+  if (r.exit_code == 1 && (r.err.find("not available") != std::string::npos ||
+                           r.err.find("refused") != std::string::npos))
+    GTEST_SKIP() << r.err;
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto lines = test::parse_folded(r.out);
+  ASSERT_FALSE(lines.empty());
+  for (const auto &l : lines)
+    EXPECT_TRUE(has_frame(l, "churn_mappings")) << l.text;
+}
+
+INSTANTIATE_TEST_SUITE_P(FentryAndKprobe, RwsemMechanism, ::testing::Values("fentry", "kprobe"));
+
+} // namespace
+} // namespace offcpu

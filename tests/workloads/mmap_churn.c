@@ -1,0 +1,61 @@
+// Threads of one process that fight over their mm's mmap_lock for writing:
+// each maps, touches and unmaps anonymous memory in a loop inside
+// churn_mappings(). For offcpu rwsem's integration tests. Built with frame
+// pointers; the system calls are made with inline `syscall` from the named
+// function, so the user stack is exact (glibc has no frame pointers).
+//   mmap_churn [THREADS]    prints "ready PID", runs until killed
+#define _GNU_SOURCE
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#define NOINLINE __attribute__((noinline))
+#define CHUNK (256 * 1024)
+
+static long raw_syscall6(long nr, long a, long b, long c, long d, long e, long f) {
+  long ret;
+  register long r10 __asm__("r10") = d;
+  register long r8 __asm__("r8") = e;
+  register long r9 __asm__("r9") = f;
+  __asm__ volatile("syscall"
+                   : "=a"(ret)
+                   : "a"(nr), "D"(a), "S"(b), "d"(c), "r"(r10), "r"(r8), "r"(r9)
+                   : "rcx", "r11", "memory");
+  return ret;
+}
+
+NOINLINE void churn_mappings(void) {
+  long p = raw_syscall6(SYS_mmap, 0, CHUNK, PROT_READ | PROT_WRITE,
+                        MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (p < 0 && p > -4096)
+    return;
+  for (long off = 0; off < CHUNK; off += 4096)
+    ((volatile char *)p)[off] = 1; // page faults: mmap_lock for reading
+  raw_syscall6(SYS_munmap, p, CHUNK, 0, 0, 0, 0);
+  __asm__ volatile("" ::: "memory");
+}
+
+static void *churn_thread(void *arg) {
+  (void)arg;
+  for (;;)
+    churn_mappings();
+  return NULL;
+}
+
+int main(int argc, char **argv) {
+  int threads = argc > 1 ? atoi(argv[1]) : 4;
+  for (int i = 0; i < threads; i++) {
+    pthread_t t;
+    if (pthread_create(&t, NULL, churn_thread, NULL)) {
+      perror("pthread_create");
+      return 1;
+    }
+  }
+  printf("ready %d\n", getpid());
+  fflush(stdout);
+  for (;;)
+    pause();
+}
