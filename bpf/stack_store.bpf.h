@@ -12,6 +12,11 @@
 /* Frames to keep (<= OFFCPU_MAX_STACK_DEPTH); --perf-max-stack-depth. */
 const volatile __u32 stack_depth = OFFCPU_MAX_STACK_DEPTH;
 
+/* bpf_loop (5.17+): the verifier checks a loop body once instead of once
+ * per iteration, which cuts program load time several times over. Older
+ * kernels run the same steps as bounded loops. */
+const volatile bool use_bpf_loop = true;
+
 /* Events lost, by enum offcpu_loss; read by user space at the end. */
 __u64 lost[OFFCPU_LOST_NR];
 
@@ -55,6 +60,26 @@ static __always_inline __u64 mix64(__u64 h) {
   return h;
 }
 
+struct hash_loop {
+  struct offcpu_stack *s;
+  __u64 h;
+  __u32 nr;
+};
+
+/* Keeps the compiler from bounds-checking one copy of an index and then
+ * indexing with another, unchecked one, which the verifier rejects. */
+#define same_register(x) asm volatile("" : "+r"(x))
+
+static long hash_step(__u32 i, void *data) {
+  struct hash_loop *c = data;
+  __u64 idx = i;
+  same_register(idx);
+  if (idx >= c->nr || idx >= OFFCPU_MAX_STACK_DEPTH)
+    return 1;
+  c->h = mix64(c->h ^ c->s->ips[idx]) + idx;
+  return 0;
+}
+
 /* Stores the `bytes` of frames in *s; returns its id or OFFCPU_STACK_MISSED. */
 static __always_inline __u64 store_stack(struct offcpu_stack *s, long bytes,
                                          bool user) {
@@ -69,12 +94,19 @@ static __always_inline __u64 store_stack(struct offcpu_stack *s, long bytes,
   s->nr = nr;
   s->pad = user;
 
-  __u64 h = 0x9e3779b97f4a7c15ULL ^ ((__u64)nr << 1) ^ user;
-  for (int i = 0; i < OFFCPU_MAX_STACK_DEPTH; i++) {
-    if (i >= nr)
-      break;
-    h = mix64(h ^ s->ips[i]) + i;
+  struct hash_loop c = {
+      .s = s,
+      .h = 0x9e3779b97f4a7c15ULL ^ ((__u64)nr << 1) ^ user,
+      .nr = nr,
+  };
+  if (use_bpf_loop) {
+    bpf_loop(nr, hash_step, &c, 0);
+  } else {
+    for (int i = 0; i < OFFCPU_MAX_STACK_DEPTH; i++)
+      if (hash_step(i, &c))
+        break;
   }
+  __u64 h = c.h;
   if (h == OFFCPU_NO_STACK || h == OFFCPU_STACK_MISSED)
     h += 2;
 
@@ -113,6 +145,45 @@ static __always_inline __u64 take_task_kernel_stack(struct task_struct *t) {
   return store_stack(s, bytes, false);
 }
 
+struct walk_loop {
+  struct offcpu_stack *s;
+  struct task_struct *task;
+  __u64 fp;
+  __u32 max;
+  __u32 n;
+};
+
+/* One frame: the saved frame pointer and the return address above it. */
+static __always_inline long walk_step(__u32 i, struct walk_loop *c,
+                                      bool other_task) {
+  __u64 frame[2];
+  __u64 idx = i;
+  same_register(idx);
+  if (idx == 0)
+    return 0; /* frame 0 is the user IP, already stored */
+  if (idx >= c->max || idx >= OFFCPU_MAX_STACK_DEPTH || !c->fp)
+    return 1;
+  long err = other_task ? bpf_copy_from_user_task(frame, sizeof(frame),
+                                                  (void *)c->fp, c->task, 0)
+                        : bpf_probe_read_user(frame, sizeof(frame), (void *)c->fp);
+  if (err || !frame[1])
+    return 1;
+  c->s->ips[idx] = frame[1];
+  c->n = idx + 1;
+  if (frame[0] <= c->fp) /* stacks grow down: callers are above */
+    return 1;
+  c->fp = frame[0];
+  return 0;
+}
+
+static long walk_step_current(__u32 i, void *data) {
+  return walk_step(i, data, false);
+}
+
+static long walk_step_other(__u32 i, void *data) {
+  return walk_step(i, data, true);
+}
+
 /* User stack by walking frame pointers from the task's saved user registers,
  * as perf does. Reads the current task's memory directly (bpf_probe_read_user,
  * no faulting), or another task's with bpf_copy_from_user_task (sleepable
@@ -126,28 +197,25 @@ static __always_inline __u64 walk_user_stack_fp(struct task_struct *t,
   struct pt_regs *regs = (struct pt_regs *)bpf_task_pt_regs(t);
   if (!regs)
     return OFFCPU_STACK_MISSED;
-  __u64 fp = BPF_CORE_READ(regs, bp);
-  __u32 max = stack_bytes() / sizeof(__u64);
-  __u32 n = 0;
+  struct walk_loop c = {
+      .s = s,
+      .task = t,
+      .fp = BPF_CORE_READ(regs, bp),
+      .max = stack_bytes() / sizeof(__u64),
+  };
   s->ips[0] = BPF_CORE_READ(regs, ip);
-  if (s->ips[0])
-    n = 1;
-  for (int i = 1; i < OFFCPU_MAX_STACK_DEPTH; i++) {
-    __u64 frame[2]; /* saved frame pointer, return address */
-    if (i >= max || !fp || n == 0)
-      break;
-    long err = other_task ? bpf_copy_from_user_task(frame, sizeof(frame),
-                                                    (void *)fp, t, 0)
-                          : bpf_probe_read_user(frame, sizeof(frame), (void *)fp);
-    if (err || !frame[1])
-      break;
-    s->ips[i] = frame[1];
-    n = i + 1;
-    if (frame[0] <= fp) /* stacks grow down: callers are above */
-      break;
-    fp = frame[0];
+  if (!s->ips[0])
+    return store_stack(s, 0, true);
+  c.n = 1;
+  if (use_bpf_loop) {
+    bpf_loop(OFFCPU_MAX_STACK_DEPTH, other_task ? walk_step_other : walk_step_current,
+             &c, 0);
+  } else {
+    for (int i = 1; i < OFFCPU_MAX_STACK_DEPTH; i++)
+      if (walk_step(i, &c, other_task))
+        break;
   }
-  return store_stack(s, (long)n * sizeof(__u64), true);
+  return store_stack(s, (long)c.n * sizeof(__u64), true);
 }
 
 #endif /* OFFCPU_STACK_STORE_BPF_H */

@@ -20,15 +20,20 @@ int on_libbpf_message(enum libbpf_print_level level, const char *fmt,
                       va_list args) {
   if (level == LIBBPF_DEBUG) // relocation chatter; the verifier log is WARN
     return 0;
-  char buf[1024];
+  // Verifier logs come as one long string: size the buffer to fit.
   va_list copy;
   va_copy(copy, args);
-  vsnprintf(buf, sizeof(buf), fmt, copy);
+  int n = vsnprintf(nullptr, 0, fmt, copy);
   va_end(copy);
+  if (n <= 0)
+    return 0;
+  std::string buf(static_cast<size_t>(n) + 1, '\0');
+  vsnprintf(buf.data(), buf.size(), fmt, args);
+  buf.resize(static_cast<size_t>(n));
   if (g_messages.size() < (1u << 20))
     g_messages += buf;
   if (g_echo)
-    fputs(buf, stderr);
+    fputs(buf.c_str(), stderr);
   return 0;
 }
 

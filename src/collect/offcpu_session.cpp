@@ -55,6 +55,7 @@ int try_load(offcpu_bpf *skel, const ProfileOptions &o, const OffcpuPlan &p) {
   ro->kstack_at_switch_in = p.kstack_at_switch_in;
   ro->use_task_storage = p.task_storage;
   ro->user_fp_walk = p.user_fp_walk;
+  ro->use_bpf_loop = p.bpf_loop;
   ro->stack_depth = o.max_stack_depth;
 
   auto &m = skel->maps;

@@ -27,6 +27,7 @@ int try_load(rwsem_bpf *skel, const RwsemOptions &o, const RwsemPlan &p,
   ro->filter_tgid = !o.pids.empty();
   ro->include_read = o.include_read;
   ro->user_fp_walk = p.user_fp_walk;
+  ro->use_bpf_loop = p.bpf_loop;
   ro->min_wait_ns = min_wait_ns;
   ro->stack_depth = o.max_stack_depth;
 

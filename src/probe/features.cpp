@@ -65,6 +65,7 @@ KernelFeatures probe_kernel_features() {
   f.user_walk_other_task =
       has_enum_value(b.get(), "bpf_func_id", "BPF_FUNC_task_pt_regs") &&
       has_enum_value(b.get(), "bpf_func_id", "BPF_FUNC_copy_from_user_task");
+  f.bpf_loop = has_enum_value(b.get(), "bpf_func_id", "BPF_FUNC_loop");
   f.kprobes = access("/sys/kernel/tracing/kprobe_events", F_OK) == 0 ||
               access("/sys/kernel/debug/tracing/kprobe_events", F_OK) == 0 ||
               access("/sys/bus/event_source/devices/kprobe", F_OK) == 0;
@@ -83,6 +84,7 @@ std::vector<OffcpuPlan> offcpu_plans(const KernelFeatures &f,
     p.prev_state_arg = f.sched_switch_prev_state;
     p.task_storage = f.task_storage;
     p.user_fp_walk = f.user_walk_current;
+    p.bpf_loop = f.bpf_loop;
     // bpf_get_task_stack() is cheaper and runs only for waits that pass the
     // filters, but it leaves out every __sched function (schedule,
     // do_nanosleep, mutex_lock, down_write, wait_for_completion...), which
@@ -100,6 +102,9 @@ std::vector<OffcpuPlan> offcpu_plans(const KernelFeatures &f,
     p.prev_state_arg = f.sched_switch_prev_state;
     p.task_storage = false;
     p.user_fp_walk = false;
+    // Old kernels have no bpf_loop; this plan runs the bounded loops, so
+    // they stay tested on new kernels too.
+    p.bpf_loop = false;
     p.kstack_at_switch_in = false;
     p.seed_open_waits = f.task_iter && f.user_walk_other_task && f.get_task_stack;
     p.flush_open_waits = f.task_iter;
@@ -115,6 +120,7 @@ std::string OffcpuPlan::describe() const {
                            : ", kernel stack at switch-out";
   s += user_fp_walk ? ", user stacks by frame-pointer walk"
                     : ", user stacks by bpf_get_stack";
+  s += bpf_loop ? ", bpf_loop" : ", bounded loops";
   s += task_storage ? ", start times in task storage"
                     : ", start times in a hash map";
   s += seed_open_waits ? ", waits open at start seeded"
@@ -136,6 +142,7 @@ std::string describe_features(const KernelFeatures &f) {
   s += std::string(", user walk ") + yn(f.user_walk_current);
   s += std::string(", cross-task user walk ") + yn(f.user_walk_other_task);
   s += std::string(", kprobes ") + yn(f.kprobes);
+  s += std::string(", bpf_loop ") + yn(f.bpf_loop);
   return s;
 }
 
@@ -173,6 +180,7 @@ RwsemFeatures probe_rwsem_features() {
     f.user_walk_current =
         has_enum_value(b.get(), "bpf_func_id", "BPF_FUNC_get_current_task_btf") &&
         has_enum_value(b.get(), "bpf_func_id", "BPF_FUNC_task_pt_regs");
+    f.bpf_loop = has_enum_value(b.get(), "bpf_func_id", "BPF_FUNC_loop");
   }
   return f;
 }
@@ -190,6 +198,7 @@ std::vector<RwsemPlan> rwsem_plans(const RwsemFeatures &f, RwsemAttach choice) {
     p.write_target = f.write_slowpath;
     p.read_target = f.read_slowpath;
     p.user_fp_walk = f.user_walk_current;
+    p.bpf_loop = f.bpf_loop;
     plans.push_back(p);
   }
   // kprobes: every kernel built with CONFIG_KPROBES. The slow path if it
@@ -202,6 +211,7 @@ std::vector<RwsemPlan> rwsem_plans(const RwsemFeatures &f, RwsemAttach choice) {
     p.read_target = f.write_slowpath.empty() ? "" : f.read_slowpath;
     p.entry_point_only = f.write_slowpath.empty();
     p.user_fp_walk = false; // no BTF task pointer in kprobe programs
+    p.bpf_loop = f.bpf_loop;
     plans.push_back(p);
   }
   // The lock tracepoints (5.19+): no kprobes or trampolines needed.
@@ -209,6 +219,7 @@ std::vector<RwsemPlan> rwsem_plans(const RwsemFeatures &f, RwsemAttach choice) {
     RwsemPlan p;
     p.mechanism = RwsemAttach::Tracepoint;
     p.user_fp_walk = f.user_walk_current;
+    p.bpf_loop = f.bpf_loop;
     plans.push_back(p);
   }
   return plans;

@@ -20,6 +20,7 @@ struct KernelFeatures {
   bool user_walk_current = false;       // get_current_task_btf 5.11 + task_pt_regs 5.15
   bool user_walk_other_task = false;    // task_pt_regs 5.15 + copy_from_user_task 5.18
   bool kprobes = false;                 // CONFIG_KPROBES (kprobe_events present)
+  bool bpf_loop = false;                // bpf_loop helper, 5.17+
 };
 
 // Reads /sys/kernel/btf/vmlinux; all false when the kernel has no BTF.
@@ -31,6 +32,7 @@ struct OffcpuPlan {
   bool kstack_at_switch_in = false; // bpf_get_task_stack(next), after filters
   bool task_storage = true;        // else a tid-keyed hash map
   bool user_fp_walk = true;        // own frame-pointer walk, else bpf_get_stack
+  bool bpf_loop = true;            // loops through bpf_loop: fast verification
   bool prev_state_arg = true;      // else read task->__state / ->state
   bool seed_open_waits = true;     // iterator opens waits at attach time
   bool flush_open_waits = true;    // iterator charges open waits at stop
@@ -55,6 +57,7 @@ struct RwsemFeatures {
   bool down_write = false;      // down_write exists (last-resort kprobe)
   bool contention_tracepoints = false; // lock:contention_begin/end, 5.19+
   bool user_walk_current = false;
+  bool bpf_loop = false;
 };
 
 RwsemFeatures probe_rwsem_features();
@@ -67,6 +70,7 @@ struct RwsemPlan {
   // than a microsecond are dropped.
   bool entry_point_only = false;
   bool user_fp_walk = true;
+  bool bpf_loop = true;
   std::string describe() const;
 };
 

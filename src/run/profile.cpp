@@ -74,7 +74,9 @@ int run_profile(const ProfileOptions &opts) {
   require_bpf_privileges();
   capture_libbpf_messages(opts.verbose);
 
+  const uint64_t t_start = monotonic_ns();
   KernelFeatures features = probe_kernel_features();
+  const uint64_t t_probed = monotonic_ns();
   if (!features.btf)
     throw runtime_error("this kernel has no BTF (/sys/kernel/btf/vmlinux): "
                         "offcpu needs a kernel built with CONFIG_DEBUG_INFO_BTF=y");
@@ -87,7 +89,14 @@ int run_profile(const ProfileOptions &opts) {
     note("interrupted before tracing started; nothing collected");
     return kExitInterrupted;
   }
+  const uint64_t t_loaded = monotonic_ns();
   session->attach();
+  if (opts.verbose) {
+    uint64_t t = monotonic_ns();
+    auto ms = [](uint64_t a, uint64_t b) { return std::to_string((b - a) / 1000000); };
+    note("attached after " + ms(t_start, t) + " ms: probe " + ms(t_start, t_probed) +
+         ", load " + ms(t_probed, t_loaded) + ", attach and seed " + ms(t_loaded, t));
+  }
 
   std::string what = "Tracing off-CPU time (us) of " + target_description(opts);
   if (opts.duration_s)

@@ -10,6 +10,7 @@ KernelFeatures modern() {
   f.btf = f.tp_btf_sched_switch = f.sched_switch_prev_state = true;
   f.task_storage = f.get_task_stack = f.task_iter = f.user_walk_other_task = true;
   f.user_walk_current = true;
+  f.bpf_loop = true;
   return f;
 }
 
@@ -26,6 +27,8 @@ TEST(Plans, ModernKernelPrefersTpBtfThenRawTp) {
   EXPECT_FALSE(plans[1].task_storage); // raw_tp pointers cannot key task storage
   EXPECT_TRUE(plans[0].user_fp_walk);
   EXPECT_FALSE(plans[1].user_fp_walk);
+  EXPECT_TRUE(plans[0].bpf_loop);
+  EXPECT_FALSE(plans[1].bpf_loop); // keeps the bounded-loop code tested
 }
 
 TEST(Plans, SwitchInKernelStacksOnlyOnRequestAndWithHelper) {

@@ -1,0 +1,235 @@
+#!/usr/bin/env python3
+"""offcpu against libbpf-tools' offcputime, side by side, in one run.
+
+    sudo python3 tools/bench/bench.py [--build DIR] [--loops N]
+
+Load: `perf bench sched pipe` (Debian's linux-perf), a context-switch storm,
+plus the test suite's blocker workload (threads blocking in a few stacks).
+For each tracer and mode it reports:
+  - BPF cost per sched_switch event: run_time_ns / run_cnt of its
+    sched_switch program (kernel.bpf_stats_enabled=1), and the ratio to
+    libbpf-tools in the same mode;
+  - the load's throughput with no tracer and under each tracer;
+  - wall time, CPU time and peak RSS of a 1 s whole-system run;
+  - offcpu's time from exec to attached;
+  - events lost, as each tool reports them.
+Numbers vary between runs on a VM; compare the ratios of one run.
+"""
+import argparse
+import json
+import os
+import re
+import resource
+import shutil
+import signal
+import subprocess
+import sys
+import time
+
+LIBBPF_TOOLS = "/usr/sbin/offcputime"
+
+
+def die(msg):
+    print(f"bench: {msg}", file=sys.stderr)
+    sys.exit(1)
+
+
+def sh(cmd, **kw):
+    return subprocess.run(cmd, check=True, text=True, capture_output=True, **kw)
+
+
+def bpf_progs():
+    out = sh(["bpftool", "prog", "show", "-j"]).stdout
+    return {p["id"]: p for p in json.loads(out)}
+
+
+def pipe_bench(loops):
+    """Throughput of perf bench sched pipe, in ops/s."""
+    # Both ends on one CPU: every operation is two context switches, and
+    # the result does not depend on where the scheduler puts them.
+    out = sh(["taskset", "-c", "0", "perf", "bench", "sched", "pipe", "-l", str(loops)]).stdout
+    m = re.search(r"(\d+)\s+ops/sec", out)
+    if not m:
+        die("cannot read perf bench output:\n" + out)
+    return int(m.group(1))
+
+
+def start_tracer(cmd, stderr_file):
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=stderr_file)
+    return proc
+
+
+def wait_attached(before, name_prefix, timeout=20.0):
+    """Waits until a new sched_switch program with this name prefix runs."""
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        for pid, p in bpf_progs().items():
+            if pid not in before and p.get("name", "").startswith(name_prefix):
+                return pid
+        time.sleep(0.05)
+    die(f"no BPF program named {name_prefix}* appeared")
+
+
+def measure_mode(label, cmd, prog_prefix, loops):
+    before = set(bpf_progs())
+    err = open(f"/tmp/bench-{label}.err", "w+")
+    proc = start_tracer(cmd, err)
+    prog_id = wait_attached(before, prog_prefix)
+    time.sleep(0.5)
+    p0 = bpf_progs()[prog_id]
+    ops = pipe_bench(loops)
+    p1 = bpf_progs()[prog_id]
+    proc.send_signal(signal.SIGINT)
+    try:
+        proc.wait(timeout=60)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+    err.seek(0)
+    stderr = err.read()
+    cnt = p1.get("run_cnt", 0) - p0.get("run_cnt", 0)
+    ns = p1.get("run_time_ns", 0) - p0.get("run_time_ns", 0)
+    return {"label": label, "ns_per_event": ns / cnt if cnt else float("nan"),
+            "events": cnt, "ops": ops, "stderr": stderr}
+
+
+def one_second_run(cmd):
+    """Wall, CPU (user+sys) and peak RSS of a 1 s whole-system run."""
+    r0 = resource.getrusage(resource.RUSAGE_CHILDREN)
+    t0 = time.monotonic()
+    res = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    wall = time.monotonic() - t0
+    r1 = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (r1.ru_utime - r0.ru_utime) + (r1.ru_stime - r0.ru_stime)
+    # ru_maxrss of children is the largest of any child so far: measure each
+    # tool in a fresh process tree (see main) so this is its own peak.
+    return {"wall": wall, "cpu": cpu, "rss_kb": r1.ru_maxrss, "out": res.stdout,
+            "err": res.stderr, "rc": res.returncode}
+
+
+def rusage_in_child(cmd):
+    """Runs one_second_run in a forked child so ru_maxrss is this tool's."""
+    rd, wr = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        os.close(rd)
+        r = one_second_run(cmd)
+        os.write(wr, json.dumps(r).encode())
+        os._exit(0)
+    os.close(wr)
+    data = b""
+    while True:
+        chunk = os.read(rd, 1 << 20)
+        if not chunk:
+            break
+        data += chunk
+    os.waitpid(pid, 0)
+    return json.loads(data)
+
+
+def exec_to_attached(offcpu, tries=5):
+    best = []
+    for _ in range(tries):
+        t0 = time.monotonic()
+        proc = subprocess.Popen([offcpu, "-f", "0.2"], stdout=subprocess.DEVNULL,
+                                stderr=subprocess.PIPE, text=True)
+        line = proc.stderr.readline()
+        t1 = time.monotonic()
+        proc.communicate()
+        if "Tracing" in line:
+            best.append((t1 - t0) * 1000)
+    return sorted(best)[len(best) // 2] if best else float("nan")
+
+
+def offcpu_losses(stderr):
+    return [l for l in stderr.splitlines() if "warning:" in l and "lost" in l]
+
+
+def missed_markers(text):
+    return text.count("[Missed User Stack]") + text.count("[Missed Kernel Stack]")
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--build", default=os.path.join(os.path.dirname(__file__), "..", "..", "build"))
+    ap.add_argument("--loops", type=int, default=300000, help="perf bench sched pipe loops")
+    args = ap.parse_args()
+
+    if os.geteuid() != 0:
+        die("run as root (BPF programs, bpf_stats)")
+    for tool in ("perf", "bpftool", LIBBPF_TOOLS):
+        if not shutil.which(tool):
+            die(f"{tool} not found: apt-get install linux-perf bpftool libbpf-tools")
+    build = os.path.abspath(args.build)
+    if not os.path.exists(os.path.join(build, "offcpu")):
+        src = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+        sh(["cmake", "-B", build, "-S", src, "-DCMAKE_BUILD_TYPE=Release"])
+        sh(["cmake", "--build", build, "-j", str(os.cpu_count())])
+    offcpu = os.path.join(build, "offcpu")
+    blocker_path = os.path.join(build, "tests", "offcpu_blocker")
+
+    subprocess.run(["sysctl", "-qw", "kernel.bpf_stats_enabled=1"], check=True)
+    blocker = None
+    if os.path.exists(blocker_path):
+        blocker = subprocess.Popen([blocker_path, "--no-spinner"], stdout=subprocess.PIPE, text=True)
+        blocker.stdout.readline()
+    try:
+        baseline = pipe_bench(args.loops)
+        modes = [
+            ("offcpu", [offcpu, "-f", "600"], "offcpu_switch"),
+            ("libbpf-tools", [LIBBPF_TOOLS, "600"], "sched_switch"),
+            ("offcpu -m 1000", [offcpu, "-f", "-m", "1000", "600"], "offcpu_switch"),
+            ("libbpf-tools -m 1000", [LIBBPF_TOOLS, "-m", "1000", "600"], "sched_switch"),
+            ("offcpu --kernel-stack-at-switch-in",
+             [offcpu, "-f", "--kernel-stack-at-switch-in", "600"], "offcpu_switch"),
+            ("offcpu --kernel-stack-at-switch-in -m 1000",
+             [offcpu, "-f", "--kernel-stack-at-switch-in", "-m", "1000", "600"], "offcpu_switch"),
+        ]
+        results = {label: measure_mode(label, cmd, prefix, args.loops)
+                   for label, cmd, prefix in modes}
+        runs = {"offcpu": rusage_in_child([offcpu, "-f", "1"]),
+                "libbpf-tools": rusage_in_child([LIBBPF_TOOLS, "1"])}
+        e2a = exec_to_attached(offcpu)
+    finally:
+        if blocker:
+            blocker.kill()
+        subprocess.run(["sysctl", "-qw", "kernel.bpf_stats_enabled=0"])
+
+    def ratio(a, b):
+        return results[a]["ns_per_event"] / results[b]["ns_per_event"]
+
+    print(f"load: perf bench sched pipe -l {args.loops} (+ blocker workload), "
+          f"{os.cpu_count()} CPUs, kernel {os.uname().release}")
+    print()
+    print(f"{'tracer':44} {'ns/event':>9} {'events':>9} {'ops/s':>9} {'slowdown':>9}")
+    print(f"{'(none)':44} {'':>9} {'':>9} {baseline:>9} {'1.00x':>9}")
+    for label, r in results.items():
+        print(f"{label:44} {r['ns_per_event']:>9.0f} {r['events']:>9} {r['ops']:>9} "
+              f"{baseline / r['ops']:>8.2f}x")
+    print()
+    print("BPF cost per event, offcpu / libbpf-tools:")
+    print(f"  default                              {ratio('offcpu', 'libbpf-tools'):.2f}")
+    print(f"  -m 1000                              {ratio('offcpu -m 1000', 'libbpf-tools -m 1000'):.2f}")
+    print(f"  --kernel-stack-at-switch-in          "
+          f"{ratio('offcpu --kernel-stack-at-switch-in', 'libbpf-tools'):.2f}")
+    print(f"  --kernel-stack-at-switch-in -m 1000  "
+          f"{ratio('offcpu --kernel-stack-at-switch-in -m 1000', 'libbpf-tools -m 1000'):.2f}")
+    print()
+    print(f"{'1 s whole-system run':22} {'wall s':>8} {'CPU s':>8} {'peak RSS MiB':>13} {'lines':>7}")
+    for name, r in runs.items():
+        print(f"{name:22} {r['wall']:>8.2f} {r['cpu']:>8.2f} {r['rss_kb'] / 1024:>13.1f} "
+              f"{len(r['out'].splitlines()):>7}")
+    print()
+    print(f"offcpu exec to attached (median of 5): {e2a:.0f} ms")
+    print()
+    print("events lost, as reported:")
+    for label, r in results.items():
+        if label.startswith("offcpu"):
+            lost = offcpu_losses(r["stderr"])
+            print(f"  {label}: " + ("none" if not lost else "; ".join(lost)))
+    lt = runs["libbpf-tools"]["out"]
+    print(f"  libbpf-tools (1 s run): {missed_markers(lt)} [Missed ... Stack] entries; "
+          "it reports no other losses")
+
+
+if __name__ == "__main__":
+    main()
