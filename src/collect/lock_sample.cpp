@@ -14,16 +14,16 @@ std::string describe_lock(uint64_t addr, uint32_t flags, const KernelSymbols &ks
   if (flags & RWSEM_LOCK_IS_MMAP)
     return "mmap_lock";
   char buf[64];
-  if (const KernelSymbol *s = ks.find_data(addr)) {
+  if (auto s = ks.find_data(addr)) {
     uint64_t off = addr - s->addr;
     if (off < kMaxOffsetInSymbol) {
-      std::string name = s->name;
+      std::string name(s->name);
       if (off) {
         snprintf(buf, sizeof(buf), "+0x%" PRIx64, off);
         name += buf;
       }
       if (!s->module.empty())
-        name += " [" + s->module + "]";
+        name.append(" [").append(s->module).append("]");
       return name;
     }
   }

@@ -129,7 +129,7 @@ int run_rwsem(const RwsemOptions &opts) {
   note(std::string("Tracing rwsem ") + (opts.include_read ? "read and write" : "write") +
        " waits of " + who + "... Hit Ctrl-C to end.");
 
-  Symbolizer symbolizer(system_files(), KernelSymbols::load(system_files()));
+  Symbolizer symbolizer(system_files(), KernelSymbols::load(system_files(), true));
   const double start = static_cast<double>(monotonic_ns()) / 1e9;
   double last = start;
   std::array<uint64_t, OFFCPU_LOST_NR> lost{};

@@ -2,27 +2,13 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <limits>
 
 namespace offcpu {
 namespace {
 
-bool is_data_type(char t) {
-  switch (t) {
-  case 'd': case 'D': case 'b': case 'B':
-    return true;
-  default:
-    return false;
-  }
-}
-
-bool is_code_type(char t) {
-  switch (t) {
-  case 't': case 'T': case 'w': case 'W':
-    return true;
-  default:
-    return false;
-  }
-}
+bool is_code_type(char t) { return t == 't' || t == 'T' || t == 'w' || t == 'W'; }
+bool is_data_type(char t) { return t == 'd' || t == 'D' || t == 'b' || t == 'B'; }
 
 std::string_view next_field(std::string_view &line) {
   size_t start = line.find_first_not_of(" \t");
@@ -37,76 +23,140 @@ std::string_view next_field(std::string_view &line) {
   return field;
 }
 
+bool parse_hex(std::string_view s, uint64_t &out) {
+  if (s.empty() || s.size() > 16)
+    return false;
+  uint64_t v = 0;
+  for (char c : s) {
+    int d = c >= '0' && c <= '9'   ? c - '0'
+            : c >= 'a' && c <= 'f' ? c - 'a' + 10
+            : c >= 'A' && c <= 'F' ? c - 'A' + 10
+                                   : -1;
+    if (d < 0)
+      return false;
+    v = v << 4 | static_cast<uint64_t>(d);
+  }
+  out = v;
+  return true;
+}
+
 } // namespace
 
-KernelSymbols KernelSymbols::parse(std::string_view text) {
-  KernelSymbols ks;
-  size_t zero_addrs = 0, lines = 0;
-  while (!text.empty()) {
-    size_t nl = text.find('\n');
-    std::string_view line = text.substr(0, nl);
-    text.remove_prefix(nl == std::string_view::npos ? text.size() : nl + 1);
+// Takes the file in chunks; lines may span chunk boundaries.
+class KernelSymbols::Parser {
+public:
+  Parser(KernelSymbols &ks, bool with_data) : ks_(ks), with_data_(with_data) {}
 
-    std::string_view addr_s = next_field(line);
-    std::string_view type_s = next_field(line);
-    std::string_view name = next_field(line);
-    std::string_view module = next_field(line);
-    if (addr_s.empty() || type_s.size() != 1 || name.empty())
-      continue;
-    lines++;
-    std::string addr_str(addr_s);
-    char *end = nullptr;
-    uint64_t addr = std::strtoull(addr_str.c_str(), &end, 16);
-    if (end == nullptr || *end != '\0')
-      continue;
+  void feed(std::string_view chunk) {
+    while (!chunk.empty()) {
+      size_t nl = chunk.find('\n');
+      if (nl == std::string_view::npos) {
+        if (partial_.size() < 4096) // longer is not a kallsyms line
+          partial_.append(chunk);
+        return;
+      }
+      if (partial_.empty()) {
+        line(chunk.substr(0, nl));
+      } else {
+        partial_.append(chunk.substr(0, nl));
+        line(partial_);
+        partial_.clear();
+      }
+      chunk.remove_prefix(nl + 1);
+    }
+  }
+
+  void finish() {
+    if (!partial_.empty())
+      line(partial_);
+    ks_.hidden_ = lines_ > 0 && zero_ == lines_;
+    auto by_addr = [](const Entry &a, const Entry &b) { return a.addr < b.addr; };
+    std::stable_sort(ks_.code_.begin(), ks_.code_.end(), by_addr);
+    std::stable_sort(ks_.data_.begin(), ks_.data_.end(), by_addr);
+    ks_.code_.shrink_to_fit();
+    ks_.data_.shrink_to_fit();
+    ks_.names_.shrink_to_fit();
+  }
+
+private:
+  void line(std::string_view l) {
+    std::string_view addr_s = next_field(l), type_s = next_field(l);
+    std::string_view name = next_field(l), module = next_field(l);
+    uint64_t addr = 0;
+    if (type_s.size() != 1 || name.empty() || !parse_hex(addr_s, addr))
+      return;
+    lines_++;
     if (addr == 0) {
-      zero_addrs++;
-      continue;
+      zero_++;
+      return;
     }
     bool code = is_code_type(type_s[0]);
-    if (!code && !is_data_type(type_s[0]))
-      continue;
-    KernelSymbol sym;
-    sym.addr = addr;
-    sym.name.assign(name);
+    if (!code && !(with_data_ && is_data_type(type_s[0])))
+      return;
+    if (name.size() > std::numeric_limits<uint16_t>::max() ||
+        ks_.names_.size() + name.size() > std::numeric_limits<uint32_t>::max())
+      return;
+    Entry e{addr, static_cast<uint32_t>(ks_.names_.size()),
+            static_cast<uint16_t>(name.size()), 0};
+    ks_.names_.append(name);
     if (module.size() > 2 && module.front() == '[' && module.back() == ']')
-      sym.module.assign(module.substr(1, module.size() - 2));
-    (code ? ks.syms_ : ks.data_).push_back(std::move(sym));
+      e.module = module_index(module.substr(1, module.size() - 2));
+    (code ? ks_.code_ : ks_.data_).push_back(e);
   }
-  ks.hidden_ = lines > 0 && zero_addrs == lines;
-  auto by_addr = [](const KernelSymbol &a, const KernelSymbol &b) {
-    return a.addr < b.addr;
-  };
-  std::stable_sort(ks.syms_.begin(), ks.syms_.end(), by_addr);
-  std::stable_sort(ks.data_.begin(), ks.data_.end(), by_addr);
+
+  uint16_t module_index(std::string_view m) {
+    // Modules come in runs: the last one is almost always the one.
+    if (ks_.modules_.back() == m)
+      return static_cast<uint16_t>(ks_.modules_.size() - 1);
+    for (size_t i = 1; i < ks_.modules_.size(); i++)
+      if (ks_.modules_[i] == m)
+        return static_cast<uint16_t>(i);
+    if (ks_.modules_.size() >= std::numeric_limits<uint16_t>::max())
+      return 0;
+    ks_.modules_.emplace_back(m);
+    return static_cast<uint16_t>(ks_.modules_.size() - 1);
+  }
+
+  KernelSymbols &ks_;
+  bool with_data_;
+  std::string partial_;
+  size_t lines_ = 0, zero_ = 0;
+};
+
+KernelSymbols KernelSymbols::parse(std::string_view text, bool with_data) {
+  KernelSymbols ks;
+  Parser p(ks, with_data);
+  p.feed(text);
+  p.finish();
   return ks;
 }
 
-KernelSymbols KernelSymbols::load(const FileReader &files) {
-  auto text = files.read("/proc/kallsyms", 256u << 20);
-  return parse(text ? *text : std::string_view{});
+KernelSymbols KernelSymbols::load(const FileReader &files, bool with_data) {
+  KernelSymbols ks;
+  Parser p(ks, with_data);
+  files.read_chunks("/proc/kallsyms", 256u << 20,
+                    [&](std::string_view chunk) { p.feed(chunk); });
+  p.finish();
+  return ks;
 }
 
-namespace {
-
-const KernelSymbol *nearest_at_or_below(const std::vector<KernelSymbol> &v,
-                                        uint64_t addr) {
-  auto it = std::upper_bound(
-      v.begin(), v.end(), addr,
-      [](uint64_t a, const KernelSymbol &s) { return a < s.addr; });
+std::optional<KernelSymbol> KernelSymbols::view(const std::vector<Entry> &v,
+                                                uint64_t addr) const {
+  auto it = std::upper_bound(v.begin(), v.end(), addr,
+                             [](uint64_t a, const Entry &e) { return a < e.addr; });
   if (it == v.begin())
-    return nullptr;
-  return &*std::prev(it);
+    return std::nullopt;
+  const Entry &e = *std::prev(it);
+  return KernelSymbol{e.addr, std::string_view(names_).substr(e.name_off, e.name_len),
+                      modules_[e.module]};
 }
 
-} // namespace
-
-const KernelSymbol *KernelSymbols::find(uint64_t addr) const {
-  return nearest_at_or_below(syms_, addr);
+std::optional<KernelSymbol> KernelSymbols::find(uint64_t addr) const {
+  return view(code_, addr);
 }
 
-const KernelSymbol *KernelSymbols::find_data(uint64_t addr) const {
-  return nearest_at_or_below(data_, addr);
+std::optional<KernelSymbol> KernelSymbols::find_data(uint64_t addr) const {
+  return view(data_, addr);
 }
 
 } // namespace offcpu

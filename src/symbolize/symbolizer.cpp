@@ -28,16 +28,17 @@ Symbolizer::Symbolizer(const FileReader &files, KernelSymbols kernel,
 
 std::string Symbolizer::kernel_frame(uint64_t addr, bool is_return_address) {
   uint64_t lookup = is_return_address && addr > 0 ? addr - 1 : addr;
-  const KernelSymbol *sym = kernel_.find(lookup);
+  auto sym = kernel_.find(lookup);
   if (!sym) {
     stats_.unnamed++;
     stats_.unnamed_by_module["[kernel]"]++;
     return "[unknown]";
   }
   stats_.named++;
-  if (sym->module.empty())
-    return sym->name;
-  return sym->name + " [" + sym->module + "]";
+  std::string name(sym->name);
+  if (!sym->module.empty())
+    name.append(" [").append(sym->module).append("]");
+  return name;
 }
 
 Symbolizer::Process &Symbolizer::process(uint32_t tgid) {

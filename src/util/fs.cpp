@@ -3,33 +3,43 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 
 #include "util/fd.h"
 
 namespace offcpu {
 
-std::optional<std::string> SystemFileReader::read(const std::string &path,
-                                                  std::size_t max_bytes) const {
-  UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOCTTY));
+bool SystemFileReader::read_chunks(
+    const std::string &path, std::size_t max_bytes,
+    const std::function<void(std::string_view)> &sink) const {
+  UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK));
   if (!fd)
-    return std::nullopt;
-  std::string out;
+    return false;
   char buf[65536];
+  std::size_t total = 0;
   // /proc files report size 0, so read until EOF instead of trusting stat.
-  while (out.size() < max_bytes) {
+  while (total < max_bytes) {
     ssize_t n = ::read(fd.get(), buf, sizeof(buf));
     if (n < 0) {
       if (errno == EINTR)
         continue;
-      return std::nullopt;
+      return false;
     }
     if (n == 0)
       break;
-    out.append(buf, static_cast<std::size_t>(n));
+    std::size_t take = std::min(static_cast<std::size_t>(n), max_bytes - total);
+    sink(std::string_view(buf, take));
+    total += take;
   }
-  if (out.size() > max_bytes)
-    out.resize(max_bytes);
+  return true;
+}
+
+std::optional<std::string> SystemFileReader::read(const std::string &path,
+                                                  std::size_t max_bytes) const {
+  std::string out;
+  if (!read_chunks(path, max_bytes, [&](std::string_view c) { out.append(c); }))
+    return std::nullopt;
   return out;
 }
 

@@ -3,8 +3,10 @@
 #pragma once
 
 #include <cstddef>
+#include <functional>
 #include <optional>
 #include <string>
+#include <string_view>
 
 namespace offcpu {
 
@@ -14,6 +16,14 @@ public:
   // The file's contents, at most max_bytes of them; nullopt if unreadable.
   virtual std::optional<std::string> read(const std::string &path,
                                           std::size_t max_bytes) const = 0;
+  // The same, handed over in pieces so large files need not be held whole.
+  virtual bool read_chunks(const std::string &path, std::size_t max_bytes,
+                           const std::function<void(std::string_view)> &sink) const {
+    auto all = read(path, max_bytes);
+    if (all)
+      sink(*all);
+    return all.has_value();
+  }
 };
 
 // Reads the real file system.
@@ -21,6 +31,8 @@ class SystemFileReader : public FileReader {
 public:
   std::optional<std::string> read(const std::string &path,
                                   std::size_t max_bytes) const override;
+  bool read_chunks(const std::string &path, std::size_t max_bytes,
+                   const std::function<void(std::string_view)> &sink) const override;
 };
 
 const FileReader &system_files();
