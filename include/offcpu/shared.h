@@ -1,6 +1,6 @@
 /* Structs and constants that cross the BPF/user-space boundary.
- * Included by the bpf/ programs (after vmlinux.h) and by the C++ loader; this is
- * the only definition of each layout. Plain fixed-width types only. */
+ * Included by the bpf/ programs (after vmlinux.h) and by the C++ loader; this
+ * is the only definition of each layout. Plain fixed-width types only. */
 #ifndef OFFCPU_SHARED_H
 #define OFFCPU_SHARED_H
 

@@ -7,12 +7,13 @@
 #include <cmath>
 #include <cstdlib>
 
+#include "offcpu/shared.h"
 #include "util/error.h"
 
 namespace offcpu {
 namespace {
 
-constexpr uint32_t kMaxStackDepth = 127; // OFFCPU_MAX_STACK_DEPTH
+constexpr uint32_t kMaxStackDepth = OFFCPU_MAX_STACK_DEPTH;
 
 double parse_duration(const std::string &text) {
   char *end = nullptr;
@@ -31,7 +32,8 @@ int64_t parse_state(const std::string &text) {
   long long v = std::strtoll(text.c_str(), &end, 0);
   if (text.empty() || errno != 0 || *end != '\0' || v < 0 || v > 0xffffffffLL)
     throw usage_error("--state takes a task-state bitmask such as 2 or 0x402, "
-                      "got '" + text + "'");
+                      "got '" +
+                      text + "'");
   return v;
 }
 
@@ -48,7 +50,8 @@ std::vector<uint32_t> parse_id_list(const std::vector<std::string> &args,
       unsigned long long v = std::strtoull(item.c_str(), &end, 10);
       if (item.empty() || item[0] == '-' || errno != 0 || *end != '\0' ||
           v > 0x7fffffffULL)
-        throw usage_error(std::string("not a valid ") + what + ": '" + item + "'");
+        throw usage_error(std::string("not a valid ") + what + ": '" + item +
+                          "'");
       ids.push_back(static_cast<uint32_t>(v));
       if (comma == std::string::npos)
         break;
@@ -62,7 +65,8 @@ void check_tasks(const std::vector<uint32_t> &ids, const char *what,
                  const TaskExists &exists) {
   for (uint32_t id : ids) {
     if (id == 0)
-      throw usage_error(std::string(what) + " 0 is the idle task; it cannot be traced");
+      throw usage_error(std::string(what) +
+                        " 0 is the idle task; it cannot be traced");
     if (!exists(id))
       throw usage_error(std::string(what) + " " + std::to_string(id) +
                         " does not exist");
@@ -73,6 +77,35 @@ void check_tasks(const std::vector<uint32_t> &ids, const char *what,
 std::string one_line(const std::string &s) {
   auto nl = s.find('\n');
   return nl == std::string::npos ? s : s.substr(0, nl);
+}
+
+// One token per -p/-t, so a following duration is not swallowed; the comma
+// lists are split by parse_id_list with our own messages.
+CLI::Option *add_id_list(CLI::App *app, const char *flags,
+                         std::vector<std::string> &into, const char *help,
+                         const char *type) {
+  return app->add_option(flags, into, help)
+      ->expected(1)
+      ->allow_extra_args(false)
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll)
+      ->type_name(type);
+}
+
+void add_stack_limits(CLI::App *app, uint32_t &storage, uint32_t &depth,
+                      uint32_t &entries, const char *group) {
+  app->add_option("--stack-storage-size", storage,
+                  "distinct stacks to store (default 16384)")
+      ->check(CLI::Range(uint32_t{1}, uint32_t{1} << 24))
+      ->group(group);
+  app->add_option("--perf-max-stack-depth", depth,
+                  "frames to keep per stack (default and maximum 127)")
+      ->check(CLI::Range(uint32_t{1}, kMaxStackDepth))
+      ->group(group);
+  app->add_option(
+         "--max-entries", entries,
+         "distinct (thread, stack) entries to aggregate (default 65536)")
+      ->check(CLI::Range(uint32_t{1}, uint32_t{1} << 24))
+      ->group(group);
 }
 
 } // namespace
@@ -96,21 +129,12 @@ CommandLine parse_command_line(int argc, const char *const *argv,
 
   std::string duration, state, attach = "auto";
   std::vector<std::string> pid_args, tid_args;
-  // One token per -p/-t (so a following duration is not swallowed); the
-  // comma lists are split below with our own messages.
-  app.add_option("-p,--pid", pid_args,
-                 "trace these processes (all threads); comma separated or repeated")
-      ->expected(1)
-      ->allow_extra_args(false)
-      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll)
-      ->type_name("PID")
+  add_id_list(
+      &app, "-p,--pid", pid_args,
+      "trace these processes (all threads); comma separated or repeated", "PID")
       ->group("Filters");
-  app.add_option("-t,--tid", tid_args,
-                 "trace these threads; comma separated or repeated")
-      ->expected(1)
-      ->allow_extra_args(false)
-      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll)
-      ->type_name("TID")
+  add_id_list(&app, "-t,--tid", tid_args,
+              "trace these threads; comma separated or repeated", "TID")
       ->group("Filters");
   auto *uth = app.add_flag("-u,--user-threads-only", o.user_threads_only,
                            "user threads only (no kernel threads)")
@@ -119,8 +143,9 @@ CommandLine parse_command_line(int argc, const char *const *argv,
                            "kernel threads only (no user threads)")
                   ->group("Filters");
   uth->excludes(kth);
-  app.add_option("-m,--min-block-time", o.min_block_us,
-                 "only count waits of at least this many microseconds (default 1)")
+  app.add_option(
+         "-m,--min-block-time", o.min_block_us,
+         "only count waits of at least this many microseconds (default 1)")
       ->check(CLI::Range(uint64_t{0}, uint64_t{UINT64_MAX / 1000}))
       ->group("Filters");
   app.add_option("-M,--max-block-time", o.max_block_us,
@@ -146,18 +171,8 @@ CommandLine parse_command_line(int argc, const char *const *argv,
                "insert a '-' frame between user and kernel stacks")
       ->group("Output");
 
-  app.add_option("--stack-storage-size", o.stack_storage_size,
-                 "distinct stacks to store (default 16384)")
-      ->check(CLI::Range(uint32_t{1}, uint32_t{1} << 24))
-      ->group("Limits");
-  app.add_option("--perf-max-stack-depth", o.max_stack_depth,
-                 "frames to keep per stack (default and maximum 127)")
-      ->check(CLI::Range(uint32_t{1}, kMaxStackDepth))
-      ->group("Limits");
-  app.add_option("--max-entries", o.max_entries,
-                 "distinct (thread, stack) pairs to aggregate (default 65536)")
-      ->check(CLI::Range(uint32_t{1}, uint32_t{1} << 24))
-      ->group("Limits");
+  add_stack_limits(&app, o.stack_storage_size, o.max_stack_depth, o.max_entries,
+                   "Limits");
 
   app.add_flag("-v,--verbose", o.verbose,
                "report kernel features, the attach plan and symbolization");
@@ -169,7 +184,8 @@ CommandLine parse_command_line(int argc, const char *const *argv,
                "take kernel stacks when the task runs again: cheaper, but "
                "without scheduler frames (schedule, mutex_lock, down_write...)")
       ->group("Limits");
-  app.add_option("duration", duration, "seconds to trace (default: until Ctrl-C)");
+  app.add_option("duration", duration,
+                 "seconds to trace (default: until Ctrl-C)");
 
   RwsemOptions &r = cl.rwsem;
   std::string r_duration, r_attach = "auto";
@@ -177,31 +193,32 @@ CommandLine parse_command_line(int argc, const char *const *argv,
   CLI::App *rw = app.add_subcommand(
       "rwsem", "how long threads of a process wait for kernel rw-semaphore "
                "write locks (mmap_lock...), by stack; every -i seconds");
-  rw->add_option("name", r.name,
-                 "process name to trace (its main thread's comm; see --thread-name)");
-  rw->add_option("duration", r_duration, "seconds to trace (default: until Ctrl-C)");
+  rw->add_option(
+      "name", r.name,
+      "process name to trace (its main thread's comm; see --thread-name)");
+  rw->add_option("duration", r_duration,
+                 "seconds to trace (default: until Ctrl-C)");
   rw->add_flag("--thread-name", r.match_thread_name,
                "match NAME against thread names instead of the process name");
-  rw->add_option("-p,--pid", r_pid_args, "trace these processes; comma separated or repeated")
-      ->expected(1)
-      ->allow_extra_args(false)
-      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll)
-      ->type_name("PID");
+  add_id_list(rw, "-p,--pid", r_pid_args,
+              "trace these processes; comma separated or repeated", "PID");
   rw->add_flag("--read", r.include_read, "also trace read-side waits");
   rw->add_option("-i,--interval", r.interval_s,
-                 "print and clear every this many seconds; 0: once at the end (default 5)")
+                 "print and clear every this many seconds; 0: once at the end "
+                 "(default 5)")
       ->check(CLI::Range(0.0, 86400.0));
-  rw->add_option("-m,--min-wait", r.min_wait_us, "only count waits of at least this many microseconds");
-  rw->add_flag("-f,--folded", r.folded, "folded stacks for flamegraph.pl: comm;user;kernel wait_us");
-  rw->add_flag("-d,--delimited", r.delimited, "insert a '-' frame between user and kernel stacks");
-  rw->add_option("--stack-storage-size", r.stack_storage_size, "distinct stacks to store (default 16384)")
-      ->check(CLI::Range(uint32_t{1}, uint32_t{1} << 24));
-  rw->add_option("--perf-max-stack-depth", r.max_stack_depth, "frames to keep per stack (default and maximum 127)")
-      ->check(CLI::Range(uint32_t{1}, kMaxStackDepth));
-  rw->add_option("--max-entries", r.max_entries, "distinct (thread, stack, lock) entries (default 65536)")
-      ->check(CLI::Range(uint32_t{1}, uint32_t{1} << 24));
-  rw->add_flag("-v,--verbose", r.verbose, "report the mechanism used and symbolization");
-  rw->add_option("--attach", r_attach, "fentry, kprobe, tracepoint or auto (default auto)")
+  rw->add_option("-m,--min-wait", r.min_wait_us,
+                 "only count waits of at least this many microseconds");
+  rw->add_flag("-f,--folded", r.folded,
+               "folded stacks for flamegraph.pl: comm;user;kernel wait_us");
+  rw->add_flag("-d,--delimited", r.delimited,
+               "insert a '-' frame between user and kernel stacks");
+  add_stack_limits(rw, r.stack_storage_size, r.max_stack_depth, r.max_entries,
+                   "Limits");
+  rw->add_flag("-v,--verbose", r.verbose,
+               "report the mechanism used and symbolization");
+  rw->add_option("--attach", r_attach,
+                 "fentry, kprobe, tracepoint or auto (default auto)")
       ->check(CLI::IsMember({"auto", "fentry", "kprobe", "tracepoint"}))
       ->group("");
 
@@ -231,10 +248,12 @@ CommandLine parse_command_line(int argc, const char *const *argv,
     if (!r_duration.empty())
       r.duration_s = parse_duration(r_duration);
     if (r.name.empty() && r.pids.empty())
-      throw usage_error("rwsem needs a process NAME or -p PID (see offcpu rwsem --help)");
+      throw usage_error(
+          "rwsem needs a process NAME or -p PID (see offcpu rwsem --help)");
     if (r.name.size() > 15)
       throw usage_error("process names are at most 15 characters (the kernel's "
-                        "comm), got '" + r.name + "'");
+                        "comm), got '" +
+                        r.name + "'");
     if (r_attach == "fentry")
       r.attach = RwsemAttach::Fentry;
     else if (r_attach == "kprobe")

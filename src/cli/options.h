@@ -29,7 +29,7 @@ struct ProfileOptions {
   std::optional<int64_t> state; // BCC --state
   uint32_t stack_storage_size = 16384;
   uint32_t max_stack_depth = 127;
-  uint32_t max_entries = 65536; // distinct (thread, stack) keys
+  uint32_t max_entries = 65536;     // distinct (thread, stack) keys
   std::optional<double> duration_s; // none: until Ctrl-C
   bool verbose = false;
   AttachChoice attach = AttachChoice::Auto;
@@ -42,13 +42,13 @@ struct ProfileOptions {
 enum class RwsemAttach { Auto, Fentry, Kprobe, Tracepoint };
 
 struct RwsemOptions {
-  std::string name;            // process name (or thread name) to trace
+  std::string name; // process name (or thread name) to trace
   bool match_thread_name = false;
-  std::vector<uint32_t> pids;  // instead of, or as well as, a name
+  std::vector<uint32_t> pids; // instead of, or as well as, a name
   bool include_read = false;
   bool folded = false;
   bool delimited = false;
-  double interval_s = 5;       // 0: print once at the end
+  double interval_s = 5; // 0: print once at the end
   std::optional<double> duration_s;
   uint64_t min_wait_us = 0;
   uint32_t stack_storage_size = 16384;

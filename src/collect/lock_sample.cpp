@@ -10,7 +10,8 @@ namespace offcpu {
 // nearest data symbol below it, the address is more likely in the heap.
 constexpr uint64_t kMaxOffsetInSymbol = 4096;
 
-std::string describe_lock(uint64_t addr, uint32_t flags, const KernelSymbols &ks) {
+std::string describe_lock(uint64_t addr, uint32_t flags,
+                          const KernelSymbols &ks) {
   if (flags & RWSEM_LOCK_IS_MMAP)
     return "mmap_lock";
   char buf[64];

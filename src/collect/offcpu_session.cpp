@@ -13,7 +13,9 @@
 namespace offcpu {
 namespace {
 
-std::string errno_text(int err) { return std::strerror(err < 0 ? -err : err); }
+std::string errno_text(int err) {
+  return std::strerror(err < 0 ? -err : err);
+}
 
 // One line that says why loading failed and what to do about it.
 std::string load_failure(int err) {

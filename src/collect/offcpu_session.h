@@ -19,9 +19,9 @@ class OffcpuSession {
 public:
   // Loads with the first plan that the kernel accepts; throws FatalError
   // naming the cause when none does. Progress notes go to `log` (-v).
-  static std::unique_ptr<OffcpuSession> load(const ProfileOptions &opts,
-                                             const std::vector<OffcpuPlan> &plans,
-                                             bool verbose);
+  static std::unique_ptr<OffcpuSession>
+  load(const ProfileOptions &opts, const std::vector<OffcpuPlan> &plans,
+       bool verbose);
   ~OffcpuSession();
   OffcpuSession(const OffcpuSession &) = delete;
   OffcpuSession &operator=(const OffcpuSession &) = delete;

@@ -14,7 +14,9 @@
 namespace offcpu {
 namespace {
 
-std::string errno_text(int err) { return std::strerror(err < 0 ? -err : err); }
+std::string errno_text(int err) {
+  return std::strerror(err < 0 ? -err : err);
+}
 
 int try_load(rwsem_bpf *skel, const RwsemOptions &o, const RwsemPlan &p,
              uint64_t min_wait_ns) {
@@ -51,11 +53,15 @@ int try_load(rwsem_bpf *skel, const RwsemOptions &o, const RwsemPlan &p,
   bpf_program__set_autoload(pr.rwsem_kprobe_read, kprobe && read);
   bpf_program__set_autoload(pr.rwsem_kretprobe, kprobe);
   if (fentry) {
-    bpf_program__set_attach_target(pr.rwsem_fentry_write, 0, p.write_target.c_str());
-    bpf_program__set_attach_target(pr.rwsem_fexit_write, 0, p.write_target.c_str());
+    bpf_program__set_attach_target(pr.rwsem_fentry_write, 0,
+                                   p.write_target.c_str());
+    bpf_program__set_attach_target(pr.rwsem_fexit_write, 0,
+                                   p.write_target.c_str());
     if (read) {
-      bpf_program__set_attach_target(pr.rwsem_fentry_read, 0, p.read_target.c_str());
-      bpf_program__set_attach_target(pr.rwsem_fexit_read, 0, p.read_target.c_str());
+      bpf_program__set_attach_target(pr.rwsem_fentry_read, 0,
+                                     p.read_target.c_str());
+      bpf_program__set_attach_target(pr.rwsem_fexit_read, 0,
+                                     p.read_target.c_str());
     }
   }
   return rwsem_bpf__load(skel);
@@ -69,13 +75,14 @@ void RwsemSession::SkelDeleter::operator()(rwsem_bpf *skel) const {
 
 RwsemSession::RwsemSession(std::unique_ptr<rwsem_bpf, SkelDeleter> skel,
                            RwsemPlan plan, uint64_t min_wait_ns)
-    : skel_(std::move(skel)), plan_(std::move(plan)), min_wait_ns_(min_wait_ns) {}
+    : skel_(std::move(skel)), plan_(std::move(plan)),
+      min_wait_ns_(min_wait_ns) {}
 
 RwsemSession::~RwsemSession() = default;
 
 std::unique_ptr<RwsemSession>
-RwsemSession::load(const RwsemOptions &opts, const std::vector<RwsemPlan> &plans,
-                   bool verbose) {
+RwsemSession::load(const RwsemOptions &opts,
+                   const std::vector<RwsemPlan> &plans, bool verbose) {
   if (plans.empty()) {
     switch (opts.attach) {
     case RwsemAttach::Fentry:
@@ -100,15 +107,17 @@ RwsemSession::load(const RwsemOptions &opts, const std::vector<RwsemPlan> &plans
     std::unique_ptr<rwsem_bpf, SkelDeleter> skel(rwsem_bpf__open());
     if (!skel)
       throw runtime_error("cannot open the BPF object: " + errno_text(errno));
-    uint64_t floor = plan.entry_point_only ? std::max<uint64_t>(min_wait_ns, 1000)
-                                           : min_wait_ns;
+    uint64_t floor = plan.entry_point_only
+                         ? std::max<uint64_t>(min_wait_ns, 1000)
+                         : min_wait_ns;
     int err = try_load(skel.get(), opts, plan, floor);
     if (err == 0) {
       const uint8_t one = 1;
       for (uint32_t pid : opts.pids)
-        if (bpf_map__update_elem(skel->maps.filter_tgids, &pid, sizeof(pid), &one,
-                                 sizeof(one), BPF_ANY))
-          throw runtime_error("cannot fill the PID filter map: " + errno_text(errno));
+        if (bpf_map__update_elem(skel->maps.filter_tgids, &pid, sizeof(pid),
+                                 &one, sizeof(one), BPF_ANY))
+          throw runtime_error("cannot fill the PID filter map: " +
+                              errno_text(errno));
       auto session = std::unique_ptr<RwsemSession>(
           new RwsemSession(std::move(skel), plan, floor));
       try {
@@ -122,14 +131,16 @@ RwsemSession::load(const RwsemOptions &opts, const std::vector<RwsemPlan> &plans
         continue;
       }
       if (verbose)
-        fprintf(stderr, "offcpu: rwsem waits traced with %s\n", plan.describe().c_str());
+        fprintf(stderr, "offcpu: rwsem waits traced with %s\n",
+                plan.describe().c_str());
       take_libbpf_messages();
       return session;
     }
     last_err = err;
     failures += "; " + plan.describe() + ": " + errno_text(err);
     if (verbose)
-      fprintf(stderr, "offcpu: %s failed to load (%s); trying the next mechanism\n",
+      fprintf(stderr,
+              "offcpu: %s failed to load (%s); trying the next mechanism\n",
               plan.describe().c_str(), errno_text(err).c_str());
   }
   std::string log = take_libbpf_messages();
@@ -154,7 +165,8 @@ void RwsemSession::attach_one(bpf_program *prog, const char *what) {
     link = bpf_program__attach(prog);
   }
   if (!link)
-    throw runtime_error(std::string("cannot attach ") + what + ": " + errno_text(errno));
+    throw runtime_error(std::string("cannot attach ") + what + ": " +
+                        errno_text(errno));
   links_.emplace_back(link);
 }
 
@@ -183,7 +195,8 @@ void RwsemSession::attach() {
       bpf_link *link = bpf_program__attach_kprobe(p.rwsem_kretprobe, true,
                                                   plan_.read_target.c_str());
       if (!link)
-        throw runtime_error("cannot attach kretprobe (read): " + errno_text(errno));
+        throw runtime_error("cannot attach kretprobe (read): " +
+                            errno_text(errno));
       links_.emplace_back(link);
     }
     break;

@@ -7,9 +7,10 @@ namespace offcpu {
 
 bool is_tracer_frame(const std::string &name) {
   static const char *const prefixes[] = {
-      "bpf_prog_", "bpf_trace_run", "__bpf_trace_", "__traceiter_",
-      "perf_trace_", "trace_call_bpf", "bpf_get_stack", "__bpf_get_stack",
-      "bpf_get_stackid", "__bpf_prog_enter", "__bpf_prog_exit", "bpf_trampoline_"};
+      "bpf_prog_",        "bpf_trace_run",   "__bpf_trace_",
+      "__traceiter_",     "perf_trace_",     "trace_call_bpf",
+      "bpf_get_stack",    "__bpf_get_stack", "bpf_get_stackid",
+      "__bpf_prog_enter", "__bpf_prog_exit", "bpf_trampoline_"};
   for (const char *p : prefixes)
     if (name.compare(0, std::strlen(p), p) == 0)
       return true;
@@ -33,7 +34,8 @@ std::vector<std::string> name_kernel_stack(const std::vector<uint64_t> &ips,
   for (size_t i = 0; i < leaf_first.size() && i < 16; i++)
     if (is_tracer_frame(leaf_first[i]))
       cut = i + 1;
-  leaf_first.erase(leaf_first.begin(), leaf_first.begin() + static_cast<long>(cut));
+  leaf_first.erase(leaf_first.begin(),
+                   leaf_first.begin() + static_cast<long>(cut));
   std::reverse(leaf_first.begin(), leaf_first.end());
   return leaf_first;
 }
@@ -92,7 +94,8 @@ void merge_partial_kernel_stacks(std::vector<Sample> &samples) {
           full.tgid != part.tgid || full.comm != part.comm ||
           full.user != part.user || full.user_missed != part.user_missed ||
           full.kernel.size() <= part.kernel.size() ||
-          !std::equal(part.kernel.begin(), part.kernel.end(), full.kernel.begin()))
+          !std::equal(part.kernel.begin(), part.kernel.end(),
+                      full.kernel.begin()))
         continue;
       if (best == samples.size() || full.total_ns > samples[best].total_ns)
         best = j;

@@ -19,7 +19,7 @@ struct Sample {
   std::vector<std::string> kernel; // root first
   bool user_missed = false;        // a user stack was wanted but not taken
   bool kernel_missed = false;
-  bool kernel_nosched = false;     // kernel stack lacks the __sched frames
+  bool kernel_nosched = false; // kernel stack lacks the __sched frames
   uint64_t total_ns = 0;
   uint64_t count = 0;
 };

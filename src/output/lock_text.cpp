@@ -7,19 +7,23 @@
 namespace offcpu {
 namespace {
 
-std::string us(uint64_t ns) { return std::to_string((ns + 500) / 1000) + " us"; }
+std::string us(uint64_t ns) {
+  return std::to_string((ns + 500) / 1000) + " us";
+}
 
 } // namespace
 
-std::string format_lock_text(const std::vector<LockSample> &samples, bool delimited) {
+std::string format_lock_text(const std::vector<LockSample> &samples,
+                             bool delimited) {
   std::vector<const LockSample *> order;
   for (const LockSample &s : samples)
     order.push_back(&s);
-  std::sort(order.begin(), order.end(), [](const LockSample *a, const LockSample *b) {
-    if (a->wait.total_ns != b->wait.total_ns)
-      return a->wait.total_ns < b->wait.total_ns;
-    return a->wait.pid < b->wait.pid;
-  });
+  std::sort(order.begin(), order.end(),
+            [](const LockSample *a, const LockSample *b) {
+              if (a->wait.total_ns != b->wait.total_ns)
+                return a->wait.total_ns < b->wait.total_ns;
+              return a->wait.pid < b->wait.pid;
+            });
   std::string out;
   for (const LockSample *ls : order) {
     const Sample &s = ls->wait;
@@ -35,17 +39,19 @@ std::string format_lock_text(const std::vector<LockSample> &samples, bool delimi
       out += "    [Missed User Stack]\n";
     for (auto it = s.user.rbegin(); it != s.user.rend(); ++it)
       out += "    " + *it + "\n";
-    out += "    -                " + s.comm + " (" + std::to_string(s.pid) + ") " +
-           (ls->write ? "write" : "read") + " wait on " + ls->lock + "\n";
+    out += "    -                " + s.comm + " (" + std::to_string(s.pid) +
+           ") " + (ls->write ? "write" : "read") + " wait on " + ls->lock +
+           "\n";
     uint64_t avg = s.count ? s.total_ns / s.count : 0;
-    out += "        " + std::to_string(s.count) + (s.count == 1 ? " wait" : " waits") +
-           ", total " + us(s.total_ns) + ", max " + us(ls->max_ns) + ", avg " + us(avg) +
-           "\n\n";
+    out += "        " + std::to_string(s.count) +
+           (s.count == 1 ? " wait" : " waits") + ", total " + us(s.total_ns) +
+           ", max " + us(ls->max_ns) + ", avg " + us(avg) + "\n\n";
   }
   return out;
 }
 
-std::string format_lock_folded(const std::vector<LockSample> &samples, bool delimited) {
+std::string format_lock_folded(const std::vector<LockSample> &samples,
+                               bool delimited) {
   std::vector<Sample> plain;
   plain.reserve(samples.size());
   for (const LockSample &ls : samples)

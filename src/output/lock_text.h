@@ -10,9 +10,11 @@
 
 namespace offcpu {
 
-std::string format_lock_text(const std::vector<LockSample> &samples, bool delimited);
+std::string format_lock_text(const std::vector<LockSample> &samples,
+                             bool delimited);
 
 // Folded lines (comm;user;kernel wait_us) through the common folded writer.
-std::string format_lock_folded(const std::vector<LockSample> &samples, bool delimited);
+std::string format_lock_folded(const std::vector<LockSample> &samples,
+                               bool delimited);
 
 } // namespace offcpu

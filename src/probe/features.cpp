@@ -57,8 +57,8 @@ KernelFeatures probe_kernel_features() {
       has_enum_value(b.get(), "bpf_map_type", "BPF_MAP_TYPE_TASK_STORAGE");
   f.get_task_stack =
       has_enum_value(b.get(), "bpf_func_id", "BPF_FUNC_get_task_stack");
-  f.task_iter = btf__find_by_name_kind(b.get(), "bpf_iter__task",
-                                       BTF_KIND_STRUCT) >= 0;
+  f.task_iter =
+      btf__find_by_name_kind(b.get(), "bpf_iter__task", BTF_KIND_STRUCT) >= 0;
   f.user_walk_current =
       has_enum_value(b.get(), "bpf_func_id", "BPF_FUNC_get_current_task_btf") &&
       has_enum_value(b.get(), "bpf_func_id", "BPF_FUNC_task_pt_regs");
@@ -90,8 +90,10 @@ std::vector<OffcpuPlan> offcpu_plans(const KernelFeatures &f,
     // do_nanosleep, mutex_lock, down_write, wait_for_completion...), which
     // name the kind of wait. Truthful stacks come first: it is opt-in.
     p.kstack_at_switch_in = f.get_task_stack && kstack_at_switch_in;
-    p.seed_open_waits = f.task_iter && f.user_walk_other_task && f.get_task_stack;
-    p.flush_open_waits = f.task_iter && (f.get_task_stack || !p.kstack_at_switch_in);
+    p.seed_open_waits =
+        f.task_iter && f.user_walk_other_task && f.get_task_stack;
+    p.flush_open_waits =
+        f.task_iter && (f.get_task_stack || !p.kstack_at_switch_in);
     plans.push_back(p);
   }
   // raw_tp: kernels before 5.5, or where tp_btf fails to load. Stacks at
@@ -106,7 +108,8 @@ std::vector<OffcpuPlan> offcpu_plans(const KernelFeatures &f,
     // they stay tested on new kernels too.
     p.bpf_loop = false;
     p.kstack_at_switch_in = false;
-    p.seed_open_waits = f.task_iter && f.user_walk_other_task && f.get_task_stack;
+    p.seed_open_waits =
+        f.task_iter && f.user_walk_other_task && f.get_task_stack;
     p.flush_open_waits = f.task_iter;
     plans.push_back(p);
   }
@@ -161,24 +164,27 @@ RwsemFeatures probe_rwsem_features() {
   auto kallsyms = system_files().read("/proc/kallsyms", 256u << 20);
   std::string syms = kallsyms ? *kallsyms : std::string();
   // 4.20 renamed rwsem_down_write_failed to rwsem_down_write_slowpath.
-  for (const char *name : {"rwsem_down_write_slowpath", "rwsem_down_write_failed"})
+  for (const char *name :
+       {"rwsem_down_write_slowpath", "rwsem_down_write_failed"})
     if (f.write_slowpath.empty() && kallsyms_has(syms, name))
       f.write_slowpath = name;
-  for (const char *name : {"rwsem_down_read_slowpath", "rwsem_down_read_failed"})
+  for (const char *name :
+       {"rwsem_down_read_slowpath", "rwsem_down_read_failed"})
     if (f.read_slowpath.empty() && kallsyms_has(syms, name))
       f.read_slowpath = name;
   f.down_write = kallsyms_has(syms, "down_write");
   f.kprobes = access("/sys/bus/event_source/devices/kprobe", F_OK) == 0;
   if (b) {
     f.btf = true;
-    f.fentry_targets =
-        !f.write_slowpath.empty() &&
-        btf__find_by_name_kind(b.get(), f.write_slowpath.c_str(), BTF_KIND_FUNC) >= 0;
+    f.fentry_targets = !f.write_slowpath.empty() &&
+                       btf__find_by_name_kind(b.get(), f.write_slowpath.c_str(),
+                                              BTF_KIND_FUNC) >= 0;
     f.contention_tracepoints =
         tracepoint_params(b.get(), "btf_trace_contention_begin") >= 3 &&
         tracepoint_params(b.get(), "btf_trace_contention_end") >= 3;
     f.user_walk_current =
-        has_enum_value(b.get(), "bpf_func_id", "BPF_FUNC_get_current_task_btf") &&
+        has_enum_value(b.get(), "bpf_func_id",
+                       "BPF_FUNC_get_current_task_btf") &&
         has_enum_value(b.get(), "bpf_func_id", "BPF_FUNC_task_pt_regs");
     f.bpf_loop = has_enum_value(b.get(), "bpf_func_id", "BPF_FUNC_loop");
   }
@@ -233,7 +239,8 @@ std::string RwsemPlan::describe() const {
   case RwsemAttach::Kprobe:
     return "kprobe/kretprobe on " + write_target +
            (read_target.empty() ? "" : " and " + read_target) +
-           (entry_point_only ? " (uncontended calls too; waits < 1 us dropped)" : "");
+           (entry_point_only ? " (uncontended calls too; waits < 1 us dropped)"
+                             : "");
   default:
     return "tp_btf lock:contention_begin/contention_end";
   }

@@ -17,10 +17,12 @@ struct KernelFeatures {
   bool task_storage = false;            // BPF_MAP_TYPE_TASK_STORAGE, 5.11+
   bool get_task_stack = false;          // bpf_get_task_stack, 5.9+
   bool task_iter = false;               // iter/task, 5.8+
-  bool user_walk_current = false;       // get_current_task_btf 5.11 + task_pt_regs 5.15
-  bool user_walk_other_task = false;    // task_pt_regs 5.15 + copy_from_user_task 5.18
-  bool kprobes = false;                 // CONFIG_KPROBES (kprobe_events present)
-  bool bpf_loop = false;                // bpf_loop helper, 5.17+
+  bool user_walk_current =
+      false; // get_current_task_btf 5.11 + task_pt_regs 5.15
+  bool user_walk_other_task =
+      false;             // task_pt_regs 5.15 + copy_from_user_task 5.18
+  bool kprobes = false;  // CONFIG_KPROBES (kprobe_events present)
+  bool bpf_loop = false; // bpf_loop helper, 5.17+
 };
 
 // Reads /sys/kernel/btf/vmlinux; all false when the kernel has no BTF.
@@ -28,14 +30,14 @@ KernelFeatures probe_kernel_features();
 
 // How the off-CPU programs are attached and where they keep state.
 struct OffcpuPlan {
-  bool tp_btf = true;              // else raw_tp/sched_switch
+  bool tp_btf = true;               // else raw_tp/sched_switch
   bool kstack_at_switch_in = false; // bpf_get_task_stack(next), after filters
-  bool task_storage = true;        // else a tid-keyed hash map
-  bool user_fp_walk = true;        // own frame-pointer walk, else bpf_get_stack
-  bool bpf_loop = true;            // loops through bpf_loop: fast verification
-  bool prev_state_arg = true;      // else read task->__state / ->state
-  bool seed_open_waits = true;     // iterator opens waits at attach time
-  bool flush_open_waits = true;    // iterator charges open waits at stop
+  bool task_storage = true;         // else a tid-keyed hash map
+  bool user_fp_walk = true;     // own frame-pointer walk, else bpf_get_stack
+  bool bpf_loop = true;         // loops through bpf_loop: fast verification
+  bool prev_state_arg = true;   // else read task->__state / ->state
+  bool seed_open_waits = true;  // iterator opens waits at attach time
+  bool flush_open_waits = true; // iterator charges open waits at stop
   std::string describe() const;
 };
 
@@ -52,9 +54,9 @@ struct RwsemFeatures {
   // Slow-path functions that exist, newest name first; empty if none.
   std::string write_slowpath; // rwsem_down_write_slowpath (4.20+) or _failed
   std::string read_slowpath;
-  bool fentry_targets = false;  // the slow paths have BTF (fentry possible)
-  bool kprobes = false;         // the perf kprobe PMU exists
-  bool down_write = false;      // down_write exists (last-resort kprobe)
+  bool fentry_targets = false; // the slow paths have BTF (fentry possible)
+  bool kprobes = false;        // the perf kprobe PMU exists
+  bool down_write = false;     // down_write exists (last-resort kprobe)
   bool contention_tracepoints = false; // lock:contention_begin/end, 5.19+
   bool user_walk_current = false;
   bool bpf_loop = false;

@@ -21,7 +21,9 @@
 namespace offcpu {
 namespace {
 
-void note(const std::string &line) { fprintf(stderr, "offcpu: %s\n", line.c_str()); }
+void note(const std::string &line) {
+  fprintf(stderr, "offcpu: %s\n", line.c_str());
+}
 
 std::string target_description(const ProfileOptions &o) {
   std::string s;
@@ -46,25 +48,27 @@ std::string target_description(const ProfileOptions &o) {
 
 } // namespace
 
-std::string describe_losses(const RawProfile &raw, const ProfileOptions &o) {
+std::string describe_losses(const std::array<uint64_t, OFFCPU_LOST_NR> &lost,
+                            uint32_t stack_storage_size, uint32_t max_entries) {
   std::string out;
   auto line = [&](uint64_t n, const std::string &text) {
     if (n)
       out += "offcpu: warning: " + std::to_string(n) + " " + text + "\n";
   };
-  line(raw.lost[OFFCPU_LOST_STACK_MAP_FULL],
+  line(lost[OFFCPU_LOST_STACK_MAP_FULL],
        "stacks lost: stack storage full; raise --stack-storage-size (now " +
-           std::to_string(o.stack_storage_size) + ")");
-  line(raw.lost[OFFCPU_LOST_STACK_COLLISION],
+           std::to_string(stack_storage_size) + ")");
+  line(lost[OFFCPU_LOST_STACK_COLLISION],
        "stacks lost to hash collisions; raise --stack-storage-size");
-  line(raw.lost[OFFCPU_LOST_AGG_MAP_FULL],
+  line(lost[OFFCPU_LOST_AGG_MAP_FULL],
        "waits lost: too many distinct thread/stack pairs; raise --max-entries "
-       "(now " + std::to_string(o.max_entries) + ")");
-  line(raw.lost[OFFCPU_LOST_START_STORE],
-       "waits lost: the kernel could not store their start time (out of memory)");
-  line(raw.lost[OFFCPU_LOST_USER_STACK_WALK],
+       "(now " +
+           std::to_string(max_entries) + ")");
+  line(lost[OFFCPU_LOST_START_STORE], "waits lost: the kernel could not store "
+                                      "their start time (out of memory)");
+  line(lost[OFFCPU_LOST_USER_STACK_WALK],
        "user stacks could not be walked (shown as [Missed User Stack])");
-  line(raw.lost[OFFCPU_LOST_KERNEL_STACK_WALK],
+  line(lost[OFFCPU_LOST_KERNEL_STACK_WALK],
        "kernel stacks could not be walked (shown as [Missed Kernel Stack])");
   return out;
 }
@@ -78,13 +82,15 @@ int run_profile(const ProfileOptions &opts) {
   KernelFeatures features = probe_kernel_features();
   const uint64_t t_probed = monotonic_ns();
   if (!features.btf)
-    throw runtime_error("this kernel has no BTF (/sys/kernel/btf/vmlinux): "
-                        "offcpu needs a kernel built with CONFIG_DEBUG_INFO_BTF=y");
+    throw runtime_error(
+        "this kernel has no BTF (/sys/kernel/btf/vmlinux): "
+        "offcpu needs a kernel built with CONFIG_DEBUG_INFO_BTF=y");
   if (opts.verbose)
     note("kernel: " + describe_features(features));
 
-  auto session = OffcpuSession::load(opts, offcpu_plans(features, opts.attach, opts.kstack_at_switch_in),
-                                     opts.verbose);
+  auto session = OffcpuSession::load(
+      opts, offcpu_plans(features, opts.attach, opts.kstack_at_switch_in),
+      opts.verbose);
   if (stop_requested()) {
     note("interrupted before tracing started; nothing collected");
     return kExitInterrupted;
@@ -93,15 +99,19 @@ int run_profile(const ProfileOptions &opts) {
   session->attach();
   if (opts.verbose) {
     uint64_t t = monotonic_ns();
-    auto ms = [](uint64_t a, uint64_t b) { return std::to_string((b - a) / 1000000); };
-    note("attached after " + ms(t_start, t) + " ms: probe " + ms(t_start, t_probed) +
-         ", load " + ms(t_probed, t_loaded) + ", attach and seed " + ms(t_loaded, t));
+    auto ms = [](uint64_t a, uint64_t b) {
+      return std::to_string((b - a) / 1000000);
+    };
+    note("attached after " + ms(t_start, t) + " ms: probe " +
+         ms(t_start, t_probed) + ", load " + ms(t_probed, t_loaded) +
+         ", attach and seed " + ms(t_loaded, t));
   }
 
   std::string what = "Tracing off-CPU time (us) of " + target_description(opts);
   if (opts.duration_s)
     what += " for " + std::to_string(*opts.duration_s).substr(0, 8) + " s";
-  note(what + (opts.duration_s ? "... Hit Ctrl-C to end early." : "... Hit Ctrl-C to end."));
+  note(what + (opts.duration_s ? "... Hit Ctrl-C to end early."
+                               : "... Hit Ctrl-C to end."));
 
   wait_for_stop(opts.duration_s ? *opts.duration_s : -1.0);
   session->stop();
@@ -123,16 +133,18 @@ int run_profile(const ProfileOptions &opts) {
     throw runtime_error(std::string("cannot write the results: ") +
                         std::strerror(errno));
 
-  std::string losses = describe_losses(raw, opts);
+  std::string losses =
+      describe_losses(raw.lost, opts.stack_storage_size, opts.max_entries);
   fputs(losses.c_str(), stderr);
   if (opts.verbose) {
     const SymbolizeStats &st = symbolizer.stats();
-    note("collected " + std::to_string(raw.counts.size()) + " thread/stack pairs, " +
-         std::to_string(raw.stacks.size()) + " stacks over " +
-         std::to_string(raw.window_ns / 1000000) + " ms");
-    std::string line = "symbolization: " + std::to_string(st.named) + " frames named, " +
-                       std::to_string(st.unnamed) + " unnamed, " +
-                       std::to_string(st.elf_files_parsed) + " ELF files parsed";
+    note("collected " + std::to_string(raw.counts.size()) +
+         " thread/stack pairs, " + std::to_string(raw.stacks.size()) +
+         " stacks over " + std::to_string(raw.window_ns / 1000000) + " ms");
+    std::string line = "symbolization: " + std::to_string(st.named) +
+                       " frames named, " + std::to_string(st.unnamed) +
+                       " unnamed, " + std::to_string(st.elf_files_parsed) +
+                       " ELF files parsed";
     for (const auto &[module, n] : st.unnamed_by_module)
       line += "; " + module + " " + std::to_string(n);
     note(line);

@@ -11,6 +11,7 @@ namespace offcpu {
 int run_profile(const ProfileOptions &opts);
 
 // One stderr line per cause of loss, naming the option that fixes it.
-std::string describe_losses(const RawProfile &raw, const ProfileOptions &opts);
+std::string describe_losses(const std::array<uint64_t, OFFCPU_LOST_NR> &lost,
+                            uint32_t stack_storage_size, uint32_t max_entries);
 
 } // namespace offcpu

@@ -21,7 +21,9 @@
 namespace offcpu {
 namespace {
 
-void note(const std::string &line) { fprintf(stderr, "offcpu: %s\n", line.c_str()); }
+void note(const std::string &line) {
+  fprintf(stderr, "offcpu: %s\n", line.c_str());
+}
 
 bool all_digits(const char *s) {
   if (!*s)
@@ -54,19 +56,21 @@ std::string clock_time() {
 // Prints one interval's report; returns false when stdout is gone.
 bool report(const RawLockWaits &raw, Symbolizer &sym, const RwsemOptions &o,
             double seconds) {
-  std::vector<LockSample> samples = symbolize_lock_waits(raw, sym, StackSelection{});
+  std::vector<LockSample> samples =
+      symbolize_lock_waits(raw, sym, StackSelection{});
   std::string out;
   if (o.folded) {
     out = format_lock_folded(samples, o.delimited);
   } else {
     char head[96];
-    snprintf(head, sizeof(head), "[%s] rwsem waits over %.1f s%s\n", clock_time().c_str(),
-             seconds, samples.empty() ? ": none" : "");
+    snprintf(head, sizeof(head), "[%s] rwsem waits over %.1f s%s\n",
+             clock_time().c_str(), seconds, samples.empty() ? ": none" : "");
     out = head + format_lock_text(samples, o.delimited);
   }
   WriteResult wr = write_all(STDOUT_FILENO, out);
   if (wr == WriteResult::Failed)
-    throw runtime_error(std::string("cannot write the results: ") + std::strerror(errno));
+    throw runtime_error(std::string("cannot write the results: ") +
+                        std::strerror(errno));
   return wr == WriteResult::Ok;
 }
 
@@ -90,7 +94,8 @@ bool process_name_exists(const std::string &name, bool threads) {
     }
     if (DIR *tasks = opendir((dir + "/task").c_str())) {
       while (dirent *t = readdir(tasks))
-        if (all_digits(t->d_name) && read_comm(dir + "/task/" + t->d_name + "/comm") == name)
+        if (all_digits(t->d_name) &&
+            read_comm(dir + "/task/" + t->d_name + "/comm") == name)
           found = true;
       closedir(tasks);
     }
@@ -105,9 +110,11 @@ int run_rwsem(const RwsemOptions &opts) {
   capture_libbpf_messages(opts.verbose);
   RwsemFeatures features = probe_rwsem_features();
   if (!features.btf)
-    throw runtime_error("this kernel has no BTF (/sys/kernel/btf/vmlinux): "
-                        "offcpu needs a kernel built with CONFIG_DEBUG_INFO_BTF=y");
-  auto session = RwsemSession::load(opts, rwsem_plans(features, opts.attach), opts.verbose);
+    throw runtime_error(
+        "this kernel has no BTF (/sys/kernel/btf/vmlinux): "
+        "offcpu needs a kernel built with CONFIG_DEBUG_INFO_BTF=y");
+  auto session = RwsemSession::load(opts, rwsem_plans(features, opts.attach),
+                                    opts.verbose);
   if (stop_requested()) {
     note("interrupted before tracing started; nothing collected");
     return kExitInterrupted;
@@ -115,10 +122,12 @@ int run_rwsem(const RwsemOptions &opts) {
 
   std::string who;
   if (!opts.name.empty()) {
-    who = (opts.match_thread_name ? "threads named '" : "processes named '") + opts.name + "'";
+    who = (opts.match_thread_name ? "threads named '" : "processes named '") +
+          opts.name + "'";
     if (!process_name_exists(opts.name, opts.match_thread_name))
-      note(std::string("no ") + (opts.match_thread_name ? "thread" : "process") +
-           " named '" + opts.name + "' yet; tracing it when it starts");
+      note(std::string("no ") +
+           (opts.match_thread_name ? "thread" : "process") + " named '" +
+           opts.name + "' yet; tracing it when it starts");
   }
   if (!opts.pids.empty()) {
     std::string list;
@@ -126,10 +135,12 @@ int run_rwsem(const RwsemOptions &opts) {
       list += (list.empty() ? "" : ",") + std::to_string(p);
     who += (who.empty() ? "PID " : " in PID ") + list;
   }
-  note(std::string("Tracing rwsem ") + (opts.include_read ? "read and write" : "write") +
-       " waits of " + who + "... Hit Ctrl-C to end.");
+  note(std::string("Tracing rwsem ") +
+       (opts.include_read ? "read and write" : "write") + " waits of " + who +
+       "... Hit Ctrl-C to end.");
 
-  Symbolizer symbolizer(system_files(), KernelSymbols::load(system_files(), true));
+  Symbolizer symbolizer(system_files(),
+                        KernelSymbols::load(system_files(), true));
   const double start = static_cast<double>(monotonic_ns()) / 1e9;
   double last = start;
   std::array<uint64_t, OFFCPU_LOST_NR> lost{};
@@ -152,12 +163,9 @@ int run_rwsem(const RwsemOptions &opts) {
     if (final)
       break;
   }
-  RawProfile for_losses;
-  for_losses.lost = lost;
-  ProfileOptions limits;
-  limits.stack_storage_size = opts.stack_storage_size;
-  limits.max_entries = opts.max_entries;
-  fputs(describe_losses(for_losses, limits).c_str(), stderr);
+  fputs(
+      describe_losses(lost, opts.stack_storage_size, opts.max_entries).c_str(),
+      stderr);
   if (opts.verbose) {
     note("traced from " + std::to_string(session->attached_ns()) + " to " +
          std::to_string(session->stopped_ns()) + " ns (CLOCK_MONOTONIC)");

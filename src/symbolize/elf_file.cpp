@@ -51,7 +51,8 @@ std::string read_build_id(Elf *elf, Elf_Scn *scn) {
          (off = gelf_getnote(data, off, &nhdr, &name_off, &desc_off)) > 0) {
     if (nhdr.n_type == NT_GNU_BUILD_ID && nhdr.n_namesz == 4 &&
         name_off + 4 <= data->d_size &&
-        std::memcmp(static_cast<char *>(data->d_buf) + name_off, "GNU", 4) == 0 &&
+        std::memcmp(static_cast<char *>(data->d_buf) + name_off, "GNU", 4) ==
+            0 &&
         nhdr.n_descsz > 0 && nhdr.n_descsz <= 64 &&
         desc_off + nhdr.n_descsz <= data->d_size)
       return hex(static_cast<unsigned char *>(data->d_buf) + desc_off,
@@ -91,14 +92,16 @@ void read_symbols(Elf *elf, Elf_Scn *scn, const GElf_Shdr &shdr,
 std::unique_ptr<ElfFile> ElfFile::open(const std::string &path) {
   if (!libelf_ready())
     return nullptr;
-  UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK));
+  UniqueFd fd(
+      ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK));
   if (!fd)
     return nullptr;
   struct stat st {};
   // Regular files only: a FIFO or device could block or never end.
   if (fstat(fd.get(), &st) != 0 || !S_ISREG(st.st_mode))
     return nullptr;
-  std::unique_ptr<Elf, ElfDeleter> elf(elf_begin(fd.get(), ELF_C_READ_MMAP, nullptr));
+  std::unique_ptr<Elf, ElfDeleter> elf(
+      elf_begin(fd.get(), ELF_C_READ_MMAP, nullptr));
   if (!elf || elf_kind(elf.get()) != ELF_K_ELF)
     return nullptr;
 
@@ -107,7 +110,8 @@ std::unique_ptr<ElfFile> ElfFile::open(const std::string &path) {
   if (elf_getphdrnum(elf.get(), &phnum) == 0) {
     for (size_t i = 0; i < phnum && i < kMaxSections; i++) {
       GElf_Phdr ph;
-      if (gelf_getphdr(elf.get(), static_cast<int>(i), &ph) && ph.p_type == PT_LOAD)
+      if (gelf_getphdr(elf.get(), static_cast<int>(i), &ph) &&
+          ph.p_type == PT_LOAD)
         file->segments_.push_back({ph.p_offset, ph.p_vaddr, ph.p_filesz});
     }
   }
@@ -118,7 +122,8 @@ std::unique_ptr<ElfFile> ElfFile::open(const std::string &path) {
     shstrndx = 0;
   Elf_Scn *scn = nullptr;
   size_t sections = 0;
-  while ((scn = elf_nextscn(elf.get(), scn)) != nullptr && sections++ < kMaxSections) {
+  while ((scn = elf_nextscn(elf.get(), scn)) != nullptr &&
+         sections++ < kMaxSections) {
     GElf_Shdr shdr;
     if (!gelf_getshdr(scn, &shdr))
       continue;

@@ -7,8 +7,12 @@
 namespace offcpu {
 namespace {
 
-bool is_code_type(char t) { return t == 't' || t == 'T' || t == 'w' || t == 'W'; }
-bool is_data_type(char t) { return t == 'd' || t == 'D' || t == 'b' || t == 'B'; }
+bool is_code_type(char t) {
+  return t == 't' || t == 'T' || t == 'w' || t == 'W';
+}
+bool is_data_type(char t) {
+  return t == 'd' || t == 'D' || t == 'b' || t == 'B';
+}
 
 std::string_view next_field(std::string_view &line) {
   size_t start = line.find_first_not_of(" \t");
@@ -70,7 +74,9 @@ public:
     if (!partial_.empty())
       line(partial_);
     ks_.hidden_ = lines_ > 0 && zero_ == lines_;
-    auto by_addr = [](const Entry &a, const Entry &b) { return a.addr < b.addr; };
+    auto by_addr = [](const Entry &a, const Entry &b) {
+      return a.addr < b.addr;
+    };
     std::stable_sort(ks_.code_.begin(), ks_.code_.end(), by_addr);
     std::stable_sort(ks_.data_.begin(), ks_.data_.end(), by_addr);
     ks_.code_.shrink_to_fit();
@@ -142,12 +148,14 @@ KernelSymbols KernelSymbols::load(const FileReader &files, bool with_data) {
 
 std::optional<KernelSymbol> KernelSymbols::view(const std::vector<Entry> &v,
                                                 uint64_t addr) const {
-  auto it = std::upper_bound(v.begin(), v.end(), addr,
-                             [](uint64_t a, const Entry &e) { return a < e.addr; });
+  auto it =
+      std::upper_bound(v.begin(), v.end(), addr,
+                       [](uint64_t a, const Entry &e) { return a < e.addr; });
   if (it == v.begin())
     return std::nullopt;
   const Entry &e = *std::prev(it);
-  return KernelSymbol{e.addr, std::string_view(names_).substr(e.name_off, e.name_len),
+  return KernelSymbol{e.addr,
+                      std::string_view(names_).substr(e.name_off, e.name_len),
                       modules_[e.module]};
 }
 

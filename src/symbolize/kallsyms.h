@@ -43,7 +43,8 @@ private:
   };
   class Parser;
 
-  std::optional<KernelSymbol> view(const std::vector<Entry> &v, uint64_t addr) const;
+  std::optional<KernelSymbol> view(const std::vector<Entry> &v,
+                                   uint64_t addr) const;
 
   std::vector<Entry> code_;
   std::vector<Entry> data_;

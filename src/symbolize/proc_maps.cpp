@@ -88,7 +88,8 @@ bool Mapping::deleted() const {
 }
 
 std::string Mapping::display_name() const {
-  std::string p = deleted() ? path.substr(0, path.size() - kDeleted.size()) : path;
+  std::string p =
+      deleted() ? path.substr(0, path.size() - kDeleted.size()) : path;
   size_t slash = p.rfind('/');
   return slash == std::string::npos ? p : p.substr(slash + 1);
 }
@@ -103,8 +104,9 @@ std::vector<Mapping> parse_proc_maps(std::string_view text) {
     if (parse_line(line, m))
       maps.push_back(std::move(m));
   }
-  std::sort(maps.begin(), maps.end(),
-            [](const Mapping &a, const Mapping &b) { return a.start < b.start; });
+  std::sort(maps.begin(), maps.end(), [](const Mapping &a, const Mapping &b) {
+    return a.start < b.start;
+  });
   return maps;
 }
 

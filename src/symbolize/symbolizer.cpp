@@ -13,7 +13,9 @@ namespace {
 constexpr std::size_t kMaxMapsBytes = 64u << 20;
 const char kDebugRoot[] = "/usr/lib/debug";
 
-bool readable(const std::string &path) { return access(path.c_str(), R_OK) == 0; }
+bool readable(const std::string &path) {
+  return access(path.c_str(), R_OK) == 0;
+}
 
 std::string dirname_of(const std::string &path) {
   size_t slash = path.rfind('/');
@@ -24,7 +26,8 @@ std::string dirname_of(const std::string &path) {
 
 Symbolizer::Symbolizer(const FileReader &files, KernelSymbols kernel,
                        std::string proc_root)
-    : files_(files), kernel_(std::move(kernel)), proc_root_(std::move(proc_root)) {}
+    : files_(files), kernel_(std::move(kernel)),
+      proc_root_(std::move(proc_root)) {}
 
 std::string Symbolizer::kernel_frame(uint64_t addr, bool is_return_address) {
   uint64_t lookup = is_return_address && addr > 0 ? addr - 1 : addr;
@@ -53,13 +56,17 @@ Symbolizer::Process &Symbolizer::process(uint32_t tgid) {
   return processes_.emplace(tgid, std::move(p)).first->second;
 }
 
-void Symbolizer::remember_process(uint32_t tgid) { process(tgid); }
+void Symbolizer::remember_process(uint32_t tgid) {
+  process(tgid);
+}
 
-void Symbolizer::find_debug_file(ElfFile &file, uint32_t tgid, const Mapping &m) {
+void Symbolizer::find_debug_file(ElfFile &file, uint32_t tgid,
+                                 const Mapping &m) {
   std::vector<std::string> candidates;
   const std::string &id = file.build_id();
   if (id.size() > 2) {
-    std::string rel = "/.build-id/" + id.substr(0, 2) + "/" + id.substr(2) + ".debug";
+    std::string rel =
+        "/.build-id/" + id.substr(0, 2) + "/" + id.substr(2) + ".debug";
     candidates.push_back(kDebugRoot + rel);
     candidates.push_back(proc_root_ + "/" + std::to_string(tgid) + "/root" +
                          kDebugRoot + rel);
@@ -75,10 +82,11 @@ void Symbolizer::find_debug_file(ElfFile &file, uint32_t tgid, const Mapping &m)
       return;
     }
   }
-  if (file.debuglink().empty() || file.debuglink().find('/') != std::string::npos)
+  if (file.debuglink().empty() ||
+      file.debuglink().find('/') != std::string::npos)
     return;
-  std::string dir = dirname_of(m.deleted() ? m.path.substr(0, m.path.size() - 10)
-                                           : m.path);
+  std::string dir =
+      dirname_of(m.deleted() ? m.path.substr(0, m.path.size() - 10) : m.path);
   std::string root = proc_root_ + "/" + std::to_string(tgid) + "/root";
   for (const std::string &base : {root + dir, dir}) {
     for (const std::string &path :
@@ -146,7 +154,8 @@ std::string Symbolizer::user_frame(uint32_t tgid, uint64_t addr,
       }
     }
   }
-  std::string module = m->path.empty() ? "[anon]" : "[" + m->display_name() + "]";
+  std::string module =
+      m->path.empty() ? "[anon]" : "[" + m->display_name() + "]";
   if (m->path.size() > 1 && m->path[0] == '[')
     module = m->path;
   stats_.unnamed++;

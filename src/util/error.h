@@ -9,9 +9,9 @@ namespace offcpu {
 // Exit codes, documented in the README.
 enum ExitCode : int {
   kExitOk = 0,
-  kExitRuntime = 1,     // the kernel, a file or the system failed us
-  kExitUsage = 2,       // bad command line or input
-  kExitInterrupted = 130,  // a second Ctrl-C: stopped without output
+  kExitRuntime = 1,       // the kernel, a file or the system failed us
+  kExitUsage = 2,         // bad command line or input
+  kExitInterrupted = 130, // a second Ctrl-C: stopped without output
 };
 
 // A failure the user must act on. main() prints what() on one line and

@@ -13,7 +13,8 @@ namespace offcpu {
 bool SystemFileReader::read_chunks(
     const std::string &path, std::size_t max_bytes,
     const std::function<void(std::string_view)> &sink) const {
-  UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK));
+  UniqueFd fd(
+      ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK));
   if (!fd)
     return false;
   char buf[65536];

@@ -17,8 +17,9 @@ public:
   virtual std::optional<std::string> read(const std::string &path,
                                           std::size_t max_bytes) const = 0;
   // The same, handed over in pieces so large files need not be held whole.
-  virtual bool read_chunks(const std::string &path, std::size_t max_bytes,
-                           const std::function<void(std::string_view)> &sink) const {
+  virtual bool
+  read_chunks(const std::string &path, std::size_t max_bytes,
+              const std::function<void(std::string_view)> &sink) const {
     auto all = read(path, max_bytes);
     if (all)
       sink(*all);
@@ -31,8 +32,9 @@ class SystemFileReader : public FileReader {
 public:
   std::optional<std::string> read(const std::string &path,
                                   std::size_t max_bytes) const override;
-  bool read_chunks(const std::string &path, std::size_t max_bytes,
-                   const std::function<void(std::string_view)> &sink) const override;
+  bool
+  read_chunks(const std::string &path, std::size_t max_bytes,
+              const std::function<void(std::string_view)> &sink) const override;
 };
 
 const FileReader &system_files();

@@ -40,7 +40,9 @@ void install_stop_handlers() {
   signal(SIGPIPE, SIG_IGN);
 }
 
-bool stop_requested() { return g_stops.load() > 0; }
+bool stop_requested() {
+  return g_stops.load() > 0;
+}
 
 bool wait_for_stop(double seconds) {
   const double deadline = seconds < 0 ? -1 : monotonic_seconds() + seconds;

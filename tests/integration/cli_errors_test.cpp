@@ -19,8 +19,15 @@ size_t lines(const std::string &s) {
 
 TEST(CliErrors, BadInputExitsTwoWithOneLine) {
   const std::vector<std::vector<std::string>> bad = {
-      {"--bogus"}, {"-p", "999999999"}, {"0"}, {"-5"}, {"ten"}, {"-u", "-k"},
-      {"-p", "1,abc"}, {"-m", "9", "-M", "1"}, {"--perf-max-stack-depth", "1000"}};
+      {"--bogus"},
+      {"-p", "999999999"},
+      {"0"},
+      {"-5"},
+      {"ten"},
+      {"-u", "-k"},
+      {"-p", "1,abc"},
+      {"-m", "9", "-M", "1"},
+      {"--perf-max-stack-depth", "1000"}};
   for (auto args : bad) {
     args.insert(args.begin(), OFFCPU_BIN);
     auto r = run(args, 30);

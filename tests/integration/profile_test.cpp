@@ -6,6 +6,7 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <regex>
 #include <set>
 
 #include "support/folded_parse.h"
@@ -63,7 +64,8 @@ protected:
     return r;
   }
 
-  std::vector<FoldedLine> folded(const Workload &w, std::vector<std::string> extra = {}) {
+  std::vector<FoldedLine> folded(const Workload &w,
+                                 std::vector<std::string> extra = {}) {
     std::vector<std::string> args = {"-p", std::to_string(w.pid()), "-f"};
     args.insert(args.end(), extra.begin(), extra.end());
     args.push_back("2");
@@ -71,7 +73,8 @@ protected:
   }
 };
 
-const FoldedLine *heaviest_with(const std::vector<FoldedLine> &lines, const std::string &comm,
+const FoldedLine *heaviest_with(const std::vector<FoldedLine> &lines,
+                                const std::string &comm,
                                 const std::string &frame) {
   const FoldedLine *best = nullptr;
   for (const auto &l : lines)
@@ -83,7 +86,8 @@ const FoldedLine *heaviest_with(const std::vector<FoldedLine> &lines, const std:
 
 // Frames appear in this order (caller before callee), not necessarily
 // adjacent.
-void expect_in_order(const FoldedLine *line, const std::vector<std::string> &frames) {
+void expect_in_order(const FoldedLine *line,
+                     const std::vector<std::string> &frames) {
   ASSERT_NE(line, nullptr);
   int last = -1;
   for (const auto &f : frames) {
@@ -93,7 +97,8 @@ void expect_in_order(const FoldedLine *line, const std::vector<std::string> &fra
   }
 }
 
-void expect_near(uint64_t got_us, uint64_t want_us, double tolerance, const std::string &what) {
+void expect_near(uint64_t got_us, uint64_t want_us, double tolerance,
+                 const std::string &what) {
   double lo = static_cast<double>(want_us) * (1 - tolerance);
   double hi = static_cast<double>(want_us) * (1 + tolerance);
   EXPECT_GE(static_cast<double>(got_us), lo) << what;
@@ -105,30 +110,36 @@ TEST_F(Profile, BlockedThreadsAddUpToTheWindowAndTheSpinnerToNearZero) {
   auto lines = folded(w);
   auto totals = test::totals_by_comm(lines);
   // Each of these threads is off CPU all the time but for microseconds.
-  for (const char *comm : {"sleeper", "piperd", "pipewr", "mutexh", "mutexw", "stuck"})
+  for (const char *comm :
+       {"sleeper", "piperd", "pipewr", "mutexh", "mutexw", "stuck"})
     expect_near(totals[comm], kWindowUs, 0.05, comm);
-  EXPECT_LT(totals["spinner"], kWindowUs * 5 / 100) << "spinner is on CPU all the time";
+  EXPECT_LT(totals["spinner"], kWindowUs * 5 / 100)
+      << "spinner is on CPU all the time";
 }
 
 TEST_F(Profile, StacksNameTheBlockingFunctionsAboveTheKernelPath) {
   Workload w;
   auto lines = folded(w);
   expect_in_order(heaviest_with(lines, "sleeper", "block_in_nanosleep"),
-                  {"start_thread", "sleeper_main", "block_in_nanosleep", "do_syscall_64",
-                   "hrtimer_nanosleep", "do_nanosleep", "schedule", "__schedule"});
+                  {"start_thread", "sleeper_main", "block_in_nanosleep",
+                   "do_syscall_64", "hrtimer_nanosleep", "do_nanosleep",
+                   "schedule", "__schedule"});
   const FoldedLine *pipe = heaviest_with(lines, "piperd", "block_in_pipe_read");
-  expect_in_order(pipe, {"pipe_reader_main", "block_in_pipe_read", "ksys_read", "vfs_read"});
+  expect_in_order(pipe, {"pipe_reader_main", "block_in_pipe_read", "ksys_read",
+                         "vfs_read"});
   bool pipe_path = false;
   for (const auto &f : pipe->frames)
     pipe_path |= f == "pipe_read" || f == "anon_pipe_read"; // renamed in 6.x
   EXPECT_TRUE(pipe_path) << pipe->text;
-  const FoldedLine *mutex = heaviest_with(lines, "mutexw", "wait_for_contended_mutex");
+  const FoldedLine *mutex =
+      heaviest_with(lines, "mutexw", "wait_for_contended_mutex");
   ASSERT_NE(mutex, nullptr);
-  expect_in_order(mutex, {"mutex_waiter_main", "wait_for_contended_mutex", "__x64_sys_futex",
-                          "futex_wait", "schedule"});
+  expect_in_order(mutex, {"mutex_waiter_main", "wait_for_contended_mutex",
+                          "__x64_sys_futex", "futex_wait", "schedule"});
   expect_in_order(heaviest_with(lines, "stuck", "block_forever_in_read"),
                   {"stuck_main", "block_forever_in_read", "vfs_read"});
-  EXPECT_GT(mutex->value, kWindowUs / 2) << "the waiter mostly waits for the mutex";
+  EXPECT_GT(mutex->value, kWindowUs / 2)
+      << "the waiter mostly waits for the mutex";
 }
 
 TEST_F(Profile, KernelStacksStartAtTheSchedulerNotTheTracer) {
@@ -144,22 +155,26 @@ TEST_F(Profile, KernelStacksStartAtTheSchedulerNotTheTracer) {
 TEST_F(Profile, ThreadBlockedForTheWholeWindowIsReported) {
   Workload w;
   auto lines = folded(w);
-  const FoldedLine *stuck = heaviest_with(lines, "stuck", "block_forever_in_read");
+  const FoldedLine *stuck =
+      heaviest_with(lines, "stuck", "block_forever_in_read");
   ASSERT_NE(stuck, nullptr);
   expect_near(stuck->value, kWindowUs, 0.05, stuck->text);
 }
 
 TEST_F(Profile, PidFilterExcludesOtherProcesses) {
   Workload traced, other;
-  auto r = offcpu({"-p", std::to_string(traced.pid()), "2"}); // text output shows tids
+  auto r = offcpu(
+      {"-p", std::to_string(traced.pid()), "2"}); // text output shows tids
   std::set<int> allowed = traced.tids();
   std::set<int> forbidden = other.tids();
   size_t seen = 0;
-  for (size_t pos = 0; (pos = r.out.find("    -                ", pos)) != std::string::npos;) {
+  for (size_t pos = 0;
+       (pos = r.out.find("    -                ", pos)) != std::string::npos;) {
     size_t open = r.out.find(" (", pos), close = r.out.find(")\n", pos);
     ASSERT_NE(open, std::string::npos);
     int tid = std::stoi(r.out.substr(open + 2, close - open - 2));
-    EXPECT_TRUE(allowed.count(tid)) << "tid " << tid << " is not in PID " << traced.pid();
+    EXPECT_TRUE(allowed.count(tid))
+        << "tid " << tid << " is not in PID " << traced.pid();
     EXPECT_FALSE(forbidden.count(tid));
     seen++;
     pos = close;
@@ -172,13 +187,14 @@ TEST_F(Profile, TidFilterTracesOneThread) {
   // The "stuck" thread is the sixth created; find it by its comm.
   int stuck = -1;
   for (int tid : w.tids()) {
-    auto r = test::run({"/bin/cat", "/proc/" + std::to_string(tid) + "/comm"}, 5);
+    auto r =
+        test::run({"/bin/cat", "/proc/" + std::to_string(tid) + "/comm"}, 5);
     if (r.out == "stuck\n")
       stuck = tid;
   }
   ASSERT_GT(stuck, 0);
-  auto totals = test::totals_by_comm(test::parse_folded(
-      offcpu({"-t", std::to_string(stuck), "-f", "1"}).out));
+  auto totals = test::totals_by_comm(
+      test::parse_folded(offcpu({"-t", std::to_string(stuck), "-f", "1"}).out));
   ASSERT_EQ(totals.size(), 1u);
   EXPECT_EQ(totals.begin()->first, "stuck");
 }
@@ -198,8 +214,9 @@ TEST_F(Profile, RawTracepointFallbackGivesTheSameAnswer) {
   auto totals = test::totals_by_comm(lines);
   for (const char *comm : {"sleeper", "piperd", "stuck"})
     expect_near(totals[comm], kWindowUs, 0.05, comm);
-  expect_in_order(heaviest_with(lines, "sleeper", "block_in_nanosleep"),
-                  {"sleeper_main", "block_in_nanosleep", "do_nanosleep", "__schedule"});
+  expect_in_order(
+      heaviest_with(lines, "sleeper", "block_in_nanosleep"),
+      {"sleeper_main", "block_in_nanosleep", "do_nanosleep", "__schedule"});
 }
 
 TEST_F(Profile, SwitchInKernelStacksKeepTotals) {
@@ -221,7 +238,8 @@ TEST_F(Profile, StackSelectionAndDelimiter) {
   for (const auto &l : kernel_only)
     EXPECT_EQ(test::frame_index(l, "start_thread"), -1) << l.text;
   auto delimited = folded(w, {"-d"});
-  const FoldedLine *s = heaviest_with(delimited, "sleeper", "block_in_nanosleep");
+  const FoldedLine *s =
+      heaviest_with(delimited, "sleeper", "block_in_nanosleep");
   expect_in_order(s, {"block_in_nanosleep", "-", "do_syscall_64"});
 }
 
@@ -240,7 +258,8 @@ TEST_F(Profile, SigintPrintsEverythingCollected) {
     // Tracing began some time after the spawn; the stuck thread saw it all.
     EXPECT_GT(totals["stuck"], 500000u) << r.out;
     EXPECT_LT(totals["stuck"], 1600000u) << r.out;
-    expect_near(totals["sleeper"], totals["stuck"], 0.05, "both blocked all the window");
+    expect_near(totals["sleeper"], totals["stuck"], 0.05,
+                "both blocked all the window");
   }
 }
 
@@ -248,10 +267,33 @@ TEST_F(Profile, ClosedPipeEndsQuietly) {
   Workload w;
   test::Subprocess::Options closed;
   closed.stdout_to_closed_pipe = true;
-  auto r = test::run({OFFCPU_BIN, "-p", std::to_string(w.pid()), "-f", "1"}, 30, closed);
+  auto r = test::run({OFFCPU_BIN, "-p", std::to_string(w.pid()), "-f", "1"}, 30,
+                     closed);
   EXPECT_EQ(r.term_signal, 0);
   EXPECT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(r.err.find("error"), std::string::npos) << r.err;
+}
+
+TEST_F(Profile, LossesAreCountedAndNameTheOptionThatFixesThem) {
+  Workload w;
+  auto tiny_stacks = test::run({OFFCPU_BIN, "-p", std::to_string(w.pid()), "-f",
+                                "--stack-storage-size", "2", "1"},
+                               60);
+  EXPECT_EQ(tiny_stacks.exit_code, 0) << tiny_stacks.err;
+  EXPECT_TRUE(std::regex_search(
+      tiny_stacks.err,
+      std::regex("warning: \\d+ stacks lost: stack storage full; "
+                 "raise --stack-storage-size \\(now 2\\)")))
+      << tiny_stacks.err;
+  // The waits whose stacks were lost are still counted, with a marker.
+  EXPECT_NE(tiny_stacks.out.find("[Missed"), std::string::npos);
+  auto tiny_map = test::run({OFFCPU_BIN, "-p", std::to_string(w.pid()), "-f",
+                             "--max-entries", "2", "1"},
+                            60);
+  EXPECT_EQ(tiny_map.exit_code, 0) << tiny_map.err;
+  EXPECT_NE(tiny_map.err.find("raise --max-entries (now 2)"), std::string::npos)
+      << tiny_map.err;
+  EXPECT_LE(test::parse_folded(tiny_map.out).size(), 2u);
 }
 
 TEST_F(Profile, WholeSystemTraceSeesKernelThreadsAndOurs) {
@@ -264,9 +306,11 @@ TEST_F(Profile, WholeSystemTraceSeesKernelThreadsAndOurs) {
     kthread |= comm.rfind("kworker", 0) == 0 || comm.rfind("rcu_", 0) == 0 ||
                comm.rfind("ksoftirqd", 0) == 0;
   EXPECT_TRUE(kthread);
-  auto kernel_threads = test::totals_by_comm(test::parse_folded(offcpu({"-k", "-f", "1"}).out));
+  auto kernel_threads =
+      test::totals_by_comm(test::parse_folded(offcpu({"-k", "-f", "1"}).out));
   EXPECT_EQ(kernel_threads.count("stuck"), 0u);
-  auto user_threads = test::totals_by_comm(test::parse_folded(offcpu({"-u", "-f", "1"}).out));
+  auto user_threads =
+      test::totals_by_comm(test::parse_folded(offcpu({"-u", "-f", "1"}).out));
   EXPECT_GT(user_threads["stuck"], 900000u);
 }
 

@@ -61,7 +61,8 @@ protected:
   std::string dir_;
 };
 
-uint64_t total_for(const std::vector<test::FoldedLine> &lines, const std::string &comm) {
+uint64_t total_for(const std::vector<test::FoldedLine> &lines,
+                   const std::string &comm) {
   uint64_t t = 0;
   for (const auto &l : lines)
     if (l.frames[0] == comm)
@@ -93,19 +94,23 @@ TEST_F(Rwsem, WriteWaitsByProcessNameAgreeWithBpftrace) {
   // the same tracepoints, by a bpftrace script of our own that prints its
   // running total every 20 ms, stamped with the same monotonic clock.
   std::string script =
-      "tracepoint:lock:contention_begin /pid == " + std::to_string(traced.pid()) +
-      " && (args->flags & 4) && !(args->flags & 0x29)/ { @start[tid] = nsecs; }\n"
+      "tracepoint:lock:contention_begin /pid == " +
+      std::to_string(traced.pid()) +
+      " && (args->flags & 4) && !(args->flags & 0x29)/ { @start[tid] = nsecs; "
+      "}\n"
       "tracepoint:lock:contention_end /@start[tid]/ {"
       " @t = @t + (nsecs - @start[tid]); delete(@start[tid]); }\n"
       "interval:ms:20 { printf(\"T %llu %llu\\n\", nsecs, @t); }\n";
   test::Subprocess bpftrace({"/usr/bin/bpftrace", "-e", script});
   bool attached = false;
-  for (double t0 = test::now_seconds(); !attached && test::now_seconds() - t0 < 30;) {
+  for (double t0 = test::now_seconds();
+       !attached && test::now_seconds() - t0 < 30;) {
     auto line = bpftrace.read_line(1);
     attached = line && line->rfind("T ", 0) == 0;
   }
   ASSERT_TRUE(attached) << "bpftrace did not start";
-  auto ours = test::run({OFFCPU_BIN, "rwsem", "mmap_churn", "-v", "-f", "3"}, 60);
+  auto ours =
+      test::run({OFFCPU_BIN, "rwsem", "mmap_churn", "-v", "-f", "3"}, 60);
   test::sleep_seconds(0.2);
   bpftrace.signal(SIGINT);
   auto theirs = bpftrace.wait(30);
@@ -113,24 +118,28 @@ TEST_F(Rwsem, WriteWaitsByProcessNameAgreeWithBpftrace) {
 
   // bpftrace's running total at offcpu's window edges.
   std::smatch w;
-  ASSERT_TRUE(std::regex_search(ours.err, w, std::regex("traced from (\\d+) to (\\d+) ns")))
+  ASSERT_TRUE(std::regex_search(ours.err, w,
+                                std::regex("traced from (\\d+) to (\\d+) ns")))
       << ours.err;
   uint64_t from = std::stoull(w[1]), to = std::stoull(w[2]);
   auto total_at = [&](uint64_t when) {
     uint64_t value = 0;
     std::regex tick("T (\\d+) (\\d+)");
-    for (auto it = std::sregex_iterator(theirs.out.begin(), theirs.out.end(), tick);
+    for (auto it =
+             std::sregex_iterator(theirs.out.begin(), theirs.out.end(), tick);
          it != std::sregex_iterator(); ++it)
       if (std::stoull((*it)[1]) <= when)
         value = std::stoull((*it)[2]);
     return value;
   };
-  double bpftrace_us = static_cast<double>(total_at(to) - total_at(from)) / 1000.0;
+  double bpftrace_us =
+      static_cast<double>(total_at(to) - total_at(from)) / 1000.0;
 
   auto lines = test::parse_folded(ours.out);
   ASSERT_FALSE(lines.empty()) << ours.err;
   for (const auto &l : lines) {
-    EXPECT_EQ(l.frames[0], "mmap_churn") << "another process leaked in: " << l.text;
+    EXPECT_EQ(l.frames[0], "mmap_churn")
+        << "another process leaked in: " << l.text;
     EXPECT_TRUE(has_frame(l, "churn_mappings")) << l.text;
     EXPECT_TRUE(has_frame(l, "rwsem_down_write_slowpath")) << l.text;
     EXPECT_TRUE(has_frame(l, "__vm_munmap") || has_frame(l, "vm_mmap_pgoff") ||
@@ -145,13 +154,16 @@ TEST_F(Rwsem, WriteWaitsByProcessNameAgreeWithBpftrace) {
   EXPECT_NEAR(ours_us, bpftrace_us, bpftrace_us * 0.20)
       << "offcpu " << ours_us << " us vs bpftrace " << bpftrace_us << " us";
   RecordProperty("offcpu_us", std::to_string(static_cast<uint64_t>(ours_us)));
-  RecordProperty("bpftrace_us", std::to_string(static_cast<uint64_t>(bpftrace_us)));
-  std::cerr << "write waits: offcpu " << ours_us << " us, bpftrace " << bpftrace_us << " us\n";
+  RecordProperty("bpftrace_us",
+                 std::to_string(static_cast<uint64_t>(bpftrace_us)));
+  std::cerr << "write waits: offcpu " << ours_us << " us, bpftrace "
+            << bpftrace_us << " us\n";
 }
 
 TEST_F(Rwsem, IntervalReportsAndLockNames) {
   Churn traced(WORKLOAD_MMAP_CHURN);
-  auto r = test::run({OFFCPU_BIN, "rwsem", "mmap_churn", "--read", "-i", "1", "3.5"}, 60);
+  auto r = test::run(
+      {OFFCPU_BIN, "rwsem", "mmap_churn", "--read", "-i", "1", "3.5"}, 60);
   ASSERT_EQ(r.exit_code, 0) << r.err;
   std::regex header("\\[\\d\\d:\\d\\d:\\d\\d\\] rwsem waits over ([0-9.]+) s");
   std::vector<double> spans;
@@ -163,7 +175,9 @@ TEST_F(Rwsem, IntervalReportsAndLockNames) {
     EXPECT_NEAR(spans[i], 1.0, 0.15);
   EXPECT_NE(r.out.find("write wait on mmap_lock"), std::string::npos);
   EXPECT_NE(r.out.find("read wait on mmap_lock"), std::string::npos);
-  EXPECT_TRUE(std::regex_search(r.out, std::regex("\\d+ waits, total \\d+ us, max \\d+ us, avg \\d+ us")));
+  EXPECT_TRUE(std::regex_search(
+      r.out,
+      std::regex("\\d+ waits, total \\d+ us, max \\d+ us, avg \\d+ us")));
 }
 
 TEST_F(Rwsem, WaitsForAProcessThatStartsLater) {
@@ -173,7 +187,8 @@ TEST_F(Rwsem, WaitsForAProcessThatStartsLater) {
   Churn started_later(late);
   auto r = tracer.wait(30);
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  EXPECT_NE(r.err.find("no process named 'churn_late' yet"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("no process named 'churn_late' yet"), std::string::npos)
+      << r.err;
   auto lines = test::parse_folded(r.out);
   EXPECT_GT(total_for(lines, "churn_late"), 0u) << r.out;
 }
@@ -181,7 +196,8 @@ TEST_F(Rwsem, WaitsForAProcessThatStartsLater) {
 TEST_F(Rwsem, SelectByPid) {
   Churn a(WORKLOAD_MMAP_CHURN);
   Churn b(renamed_workload(dir_, "churn_b"));
-  auto r = test::run({OFFCPU_BIN, "rwsem", "-p", std::to_string(b.pid()), "-f", "2"}, 60);
+  auto r = test::run(
+      {OFFCPU_BIN, "rwsem", "-p", std::to_string(b.pid()), "-f", "2"}, 60);
   ASSERT_EQ(r.exit_code, 0) << r.err;
   auto lines = test::parse_folded(r.out);
   EXPECT_GT(total_for(lines, "churn_b"), 0u);
@@ -190,11 +206,14 @@ TEST_F(Rwsem, SelectByPid) {
 
 // The fentry and kprobe plans: run where the kernel has them, else skip
 // with the kernel's own reason.
-class RwsemMechanism : public Rwsem, public ::testing::WithParamInterface<const char *> {};
+class RwsemMechanism : public Rwsem,
+                       public ::testing::WithParamInterface<const char *> {};
 
 TEST_P(RwsemMechanism, TracesTheSameWaits) {
   Churn traced(WORKLOAD_MMAP_CHURN);
-  auto r = test::run({OFFCPU_BIN, "rwsem", "--attach", GetParam(), "mmap_churn", "-f", "2"}, 60);
+  auto r = test::run(
+      {OFFCPU_BIN, "rwsem", "--attach", GetParam(), "mmap_churn", "-f", "2"},
+      60);
   if (r.exit_code == 1 && (r.err.find("not available") != std::string::npos ||
                            r.err.find("refused") != std::string::npos))
     GTEST_SKIP() << r.err;
@@ -205,7 +224,8 @@ TEST_P(RwsemMechanism, TracesTheSameWaits) {
     EXPECT_TRUE(has_frame(l, "churn_mappings")) << l.text;
 }
 
-INSTANTIATE_TEST_SUITE_P(FentryAndKprobe, RwsemMechanism, ::testing::Values("fentry", "kprobe"));
+INSTANTIATE_TEST_SUITE_P(FentryAndKprobe, RwsemMechanism,
+                         ::testing::Values("fentry", "kprobe"));
 
 } // namespace
 } // namespace offcpu

@@ -37,7 +37,8 @@ std::vector<FoldedLine> parse_folded(const std::string &text) {
   return lines;
 }
 
-std::map<std::string, uint64_t> totals_by_comm(const std::vector<FoldedLine> &lines) {
+std::map<std::string, uint64_t>
+totals_by_comm(const std::vector<FoldedLine> &lines) {
   std::map<std::string, uint64_t> t;
   for (const auto &l : lines)
     t[l.frames.at(0)] += l.value;

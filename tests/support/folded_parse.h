@@ -18,7 +18,8 @@ struct FoldedLine {
 std::vector<FoldedLine> parse_folded(const std::string &text);
 
 // Total value per comm (the first frame).
-std::map<std::string, uint64_t> totals_by_comm(const std::vector<FoldedLine> &lines);
+std::map<std::string, uint64_t>
+totals_by_comm(const std::vector<FoldedLine> &lines);
 
 // Index of `frame` in `line`, or -1.
 int frame_index(const FoldedLine &line, const std::string &frame);

@@ -20,7 +20,9 @@ double now_seconds() {
 }
 
 void sleep_seconds(double s) {
-  timespec ts{static_cast<time_t>(s), static_cast<long>((s - static_cast<double>(static_cast<time_t>(s))) * 1e9)};
+  timespec ts{static_cast<time_t>(s),
+              static_cast<long>(
+                  (s - static_cast<double>(static_cast<time_t>(s))) * 1e9)};
   while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {
   }
 }
@@ -92,7 +94,8 @@ void Subprocess::pump(double timeout_s, bool until_line) {
       fds[n++] = {out_fd_, POLLIN, 0};
     if (err_fd_ >= 0)
       fds[n++] = {err_fd_, POLLIN, 0};
-    int r = poll(fds, static_cast<nfds_t>(n), static_cast<int>(left * 1000) + 1);
+    int r =
+        poll(fds, static_cast<nfds_t>(n), static_cast<int>(left * 1000) + 1);
     if (r < 0 && errno == EINTR)
       continue;
     if (r <= 0)

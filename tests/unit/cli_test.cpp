@@ -9,11 +9,14 @@ namespace offcpu {
 namespace {
 
 // PIDs 100..199 "exist"; nothing else does.
-bool fake_exists(uint32_t id) { return id >= 100 && id < 200; }
+bool fake_exists(uint32_t id) {
+  return id >= 100 && id < 200;
+}
 
 CommandLine parse(std::vector<const char *> args) {
   args.insert(args.begin(), "offcpu");
-  return parse_command_line(static_cast<int>(args.size()), args.data(), fake_exists);
+  return parse_command_line(static_cast<int>(args.size()), args.data(),
+                            fake_exists);
 }
 
 int usage_exit(std::vector<const char *> args, std::string *message = nullptr) {
@@ -40,7 +43,8 @@ TEST(Cli, DefaultsTraceEverythingUntilCtrlC) {
 }
 
 TEST(Cli, BccStyleCommandLine) {
-  auto cl = parse({"-p", "123", "-f", "-d", "-m", "1000", "-M", "5000000", "30"});
+  auto cl =
+      parse({"-p", "123", "-f", "-d", "-m", "1000", "-M", "5000000", "30"});
   EXPECT_EQ(cl.profile.pids, std::vector<uint32_t>{123});
   EXPECT_TRUE(cl.profile.folded);
   EXPECT_TRUE(cl.profile.delimited);
@@ -64,7 +68,8 @@ TEST(Cli, StateMaskAcceptsHexAndZero) {
 }
 
 TEST(Cli, StackOptions) {
-  auto cl = parse({"-U", "--stack-storage-size", "4096", "--perf-max-stack-depth", "64"});
+  auto cl = parse(
+      {"-U", "--stack-storage-size", "4096", "--perf-max-stack-depth", "64"});
   EXPECT_TRUE(cl.profile.user_stacks_only);
   EXPECT_EQ(cl.profile.stack_storage_size, 4096u);
   EXPECT_EQ(cl.profile.max_stack_depth, 64u);
@@ -85,11 +90,11 @@ TEST(Cli, HelpAndVersionAreNotErrors) {
 TEST(Cli, BadInputIsAUsageError) {
   const std::vector<std::vector<const char *>> bad = {
       {"--no-such-option"},
-      {"-p", "999"},       // no such process
-      {"-t", "5"},         // no such thread
-      {"-p", "0"},         // the idle task
+      {"-p", "999"}, // no such process
+      {"-t", "5"},   // no such thread
+      {"-p", "0"},   // the idle task
       {"-p", "abc"},
-      {"0"},               // zero duration
+      {"0"}, // zero duration
       {"-1"},
       {"abc"},
       {"1e999"},
@@ -126,8 +131,10 @@ TEST(Cli, RwsemByPidTakesTheLonePositionalAsDuration) {
   EXPECT_TRUE(cl.rwsem.name.empty());
   EXPECT_EQ(cl.rwsem.pids, std::vector<uint32_t>{150});
   EXPECT_DOUBLE_EQ(*cl.rwsem.duration_s, 10.0);
-  EXPECT_EQ(parse({"rwsem", "--attach", "kprobe", "x"}).rwsem.attach, RwsemAttach::Kprobe);
-  EXPECT_TRUE(parse({"rwsem", "--thread-name", "worker"}).rwsem.match_thread_name);
+  EXPECT_EQ(parse({"rwsem", "--attach", "kprobe", "x"}).rwsem.attach,
+            RwsemAttach::Kprobe);
+  EXPECT_TRUE(
+      parse({"rwsem", "--thread-name", "worker"}).rwsem.match_thread_name);
 }
 
 TEST(Cli, RwsemBadInput) {
@@ -150,7 +157,8 @@ TEST(Cli, MissingPidMessageNamesIt) {
 TEST(Cli, DurationMessageIsClear) {
   std::string msg;
   usage_exit({"0"}, &msg);
-  EXPECT_NE(msg.find("duration must be a positive number of seconds"), std::string::npos)
+  EXPECT_NE(msg.find("duration must be a positive number of seconds"),
+            std::string::npos)
       << msg;
 }
 

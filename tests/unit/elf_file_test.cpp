@@ -27,16 +27,17 @@ RunningFixture start(const char *path) {
     if (!line || *line == "ready")
       break;
     auto space = line->find(' ');
-    f.addrs[line->substr(0, space)] = std::stoull(line->substr(space + 1), nullptr, 16);
+    f.addrs[line->substr(0, space)] =
+        std::stoull(line->substr(space + 1), nullptr, 16);
   }
   return f;
 }
 
-std::string name_of(Symbolizer &sym, const RunningFixture &f, const std::string &fn,
-                    uint64_t delta = 1) {
+std::string name_of(Symbolizer &sym, const RunningFixture &f,
+                    const std::string &fn, uint64_t delta = 1) {
   // Return addresses point inside a function: look up a byte past its entry.
-  return sym.user_frame(static_cast<uint32_t>(f.proc->pid()), f.addrs.at(fn) + delta,
-                        false);
+  return sym.user_frame(static_cast<uint32_t>(f.proc->pid()),
+                        f.addrs.at(fn) + delta, false);
 }
 
 class ElfSymbolization : public ::testing::TestWithParam<const char *> {};
@@ -103,7 +104,8 @@ TEST(ElfFile, StrippedLibcUsesDebugFileByBuildId) {
   auto elf = ElfFile::open(libc);
   ASSERT_TRUE(elf);
   std::string id = elf->build_id();
-  std::string dbg = "/usr/lib/debug/.build-id/" + id.substr(0, 2) + "/" + id.substr(2) + ".debug";
+  std::string dbg = "/usr/lib/debug/.build-id/" + id.substr(0, 2) + "/" +
+                    id.substr(2) + ".debug";
   if (access(dbg.c_str(), R_OK) != 0)
     GTEST_SKIP() << "libc6-dbg not installed (" << dbg << ")";
   auto debug = ElfFile::open(dbg);

@@ -8,7 +8,8 @@ namespace {
 KernelFeatures modern() {
   KernelFeatures f;
   f.btf = f.tp_btf_sched_switch = f.sched_switch_prev_state = true;
-  f.task_storage = f.get_task_stack = f.task_iter = f.user_walk_other_task = true;
+  f.task_storage = f.get_task_stack = f.task_iter = f.user_walk_other_task =
+      true;
   f.user_walk_current = true;
   f.bpf_loop = true;
   return f;
@@ -24,7 +25,8 @@ TEST(Plans, ModernKernelPrefersTpBtfThenRawTp) {
   EXPECT_TRUE(plans[0].seed_open_waits);
   EXPECT_TRUE(plans[0].flush_open_waits);
   EXPECT_FALSE(plans[1].tp_btf);
-  EXPECT_FALSE(plans[1].task_storage); // raw_tp pointers cannot key task storage
+  EXPECT_FALSE(
+      plans[1].task_storage); // raw_tp pointers cannot key task storage
   EXPECT_TRUE(plans[0].user_fp_walk);
   EXPECT_FALSE(plans[1].user_fp_walk);
   EXPECT_TRUE(plans[0].bpf_loop);
@@ -32,10 +34,12 @@ TEST(Plans, ModernKernelPrefersTpBtfThenRawTp) {
 }
 
 TEST(Plans, SwitchInKernelStacksOnlyOnRequestAndWithHelper) {
-  EXPECT_TRUE(offcpu_plans(modern(), AttachChoice::Auto, true)[0].kstack_at_switch_in);
+  EXPECT_TRUE(
+      offcpu_plans(modern(), AttachChoice::Auto, true)[0].kstack_at_switch_in);
   KernelFeatures f = modern();
   f.get_task_stack = false;
-  EXPECT_FALSE(offcpu_plans(f, AttachChoice::Auto, true)[0].kstack_at_switch_in);
+  EXPECT_FALSE(
+      offcpu_plans(f, AttachChoice::Auto, true)[0].kstack_at_switch_in);
 }
 
 TEST(Plans, Pre518KernelReadsStateFromTask) {
@@ -99,7 +103,8 @@ TEST(RwsemPlans, FentryThenKprobeThenTracepoint) {
 }
 
 TEST(RwsemPlans, ThisMachineShape) {
-  // No kprobes, fentry refused at load (so still planned first), 6.x tracepoints.
+  // No kprobes, fentry refused at load (so still planned first), 6.x
+  // tracepoints.
   RwsemFeatures f = production_kernel();
   f.kprobes = false;
   auto plans = rwsem_plans(f, RwsemAttach::Auto);

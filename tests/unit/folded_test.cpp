@@ -17,8 +17,9 @@ Sample make(std::string comm, std::vector<std::string> user,
 }
 
 TEST(Folded, CommThenUserRootFirstThenKernel) {
-  std::vector<Sample> samples = {
-      make("app", {"main", "work", "read"}, {"ksys_read", "pipe_read", "schedule"}, 1500000)};
+  std::vector<Sample> samples = {make("app", {"main", "work", "read"},
+                                      {"ksys_read", "pipe_read", "schedule"},
+                                      1500000)};
   EXPECT_EQ(format_folded(samples, {}),
             "app;main;work;read;ksys_read;pipe_read;schedule 1500\n");
 }
@@ -35,22 +36,26 @@ TEST(Folded, MissedStacksAreMarked) {
   Sample s = make("t", {}, {}, 5000);
   s.user_missed = true;
   s.kernel_missed = true;
-  EXPECT_EQ(format_folded({s}, {}), "t;[Missed User Stack];[Missed Kernel Stack] 5\n");
+  EXPECT_EQ(format_folded({s}, {}),
+            "t;[Missed User Stack];[Missed Kernel Stack] 5\n");
 }
 
 TEST(Folded, IdenticalLinesMergeAcrossThreads) {
-  std::vector<Sample> samples = {make("w", {"f"}, {"k"}, 1400), make("w", {"f"}, {"k"}, 1400)};
+  std::vector<Sample> samples = {make("w", {"f"}, {"k"}, 1400),
+                                 make("w", {"f"}, {"k"}, 1400)};
   samples[1].pid = 2;
   EXPECT_EQ(format_folded(samples, {}), "w;f;k 3\n");
 }
 
 TEST(Folded, SeparatorsInNamesAreNeutralised) {
-  std::vector<Sample> samples = {make("my;comm", {"operator<<(a;b)", "x\ny"}, {}, 1000)};
+  std::vector<Sample> samples = {
+      make("my;comm", {"operator<<(a;b)", "x\ny"}, {}, 1000)};
   EXPECT_EQ(format_folded(samples, {}), "my:comm;operator<<(a:b);x y 1\n");
 }
 
 TEST(Folded, LargestFirstAndSubMicrosecondDropped) {
-  std::vector<Sample> samples = {make("a", {}, {"k"}, 1000), make("b", {}, {"k"}, 9000),
+  std::vector<Sample> samples = {make("a", {}, {"k"}, 1000),
+                                 make("b", {}, {"k"}, 9000),
                                  make("c", {}, {"k"}, 400)};
   EXPECT_EQ(format_folded(samples, {}), "b;k 9\na;k 1\n");
 }

@@ -6,16 +6,15 @@
 namespace offcpu {
 namespace {
 
-const char kFixture[] =
-    "ffffffff81000000 T _stext\n"
-    "ffffffff81001000 t do_one\n"
-    "ffffffff81002000 D some_data\n"
-    "ffffffff81003000 T schedule\n"
-    "ffffffff81003400 T __schedule\n"
-    "garbage line\n"
-    "zzzz T bad_address\n"
-    "ffffffffc0001000 t nfs_wait [nfs]\n"
-    "ffffffffc0002000 t nfs_other [nfs]\n";
+const char kFixture[] = "ffffffff81000000 T _stext\n"
+                        "ffffffff81001000 t do_one\n"
+                        "ffffffff81002000 D some_data\n"
+                        "ffffffff81003000 T schedule\n"
+                        "ffffffff81003400 T __schedule\n"
+                        "garbage line\n"
+                        "zzzz T bad_address\n"
+                        "ffffffffc0001000 t nfs_wait [nfs]\n"
+                        "ffffffffc0002000 t nfs_other [nfs]\n";
 
 TEST(Kallsyms, FindsEnclosingSymbol) {
   auto ks = KernelSymbols::parse(kFixture);
@@ -33,7 +32,8 @@ TEST(Kallsyms, DataSymbolsForLockNames) {
   ASSERT_TRUE(d);
   EXPECT_EQ(d->name, "some_data");
   EXPECT_FALSE(ks.find_data(0xffffffff81001000));
-  EXPECT_FALSE(KernelSymbols::parse(kFixture, false).find_data(0xffffffff81002010));
+  EXPECT_FALSE(
+      KernelSymbols::parse(kFixture, false).find_data(0xffffffff81002010));
 }
 
 TEST(Kallsyms, KeepsModuleNames) {
@@ -46,7 +46,8 @@ TEST(Kallsyms, KeepsModuleNames) {
 }
 
 TEST(Kallsyms, DetectsHiddenAddresses) {
-  auto ks = KernelSymbols::parse("0000000000000000 T a\n0000000000000000 t b\n");
+  auto ks =
+      KernelSymbols::parse("0000000000000000 T a\n0000000000000000 t b\n");
   EXPECT_TRUE(ks.addresses_hidden());
   EXPECT_EQ(ks.size(), 0u);
   EXPECT_FALSE(KernelSymbols::parse(kFixture).addresses_hidden());
@@ -55,11 +56,13 @@ TEST(Kallsyms, DetectsHiddenAddresses) {
 TEST(Kallsyms, LinesSplitAcrossChunks) {
   // A reader that hands the file over three bytes at a time.
   struct Dribble : FileReader {
-    std::optional<std::string> read(const std::string &, std::size_t) const override {
+    std::optional<std::string> read(const std::string &,
+                                    std::size_t) const override {
       return std::string(kFixture);
     }
-    bool read_chunks(const std::string &, std::size_t,
-                     const std::function<void(std::string_view)> &sink) const override {
+    bool read_chunks(
+        const std::string &, std::size_t,
+        const std::function<void(std::string_view)> &sink) const override {
       std::string_view all(kFixture);
       for (size_t i = 0; i < all.size(); i += 3)
         sink(all.substr(i, 3));

@@ -5,17 +5,24 @@
 namespace offcpu {
 namespace {
 
-const char kMaps[] =
-    "55d0c4a00000-55d0c4a01000 r--p 00000000 fe:01 1234                       /usr/bin/app\n"
-    "55d0c4a01000-55d0c4a05000 r-xp 00001000 fe:01 1234                       /usr/bin/app\n"
-    "7f1a2b000000-7f1a2b028000 r--p 00000000 fe:01 99                         /usr/lib/x86_64-linux-gnu/libc.so.6\n"
-    "7f1a2b028000-7f1a2b1bd000 r-xp 00028000 fe:01 99                         /usr/lib/x86_64-linux-gnu/libc.so.6\n"
-    "7f1a2c000000-7f1a2c001000 r-xp 00000000 00:01 77                         /tmp/old binary (deleted)\n"
-    "7ffd1e5f0000-7ffd1e5f2000 r-xp 00000000 00:00 0                          [vdso]\n"
-    "7f00aa000000-7f00aa100000 rwxp 00000000 00:00 0 \n"
-    "this is not a maps line\n"
-    "7f00bb000000-7f00ba000000 r-xp 00000000 00:00 0                          [reversed]\n"
-    "ffffffffff600000-ffffffffff601000 --xp 00000000 00:00 0                  [vsyscall]\n";
+const char kMaps[] = "55d0c4a00000-55d0c4a01000 r--p 00000000 fe:01 1234       "
+                     "                /usr/bin/app\n"
+                     "55d0c4a01000-55d0c4a05000 r-xp 00001000 fe:01 1234       "
+                     "                /usr/bin/app\n"
+                     "7f1a2b000000-7f1a2b028000 r--p 00000000 fe:01 99         "
+                     "                /usr/lib/x86_64-linux-gnu/libc.so.6\n"
+                     "7f1a2b028000-7f1a2b1bd000 r-xp 00028000 fe:01 99         "
+                     "                /usr/lib/x86_64-linux-gnu/libc.so.6\n"
+                     "7f1a2c000000-7f1a2c001000 r-xp 00000000 00:01 77         "
+                     "                /tmp/old binary (deleted)\n"
+                     "7ffd1e5f0000-7ffd1e5f2000 r-xp 00000000 00:00 0          "
+                     "                [vdso]\n"
+                     "7f00aa000000-7f00aa100000 rwxp 00000000 00:00 0 \n"
+                     "this is not a maps line\n"
+                     "7f00bb000000-7f00ba000000 r-xp 00000000 00:00 0          "
+                     "                [reversed]\n"
+                     "ffffffffff600000-ffffffffff601000 --xp 00000000 00:00 0  "
+                     "                [vsyscall]\n";
 
 TEST(ProcMaps, ParsesAndSorts) {
   auto maps = parse_proc_maps(kMaps);

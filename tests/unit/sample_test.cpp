@@ -8,16 +8,18 @@
 namespace offcpu {
 namespace {
 
-const char kKallsyms[] = "ffffffff81000000 T entry_SYSCALL_64\n"
-                         "ffffffff81000100 T do_syscall_64\n"
-                         "ffffffff81000200 T do_nanosleep\n"
-                         "ffffffff81000300 T schedule\n"
-                         "ffffffff81000400 T __schedule\n"
-                         "ffffffff81000500 T __traceiter_sched_switch\n"
-                         "ffffffff81000600 T bpf_trace_run4\n"
-                         "ffffffffa0000000 t bpf_prog_6deef7357e7b4530_offcpu_switch [bpf]\n";
+const char kKallsyms[] =
+    "ffffffff81000000 T entry_SYSCALL_64\n"
+    "ffffffff81000100 T do_syscall_64\n"
+    "ffffffff81000200 T do_nanosleep\n"
+    "ffffffff81000300 T schedule\n"
+    "ffffffff81000400 T __schedule\n"
+    "ffffffff81000500 T __traceiter_sched_switch\n"
+    "ffffffff81000600 T bpf_trace_run4\n"
+    "ffffffffa0000000 t bpf_prog_6deef7357e7b4530_offcpu_switch [bpf]\n";
 
-offcpu_key key(uint32_t pid, uint64_t ustack, uint64_t kstack, uint32_t flags = 0) {
+offcpu_key key(uint32_t pid, uint64_t ustack, uint64_t kstack,
+               uint32_t flags = 0) {
   offcpu_key k{};
   k.tgid = 77;
   k.pid = pid;
@@ -32,7 +34,8 @@ class SampleTest : public ::testing::Test {
 protected:
   SampleTest() {
     files_.files["/fakeproc/77/maps"] = "";
-    sym_ = std::make_unique<Symbolizer>(files_, KernelSymbols::parse(kKallsyms), "/fakeproc");
+    sym_ = std::make_unique<Symbolizer>(files_, KernelSymbols::parse(kKallsyms),
+                                        "/fakeproc");
   }
   test::FakeFiles files_;
   std::unique_ptr<Symbolizer> sym_;
@@ -47,9 +50,9 @@ TEST_F(SampleTest, KernelStackRootFirstWithoutTracerFrames) {
   raw.counts.push_back({key(5, OFFCPU_NO_STACK, 100), {3000, 2}});
   auto samples = symbolize_profile(raw, *sym_, {});
   ASSERT_EQ(samples.size(), 1u);
-  EXPECT_EQ(samples[0].kernel,
-            (std::vector<std::string>{"entry_SYSCALL_64", "do_syscall_64", "do_nanosleep",
-                                      "schedule", "__schedule"}));
+  EXPECT_EQ(samples[0].kernel, (std::vector<std::string>{
+                                   "entry_SYSCALL_64", "do_syscall_64",
+                                   "do_nanosleep", "schedule", "__schedule"}));
   EXPECT_TRUE(samples[0].user.empty());
   EXPECT_FALSE(samples[0].user_missed); // kernel thread: no user stack at all
   EXPECT_EQ(samples[0].comm, "worker");
@@ -59,13 +62,15 @@ TEST_F(SampleTest, KernelStackRootFirstWithoutTracerFrames) {
 TEST_F(SampleTest, MissedAndUnknownStacks) {
   RawProfile raw;
   raw.stacks[200] = {0x401000, 0x402000};
-  raw.counts.push_back({key(5, OFFCPU_STACK_MISSED, OFFCPU_STACK_MISSED), {1000, 1}});
+  raw.counts.push_back(
+      {key(5, OFFCPU_STACK_MISSED, OFFCPU_STACK_MISSED), {1000, 1}});
   raw.counts.push_back({key(6, 200, 999 /* not in the map */), {1000, 1}});
   auto samples = symbolize_profile(raw, *sym_, {});
   ASSERT_EQ(samples.size(), 2u);
   EXPECT_TRUE(samples[0].user_missed);
   EXPECT_TRUE(samples[0].kernel_missed);
-  EXPECT_EQ(samples[1].user, (std::vector<std::string>{"[unknown]", "[unknown]"}));
+  EXPECT_EQ(samples[1].user,
+            (std::vector<std::string>{"[unknown]", "[unknown]"}));
   EXPECT_TRUE(samples[1].kernel_missed);
 }
 
@@ -87,7 +92,8 @@ TEST(MergePartial, NoschedStackJoinsTheFullStackItPrefixes) {
   full.pid = 1;
   full.comm = "t";
   full.user = {"main"};
-  full.kernel = {"do_syscall_64", "hrtimer_nanosleep", "do_nanosleep", "schedule"};
+  full.kernel = {"do_syscall_64", "hrtimer_nanosleep", "do_nanosleep",
+                 "schedule"};
   full.total_ns = 5000;
   full.count = 5;
   Sample part = full;

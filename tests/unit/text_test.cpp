@@ -19,23 +19,22 @@ TEST(Text, BccLayoutLeafFirstLargestLast) {
   small.total_ns = 1000;
   small.count = 1;
   std::string out = format_text({big, small}, TextOptions{true});
-  EXPECT_EQ(out,
-            "    schedule\n"
-            "    do_syscall_64\n"
-            "    --\n"
-            "    wait_loop\n"
-            "    main\n"
-            "    -                other (7)\n"
-            "        1 us in 1 wait\n"
-            "\n"
-            "    schedule\n"
-            "    do_syscall_64\n"
-            "    --\n"
-            "    wait_loop\n"
-            "    main\n"
-            "    -                worker (42)\n"
-            "        2500 us in 3 waits\n"
-            "\n");
+  EXPECT_EQ(out, "    schedule\n"
+                 "    do_syscall_64\n"
+                 "    --\n"
+                 "    wait_loop\n"
+                 "    main\n"
+                 "    -                other (7)\n"
+                 "        1 us in 1 wait\n"
+                 "\n"
+                 "    schedule\n"
+                 "    do_syscall_64\n"
+                 "    --\n"
+                 "    wait_loop\n"
+                 "    main\n"
+                 "    -                worker (42)\n"
+                 "        2500 us in 3 waits\n"
+                 "\n");
 }
 
 TEST(Text, MissedMarkers) {
