@@ -47,6 +47,8 @@ const volatile bool user_fp_walk = true;
 
 /* Written by user space: non-zero once tracing stops; waits end there. */
 __u64 stop_ns = 0;
+/* Waits added to `counts` so far, for the progress line. */
+__u64 waits_charged = 0;
 
 struct {
   __uint(type, BPF_MAP_TYPE_HASH);
@@ -168,6 +170,7 @@ static __always_inline void charge(const struct offcpu_key *key, __u64 delta) {
   }
   __sync_fetch_and_add(&val->total_ns, delta);
   __sync_fetch_and_add(&val->count, 1);
+  __sync_fetch_and_add(&waits_charged, 1);
 }
 
 /* Ends a wait: applies -m/-M, takes the kernel stack if it was deferred and

@@ -3,6 +3,7 @@
 #include <exception>
 
 #include "cli/options.h"
+#include "run/flamegraph.h"
 #include "run/profile.h"
 #include "run/rwsem.h"
 #include "util/error.h"
@@ -14,6 +15,8 @@ int main(int argc, char **argv) {
       fputs(cl.help_text.c_str(), stdout);
       return offcpu::kExitOk;
     }
+    if (cl.command == offcpu::Command::Flamegraph)
+      return offcpu::run_flamegraph(cl.flamegraph);
     if (cl.command == offcpu::Command::Rwsem)
       return offcpu::run_rwsem(cl.rwsem);
     return offcpu::run_profile(cl.profile);

@@ -6,6 +6,7 @@
 #include <cerrno>
 #include <cmath>
 #include <cstdlib>
+#include <cstring>
 
 #include "offcpu/shared.h"
 #include "util/error.h"
@@ -108,6 +109,83 @@ void add_stack_limits(CLI::App *app, uint32_t &storage, uint32_t &depth,
       ->group(group);
 }
 
+struct OutputArgs {
+  std::string format;
+  std::vector<std::string> paths;
+  bool folded = false;
+};
+
+bool ends_with(const std::string &s, const char *suffix) {
+  size_t n = std::strlen(suffix);
+  return s.size() > n && s.compare(s.size() - n, n, suffix) == 0;
+}
+
+OutputFormat format_for_path(const std::string &path, OutputFormat fallback) {
+  if (ends_with(path, ".svg"))
+    return OutputFormat::Svg;
+  if (ends_with(path, ".pb.gz") || ends_with(path, ".pprof") || ends_with(path, ".pb"))
+    return OutputFormat::Pprof;
+  if (ends_with(path, ".folded"))
+    return OutputFormat::Folded;
+  if (ends_with(path, ".txt"))
+    return OutputFormat::Text;
+  return fallback;
+}
+
+// -f/--folded, --format, -o, -d and the SVG options, for one command.
+void add_output_options(CLI::App *app, OutputOptions &o, OutputArgs &a, bool with_format) {
+  if (with_format) {
+    app->add_flag("-f,--folded", a.folded,
+                  "folded stacks for flamegraph.pl (same as --format folded)")
+        ->group("Output");
+    app->add_option("--format", a.format, "text, folded, svg or pprof (default text)")
+        ->check(CLI::IsMember({"text", "folded", "svg", "pprof"}))
+        ->group("Output");
+    app->add_flag("-d,--delimited", o.delimited,
+                  "insert a '-' frame between user and kernel stacks")
+        ->group("Output");
+  }
+  app->add_option("-o,--output", a.paths,
+                  "write to FILE instead of stdout; it appears only when complete. "
+                  "Repeatable: .svg, .pb.gz, .folded and .txt pick their format")
+      ->expected(1)
+      ->allow_extra_args(false)
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll)
+      ->type_name("FILE")
+      ->group("Output");
+  app->add_option("--title", o.title, "flame graph title")->group("Output");
+  app->add_option("--width", o.width, "flame graph width in pixels (default 1200)")
+      ->check(CLI::Range(200, 100000))
+      ->group("Output");
+  app->add_option("--minwidth", o.min_width,
+                  "leave out frames narrower than this many pixels (default 0.1)")
+      ->check(CLI::Range(0.0, 1000.0))
+      ->group("Output");
+}
+
+void finish_output_options(OutputOptions &o, const OutputArgs &a) {
+  if (a.folded && !a.format.empty() && a.format != "folded")
+    throw usage_error("-f means --format folded; it cannot be combined with --format " +
+                      a.format);
+  std::string f = a.folded ? "folded" : a.format;
+  o.format = f == "folded" ? OutputFormat::Folded
+             : f == "svg"  ? OutputFormat::Svg
+             : f == "pprof" ? OutputFormat::Pprof
+                            : OutputFormat::Text;
+  for (const std::string &p : a.paths) {
+    if (p.empty())
+      throw usage_error("-o needs a file name");
+    o.targets.push_back({p, format_for_path(p, o.format)});
+  }
+  if (!o.targets.empty())
+    o.path = o.targets.front().path;
+}
+
+void require_single_output(const OutputOptions &o, const char *command) {
+  if (o.targets.size() > 1)
+    throw usage_error(std::string(command) + " writes one output: give -o once");
+}
+
 } // namespace
 
 bool task_exists_in_proc(uint32_t id) {
@@ -164,12 +242,9 @@ CommandLine parse_command_line(int argc, const char *const *argv,
                           "show kernel stacks only")
                  ->group("Output");
   us->excludes(ks);
-  app.add_flag("-f,--folded", o.folded,
-               "folded stacks for flamegraph.pl: comm;user;kernel microseconds")
-      ->group("Output");
-  app.add_flag("-d,--delimited", o.delimited,
-               "insert a '-' frame between user and kernel stacks")
-      ->group("Output");
+  OutputArgs out_args;
+  add_output_options(&app, o.output, out_args, true);
+  app.add_flag("-q,--quiet", o.output.quiet, "no progress line on a terminal")->group("Output");
 
   add_stack_limits(&app, o.stack_storage_size, o.max_stack_depth, o.max_entries,
                    "Limits");
@@ -209,10 +284,8 @@ CommandLine parse_command_line(int argc, const char *const *argv,
       ->check(CLI::Range(0.0, 86400.0));
   rw->add_option("-m,--min-wait", r.min_wait_us,
                  "only count waits of at least this many microseconds");
-  rw->add_flag("-f,--folded", r.folded,
-               "folded stacks for flamegraph.pl: comm;user;kernel wait_us");
-  rw->add_flag("-d,--delimited", r.delimited,
-               "insert a '-' frame between user and kernel stacks");
+  OutputArgs rw_out_args;
+  add_output_options(rw, r.output, rw_out_args, true);
   add_stack_limits(rw, r.stack_storage_size, r.max_stack_depth, r.max_entries,
                    "Limits");
   rw->add_flag("-v,--verbose", r.verbose,
@@ -222,11 +295,21 @@ CommandLine parse_command_line(int argc, const char *const *argv,
       ->check(CLI::IsMember({"auto", "fentry", "kprobe", "tracepoint"}))
       ->group("");
 
+  FlamegraphOptions &fg = cl.flamegraph;
+  std::string fg_input;
+  OutputArgs fg_out_args;
+  CLI::App *fga = app.add_subcommand(
+      "flamegraph", "draw an SVG flame graph from folded stacks (offcpu -f, BCC, "
+                    "stackcollapse-perf) read from FILE or stdin");
+  fga->add_option("file", fg_input, "folded stacks (default: stdin)");
+  fga->add_option("--countname", fg.count_name, "unit of the values (default us)");
+  add_output_options(fga, fg.output, fg_out_args, false);
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp &) {
     cl.action = Action::PrintedHelp;
-    cl.help_text = rw->parsed() ? rw->help() : app.help();
+    cl.help_text = rw->parsed() ? rw->help() : fga->parsed() ? fga->help() : app.help();
     return cl;
   } catch (const CLI::CallForVersion &) {
     cl.action = Action::PrintedHelp;
@@ -236,8 +319,19 @@ CommandLine parse_command_line(int argc, const char *const *argv,
     throw usage_error(one_line(e.what()) + " (see offcpu --help)");
   }
 
+  if (fga->parsed()) {
+    cl.command = Command::Flamegraph;
+    fg_out_args.format = "svg";
+    finish_output_options(fg.output, fg_out_args);
+    require_single_output(fg.output, "flamegraph");
+    if (!fg_input.empty() && fg_input != "-")
+      fg.input = fg_input;
+    return cl;
+  }
   if (rw->parsed()) {
     cl.command = Command::Rwsem;
+    finish_output_options(r.output, rw_out_args);
+    require_single_output(r.output, "rwsem");
     r.pids = parse_id_list(r_pid_args, "PID");
     // `rwsem -p PID 10`: with -p the lone positional is the duration.
     if (!r.pids.empty() && r_duration.empty() && !r.name.empty() &&
@@ -263,6 +357,7 @@ CommandLine parse_command_line(int argc, const char *const *argv,
     check_tasks(r.pids, "PID", exists);
     return cl;
   }
+  finish_output_options(o.output, out_args);
   o.pids = parse_id_list(pid_args, "PID");
   o.tids = parse_id_list(tid_args, "TID");
   if (!duration.empty())

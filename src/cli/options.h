@@ -15,6 +15,27 @@ namespace offcpu {
 // to exercise fallbacks on kernels that have the preferred one.
 enum class AttachChoice { Auto, TpBtf, RawTp };
 
+enum class OutputFormat { Text, Folded, Svg, Pprof };
+
+// Where and how results are written; shared by the commands.
+struct OutputTarget {
+  std::string path;
+  OutputFormat format;
+};
+
+struct OutputOptions {
+  OutputFormat format = OutputFormat::Text;
+  std::optional<std::string> path; // the first -o; none: stdout
+  // Every -o (the profile command takes several, e.g. out.svg and
+  // out.pb.gz from one run); a known extension picks the file's format.
+  std::vector<OutputTarget> targets;
+  bool delimited = false;
+  std::string title;               // SVG title; empty: the command's default
+  int width = 1200;                // SVG width in pixels
+  double min_width = 0.1;          // SVG: narrower frames are left out
+  bool quiet = false;              // no progress line
+};
+
 struct ProfileOptions {
   std::vector<uint32_t> pids; // processes: all their threads
   std::vector<uint32_t> tids; // individual threads
@@ -22,8 +43,7 @@ struct ProfileOptions {
   bool kernel_threads_only = false;
   bool user_stacks_only = false;
   bool kernel_stacks_only = false;
-  bool folded = false;
-  bool delimited = false;
+  OutputOptions output;
   uint64_t min_block_us = 1;
   uint64_t max_block_us = UINT64_MAX;
   std::optional<int64_t> state; // BCC --state
@@ -46,8 +66,7 @@ struct RwsemOptions {
   bool match_thread_name = false;
   std::vector<uint32_t> pids; // instead of, or as well as, a name
   bool include_read = false;
-  bool folded = false;
-  bool delimited = false;
+  OutputOptions output;
   double interval_s = 5; // 0: print once at the end
   std::optional<double> duration_s;
   uint64_t min_wait_us = 0;
@@ -58,7 +77,14 @@ struct RwsemOptions {
   RwsemAttach attach = RwsemAttach::Auto;
 };
 
-enum class Command { Profile, Rwsem };
+// `offcpu flamegraph [FILE]`: folded lines in, SVG out.
+struct FlamegraphOptions {
+  std::optional<std::string> input; // none or "-": stdin
+  OutputOptions output;
+  std::string count_name = "us";
+};
+
+enum class Command { Profile, Rwsem, Flamegraph };
 enum class Action { Run, PrintedHelp };
 
 struct CommandLine {
@@ -67,6 +93,7 @@ struct CommandLine {
   Command command = Command::Profile;
   ProfileOptions profile;
   RwsemOptions rwsem;
+  FlamegraphOptions flamegraph;
 };
 
 // Tells whether a PID/TID exists; injected so tests need no real processes.

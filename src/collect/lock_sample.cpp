@@ -47,13 +47,13 @@ std::vector<LockSample> symbolize_lock_waits(const RawLockWaits &raw,
     s.count = val.count;
     if (show.user && key.user_stack != OFFCPU_NO_STACK) {
       if (const auto *ips = find_stack(raw.stacks, key.user_stack))
-        s.user = name_user_stack(key.tgid, *ips, sym);
+        s.user = name_user_stack(key.tgid, *ips, sym, &s.user_modules);
       else
         s.user_missed = true;
     }
     if (show.kernel && key.kernel_stack != OFFCPU_NO_STACK) {
       if (const auto *ips = find_stack(raw.stacks, key.kernel_stack))
-        s.kernel = name_kernel_stack(*ips, sym);
+        s.kernel = name_kernel_stack(*ips, sym, &s.kernel_modules);
       else
         s.kernel_missed = true;
     }

@@ -153,6 +153,20 @@ void OffcpuSession::stop() {
   }
 }
 
+OffcpuSession::Progress OffcpuSession::progress() const {
+  Progress p;
+  p.waits = skel_->bss->waits_charged;
+  int fd = bpf_map__fd(skel_->maps.counts);
+  offcpu_key key{}, next{};
+  bool first = true;
+  while (bpf_map_get_next_key(fd, first ? nullptr : &key, &next) == 0) {
+    first = false;
+    key = next;
+    p.keys++;
+  }
+  return p;
+}
+
 RawProfile OffcpuSession::drain() const {
   RawProfile out;
   out.window_ns = stop_ns_ > start_ns_ ? stop_ns_ - start_ns_ : 0;

@@ -36,6 +36,12 @@ public:
 
   const OffcpuPlan &plan() const { return plan_; }
 
+  struct Progress {
+    uint64_t waits = 0; // waits charged so far
+    uint64_t keys = 0;  // distinct thread/stack pairs
+  };
+  Progress progress() const;
+
 private:
   struct SkelDeleter {
     void operator()(offcpu_bpf *skel) const;

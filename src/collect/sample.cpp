@@ -23,30 +23,44 @@ const std::vector<uint64_t> *find_stack(const StackTable &stacks, uint64_t id) {
 }
 
 std::vector<std::string> name_kernel_stack(const std::vector<uint64_t> &ips,
-                                           Symbolizer &sym) {
+                                           Symbolizer &sym,
+                                           std::vector<const ModuleInfo *> *modules) {
   std::vector<std::string> leaf_first;
+  std::vector<const ModuleInfo *> mods;
   leaf_first.reserve(ips.size());
-  for (size_t i = 0; i < ips.size(); i++)
-    leaf_first.push_back(sym.kernel_frame(ips[i], i > 0));
+  for (size_t i = 0; i < ips.size(); i++) {
+    const ModuleInfo *m = nullptr;
+    leaf_first.push_back(sym.kernel_frame(ips[i], i > 0, &m));
+    mods.push_back(m);
+  }
   // Stacks taken inside the tracepoint begin with the tracer's frames;
   // everything up to the last of them (within the first few) is ours.
   size_t cut = 0;
   for (size_t i = 0; i < leaf_first.size() && i < 16; i++)
     if (is_tracer_frame(leaf_first[i]))
       cut = i + 1;
-  leaf_first.erase(leaf_first.begin(),
-                   leaf_first.begin() + static_cast<long>(cut));
+  leaf_first.erase(leaf_first.begin(), leaf_first.begin() + static_cast<long>(cut));
+  mods.erase(mods.begin(), mods.begin() + static_cast<long>(cut));
   std::reverse(leaf_first.begin(), leaf_first.end());
+  std::reverse(mods.begin(), mods.end());
+  if (modules)
+    *modules = std::move(mods);
   return leaf_first;
 }
 
-std::vector<std::string> name_user_stack(uint32_t tgid,
-                                         const std::vector<uint64_t> &ips,
-                                         Symbolizer &sym) {
+std::vector<std::string> name_user_stack(uint32_t tgid, const std::vector<uint64_t> &ips,
+                                         Symbolizer &sym,
+                                         std::vector<const ModuleInfo *> *modules) {
   std::vector<std::string> root_first;
   root_first.reserve(ips.size());
-  for (size_t i = ips.size(); i-- > 0;)
-    root_first.push_back(sym.user_frame(tgid, ips[i], i > 0));
+  if (modules)
+    modules->clear();
+  for (size_t i = ips.size(); i-- > 0;) {
+    const ModuleInfo *m = nullptr;
+    root_first.push_back(sym.user_frame(tgid, ips[i], i > 0, &m));
+    if (modules)
+      modules->push_back(m);
+  }
   return root_first;
 }
 
@@ -65,14 +79,14 @@ std::vector<Sample> symbolize_profile(const RawProfile &raw, Symbolizer &sym,
     if (show.user && key.user_stack != OFFCPU_NO_STACK) {
       const auto *ips = find_stack(raw.stacks, key.user_stack);
       if (ips)
-        s.user = name_user_stack(key.tgid, *ips, sym);
+        s.user = name_user_stack(key.tgid, *ips, sym, &s.user_modules);
       else
         s.user_missed = true;
     }
     if (show.kernel && key.kernel_stack != OFFCPU_NO_STACK) {
       const auto *ips = find_stack(raw.stacks, key.kernel_stack);
       if (ips)
-        s.kernel = name_kernel_stack(*ips, sym);
+        s.kernel = name_kernel_stack(*ips, sym, &s.kernel_modules);
       else
         s.kernel_missed = true;
     }

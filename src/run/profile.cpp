@@ -5,16 +5,20 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <algorithm>
+#include <memory>
 
 #include "collect/offcpu_session.h"
 #include "collect/sample.h"
 #include "output/folded.h"
 #include "output/text.h"
 #include "probe/features.h"
+#include "run/emit.h"
 #include "symbolize/symbolizer.h"
 #include "util/error.h"
 #include "util/fs.h"
 #include "util/output.h"
+#include "util/output_file.h"
 #include "util/privileges.h"
 #include "util/signals.h"
 
@@ -44,6 +48,36 @@ std::string target_description(const ProfileOptions &o) {
   if (o.kernel_threads_only)
     s += " (kernel threads only)";
   return s;
+}
+
+// Waits out the window; on a terminal, one line updated in place.
+void collect_with_progress(const OffcpuSession &session, const ProfileOptions &opts) {
+  const double total = opts.duration_s ? *opts.duration_s : -1.0;
+  bool progress = !opts.output.quiet && isatty(STDERR_FILENO) && (total < 0 || total >= 2);
+  if (!progress) {
+    wait_for_stop(total);
+    return;
+  }
+  const uint64_t start = monotonic_ns();
+  for (;;) {
+    double elapsed = static_cast<double>(monotonic_ns() - start) / 1e9;
+    double step = total < 0 ? 1.0 : std::min(1.0, total - elapsed);
+    if (step <= 0 || wait_for_stop(step))
+      break;
+    elapsed = static_cast<double>(monotonic_ns() - start) / 1e9;
+    OffcpuSession::Progress p = session.progress();
+    char line[160];
+    if (total < 0)
+      snprintf(line, sizeof(line), "\roffcpu: %.0f s, %llu waits, %llu stacks\033[K", elapsed,
+               static_cast<unsigned long long>(p.waits),
+               static_cast<unsigned long long>(p.keys));
+    else
+      snprintf(line, sizeof(line), "\roffcpu: %.0f/%.0f s, %llu waits, %llu stacks\033[K",
+               elapsed, total, static_cast<unsigned long long>(p.waits),
+               static_cast<unsigned long long>(p.keys));
+    fputs(line, stderr);
+  }
+  fputs("\r\033[K", stderr);
 }
 
 } // namespace
@@ -88,6 +122,14 @@ int run_profile(const ProfileOptions &opts) {
   if (opts.verbose)
     note("kernel: " + describe_features(features));
 
+  // Opened before tracing, so an unwritable path fails before any wait.
+  std::vector<OutputTarget> targets = opts.output.targets;
+  if (targets.empty())
+    targets.push_back({"", opts.output.format});
+  std::vector<std::unique_ptr<OutputFile>> files;
+  for (const OutputTarget &t : targets)
+    files.push_back(std::make_unique<OutputFile>(
+        t.path.empty() ? std::nullopt : std::optional<std::string>(t.path)));
   auto session = OffcpuSession::load(
       opts, offcpu_plans(features, opts.attach, opts.kstack_at_switch_in),
       opts.verbose);
@@ -112,8 +154,9 @@ int run_profile(const ProfileOptions &opts) {
     what += " for " + std::to_string(*opts.duration_s).substr(0, 8) + " s";
   note(what + (opts.duration_s ? "... Hit Ctrl-C to end early."
                                : "... Hit Ctrl-C to end."));
+  const int64_t wall_start = wall_clock_ns();
 
-  wait_for_stop(opts.duration_s ? *opts.duration_s : -1.0);
+  collect_with_progress(*session, opts);
   session->stop();
   RawProfile raw = session->drain();
 
@@ -125,13 +168,23 @@ int run_profile(const ProfileOptions &opts) {
   std::vector<Sample> samples = symbolize_profile(raw, symbolizer, show);
   merge_partial_kernel_stacks(samples);
 
-  std::string out = opts.folded
-                        ? format_folded(samples, FoldedOptions{opts.delimited})
-                        : format_text(samples, TextOptions{opts.delimited});
-  WriteResult wr = write_all(STDOUT_FILENO, out);
-  if (wr == WriteResult::Failed)
-    throw runtime_error(std::string("cannot write the results: ") +
-                        std::strerror(errno));
+  PprofOptions pp;
+  pp.time_nanos = wall_start;
+  pp.duration_nanos = static_cast<int64_t>(raw.window_ns);
+  pp.comment = "offcpu " OFFCPU_VERSION ": off-CPU time of " + target_description(opts);
+  // Every file is complete before any is renamed into place.
+  bool reader_gone = false;
+  for (size_t i = 0; i < targets.size(); i++) {
+    OutputOptions one = opts.output;
+    one.format = targets[i].format;
+    std::string bytes = one.format == OutputFormat::Text
+                            ? format_text(samples, TextOptions{one.delimited})
+                            : render_samples(samples, one, "Off-CPU Time Flame Graph", pp);
+    reader_gone |= files[i]->write(bytes) != WriteResult::Ok;
+  }
+  if (!reader_gone)
+    for (auto &f : files)
+      f->commit();
 
   std::string losses =
       describe_losses(raw.lost, opts.stack_storage_size, opts.max_entries);

@@ -12,9 +12,11 @@
 #include "collect/rwsem_session.h"
 #include "output/lock_text.h"
 #include "probe/features.h"
+#include "run/emit.h"
 #include "run/profile.h"
 #include "util/error.h"
 #include "util/output.h"
+#include "util/output_file.h"
 #include "util/privileges.h"
 #include "util/signals.h"
 
@@ -53,25 +55,31 @@ std::string clock_time() {
   return buf;
 }
 
-// Prints one interval's report; returns false when stdout is gone.
+// SVG and pprof describe the whole run: they are written once, at the end.
+bool whole_run_format(const RwsemOptions &o) {
+  return o.output.format == OutputFormat::Svg || o.output.format == OutputFormat::Pprof;
+}
+
+// Writes one interval's report (text or folded), or keeps the samples for
+// the end. Returns false when stdout is gone.
 bool report(const RawLockWaits &raw, Symbolizer &sym, const RwsemOptions &o,
-            double seconds) {
-  std::vector<LockSample> samples =
-      symbolize_lock_waits(raw, sym, StackSelection{});
-  std::string out;
-  if (o.folded) {
-    out = format_lock_folded(samples, o.delimited);
+            double seconds, OutputFile &out, std::vector<Sample> &whole_run) {
+  std::vector<LockSample> samples = symbolize_lock_waits(raw, sym, StackSelection{});
+  if (whole_run_format(o)) {
+    for (LockSample &ls : samples)
+      whole_run.push_back(std::move(ls.wait));
+    return true;
+  }
+  std::string text;
+  if (o.output.format == OutputFormat::Folded) {
+    text = format_lock_folded(samples, o.output.delimited);
   } else {
     char head[96];
-    snprintf(head, sizeof(head), "[%s] rwsem waits over %.1f s%s\n",
-             clock_time().c_str(), seconds, samples.empty() ? ": none" : "");
-    out = head + format_lock_text(samples, o.delimited);
+    snprintf(head, sizeof(head), "[%s] rwsem waits over %.1f s%s\n", clock_time().c_str(),
+             seconds, samples.empty() ? ": none" : "");
+    text = head + format_lock_text(samples, o.output.delimited);
   }
-  WriteResult wr = write_all(STDOUT_FILENO, out);
-  if (wr == WriteResult::Failed)
-    throw runtime_error(std::string("cannot write the results: ") +
-                        std::strerror(errno));
-  return wr == WriteResult::Ok;
+  return out.write(text) == WriteResult::Ok;
 }
 
 } // namespace
@@ -113,6 +121,7 @@ int run_rwsem(const RwsemOptions &opts) {
     throw runtime_error(
         "this kernel has no BTF (/sys/kernel/btf/vmlinux): "
         "offcpu needs a kernel built with CONFIG_DEBUG_INFO_BTF=y");
+  OutputFile out(opts.output.path);
   auto session = RwsemSession::load(opts, rwsem_plans(features, opts.attach),
                                     opts.verbose);
   if (stop_requested()) {
@@ -141,12 +150,14 @@ int run_rwsem(const RwsemOptions &opts) {
 
   Symbolizer symbolizer(system_files(),
                         KernelSymbols::load(system_files(), true));
+  const int64_t wall_start = wall_clock_ns();
+  std::vector<Sample> whole_run;
   const double start = static_cast<double>(monotonic_ns()) / 1e9;
   double last = start;
   std::array<uint64_t, OFFCPU_LOST_NR> lost{};
   for (;;) {
     double now = static_cast<double>(monotonic_ns()) / 1e9;
-    double step = opts.interval_s > 0 ? opts.interval_s : -1;
+    double step = opts.interval_s > 0 && !whole_run_format(opts) ? opts.interval_s : -1;
     if (opts.duration_s) {
       double left = start + *opts.duration_s - now;
       step = step < 0 ? left : std::min(step, left);
@@ -157,12 +168,24 @@ int run_rwsem(const RwsemOptions &opts) {
                  (opts.duration_s && now - start >= *opts.duration_s - 1e-3);
     RawLockWaits raw = final ? session->stop_and_drain() : session->drain();
     lost = raw.lost;
-    if (!report(raw, symbolizer, opts, now - last))
+    if (!report(raw, symbolizer, opts, now - last, out, whole_run))
       return kExitOk; // stdout closed: nobody is listening
     last = now;
     if (final)
       break;
   }
+  if (whole_run_format(opts)) {
+    PprofOptions pp;
+    pp.count_type = "contentions";
+    pp.time_type = "delay";
+    pp.time_nanos = wall_start;
+    pp.duration_nanos = static_cast<int64_t>(session->stopped_ns() - session->attached_ns());
+    pp.comment = "offcpu " OFFCPU_VERSION ": rwsem waits of " + who;
+    if (out.write(render_samples(whole_run, opts.output, "rwsem Wait Flame Graph", pp)) !=
+        WriteResult::Ok)
+      return kExitOk;
+  }
+  out.commit();
   fputs(
       describe_losses(lost, opts.stack_storage_size, opts.max_entries).c_str(),
       stderr);

@@ -29,9 +29,23 @@ Symbolizer::Symbolizer(const FileReader &files, KernelSymbols kernel,
     : files_(files), kernel_(std::move(kernel)),
       proc_root_(std::move(proc_root)) {}
 
-std::string Symbolizer::kernel_frame(uint64_t addr, bool is_return_address) {
+const ModuleInfo *Symbolizer::module_info(const std::string &path,
+                                          const std::string &build_id) {
+  auto &slot = modules_[path];
+  if (!slot)
+    slot = std::make_unique<ModuleInfo>(ModuleInfo{path, build_id});
+  return slot.get();
+}
+
+std::string Symbolizer::kernel_frame(uint64_t addr, bool is_return_address,
+                                     const ModuleInfo **module) {
   uint64_t lookup = is_return_address && addr > 0 ? addr - 1 : addr;
   auto sym = kernel_.find(lookup);
+  if (module)
+    *module = module_info(sym && !sym->module.empty()
+                              ? "[" + std::string(sym->module) + "]"
+                              : "[kernel.kallsyms]",
+                          "");
   if (!sym) {
     stats_.unnamed++;
     stats_.unnamed_by_module["[kernel]"]++;
@@ -132,16 +146,24 @@ ElfFile *Symbolizer::elf_for(uint32_t tgid, const Mapping &m) {
 }
 
 std::string Symbolizer::user_frame(uint32_t tgid, uint64_t addr,
-                                   bool is_return_address) {
+                                   bool is_return_address,
+                                   const ModuleInfo **module) {
   uint64_t lookup = is_return_address && addr > 0 ? addr - 1 : addr;
   const Mapping *m = find_mapping(process(tgid).maps, lookup);
+  if (module)
+    *module = nullptr;
   if (!m) {
     stats_.unnamed++;
     stats_.unnamed_by_module["[unknown]"]++;
     return "[unknown]";
   }
   if (m->is_file()) {
-    if (ElfFile *elf = elf_for(tgid, *m)) {
+    ElfFile *elf = elf_for(tgid, *m);
+    if (module) {
+      std::string path = m->deleted() ? m->path.substr(0, m->path.size() - 10) : m->path;
+      *module = module_info(path, elf ? elf->build_id() : "");
+    }
+    if (elf) {
       auto vaddr = elf->file_offset_to_vaddr(lookup - m->start + m->offset);
       if (vaddr) {
         if (const ElfSymbol *sym = elf->find(*vaddr)) {
@@ -154,13 +176,15 @@ std::string Symbolizer::user_frame(uint32_t tgid, uint64_t addr,
       }
     }
   }
-  std::string module =
+  std::string label =
       m->path.empty() ? "[anon]" : "[" + m->display_name() + "]";
   if (m->path.size() > 1 && m->path[0] == '[')
-    module = m->path;
+    label = m->path;
+  if (module && !*module)
+    *module = module_info(m->path.empty() ? "[anon]" : m->path, "");
   stats_.unnamed++;
-  stats_.unnamed_by_module[module]++;
-  return module;
+  stats_.unnamed_by_module[label]++;
+  return label;
 }
 
 } // namespace offcpu

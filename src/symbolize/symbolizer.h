@@ -25,6 +25,12 @@ struct SymbolizeStats {
   uint64_t elf_files_parsed = 0;
 };
 
+// The file (or kernel part) a frame's code came from; owned by Symbolizer.
+struct ModuleInfo {
+  std::string path;     // "/usr/lib/.../libc.so.6", "[kernel.kallsyms]", "[nfs]"
+  std::string build_id; // lowercase hex, may be empty
+};
+
 class Symbolizer {
 public:
   // `proc_root` is "/proc" except in tests.
@@ -33,8 +39,11 @@ public:
 
   // `addr` is the frame's address as stored; return addresses (all frames
   // but the first) are looked up one byte earlier, inside the call.
-  std::string kernel_frame(uint64_t addr, bool is_return_address);
-  std::string user_frame(uint32_t tgid, uint64_t addr, bool is_return_address);
+  // `module`, if given, receives where the frame's code lives (or null).
+  std::string kernel_frame(uint64_t addr, bool is_return_address,
+                           const ModuleInfo **module = nullptr);
+  std::string user_frame(uint32_t tgid, uint64_t addr, bool is_return_address,
+                         const ModuleInfo **module = nullptr);
 
   // Reads the process's maps now, so later lookups work after it exits.
   void remember_process(uint32_t tgid);
@@ -50,6 +59,7 @@ private:
 
   Process &process(uint32_t tgid);
   ElfFile *elf_for(uint32_t tgid, const Mapping &m);
+  const ModuleInfo *module_info(const std::string &path, const std::string &build_id);
   void find_debug_file(ElfFile &file, uint32_t tgid, const Mapping &m);
 
   const FileReader &files_;
@@ -58,6 +68,7 @@ private:
   std::unordered_map<uint32_t, Process> processes_;
   std::map<FileKey, std::unique_ptr<ElfFile>> elf_cache_;
   std::unordered_map<std::string, std::string> demangled_;
+  std::map<std::string, std::unique_ptr<ModuleInfo>> modules_;
   SymbolizeStats stats_;
 };
 

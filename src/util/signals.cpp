@@ -12,9 +12,12 @@ namespace offcpu {
 namespace {
 
 std::atomic<int> g_stops{0};
+std::atomic<const char *> g_cleanup_path{nullptr};
 
 void on_stop_signal(int sig) {
   if (g_stops.fetch_add(1) >= 1 && sig == SIGINT) {
+    if (const char *path = g_cleanup_path.load())
+      unlink(path);
     static const char msg[] = "offcpu: interrupted again, exiting\n";
     ssize_t ignored = ::write(STDERR_FILENO, msg, sizeof(msg) - 1);
     (void)ignored;
@@ -43,6 +46,8 @@ void install_stop_handlers() {
 bool stop_requested() {
   return g_stops.load() > 0;
 }
+
+void set_cleanup_path(const char *path) { g_cleanup_path.store(path); }
 
 bool wait_for_stop(double seconds) {
   const double deadline = seconds < 0 ? -1 : monotonic_seconds() + seconds;

@@ -35,7 +35,8 @@ TEST(Cli, DefaultsTraceEverythingUntilCtrlC) {
   EXPECT_EQ(cl.action, Action::Run);
   EXPECT_TRUE(cl.profile.pids.empty());
   EXPECT_FALSE(cl.profile.duration_s.has_value());
-  EXPECT_FALSE(cl.profile.folded);
+  EXPECT_EQ(cl.profile.output.format, OutputFormat::Text);
+  EXPECT_TRUE(cl.profile.output.targets.empty());
   EXPECT_EQ(cl.profile.min_block_us, 1u);
   EXPECT_EQ(cl.profile.stack_storage_size, 16384u);
   EXPECT_EQ(cl.profile.max_stack_depth, 127u);
@@ -46,8 +47,8 @@ TEST(Cli, BccStyleCommandLine) {
   auto cl =
       parse({"-p", "123", "-f", "-d", "-m", "1000", "-M", "5000000", "30"});
   EXPECT_EQ(cl.profile.pids, std::vector<uint32_t>{123});
-  EXPECT_TRUE(cl.profile.folded);
-  EXPECT_TRUE(cl.profile.delimited);
+  EXPECT_EQ(cl.profile.output.format, OutputFormat::Folded);
+  EXPECT_TRUE(cl.profile.output.delimited);
   EXPECT_EQ(cl.profile.min_block_us, 1000u);
   EXPECT_EQ(cl.profile.max_block_us, 5000000u);
   ASSERT_TRUE(cl.profile.duration_s.has_value());
@@ -76,6 +77,38 @@ TEST(Cli, StackOptions) {
   EXPECT_TRUE(parse({"-K"}).profile.kernel_stacks_only);
   EXPECT_TRUE(parse({"-v"}).profile.verbose);
   EXPECT_EQ(parse({"--attach", "raw_tp"}).profile.attach, AttachChoice::RawTp);
+}
+
+TEST(Cli, FormatsAndOutputFiles) {
+  auto cl = parse({"--format", "svg", "--title", "T", "--width", "800", "-o", "a.svg", "5"});
+  EXPECT_EQ(cl.profile.output.format, OutputFormat::Svg);
+  EXPECT_EQ(cl.profile.output.title, "T");
+  EXPECT_EQ(cl.profile.output.width, 800);
+  ASSERT_EQ(cl.profile.output.targets.size(), 1u);
+  EXPECT_EQ(*cl.profile.output.path, "a.svg");
+  EXPECT_DOUBLE_EQ(*cl.profile.duration_s, 5.0);
+  // Several files from one run, each in the format its name says.
+  auto many = parse({"-o", "x.svg", "-o", "x.pb.gz", "-o", "x.folded", "-o", "x.out"});
+  const auto &t = many.profile.output.targets;
+  ASSERT_EQ(t.size(), 4u);
+  EXPECT_EQ(t[0].format, OutputFormat::Svg);
+  EXPECT_EQ(t[1].format, OutputFormat::Pprof);
+  EXPECT_EQ(t[2].format, OutputFormat::Folded);
+  EXPECT_EQ(t[3].format, OutputFormat::Text); // unknown extension: --format
+  EXPECT_EQ(parse({"--format", "pprof"}).profile.output.format, OutputFormat::Pprof);
+  EXPECT_EQ(usage_exit({"-f", "--format", "svg"}), kExitUsage);
+  EXPECT_EQ(usage_exit({"--format", "png"}), kExitUsage);
+  EXPECT_EQ(usage_exit({"rwsem", "x", "-o", "a", "-o", "b"}), kExitUsage);
+}
+
+TEST(Cli, FlamegraphCommand) {
+  auto cl = parse({"flamegraph", "in.folded", "--title", "Mine", "--countname", "ms"});
+  EXPECT_EQ(cl.command, Command::Flamegraph);
+  EXPECT_EQ(*cl.flamegraph.input, "in.folded");
+  EXPECT_EQ(cl.flamegraph.output.title, "Mine");
+  EXPECT_EQ(cl.flamegraph.count_name, "ms");
+  EXPECT_FALSE(parse({"flamegraph"}).flamegraph.input.has_value());
+  EXPECT_FALSE(parse({"flamegraph", "-"}).flamegraph.input.has_value());
 }
 
 TEST(Cli, HelpAndVersionAreNotErrors) {
@@ -121,7 +154,7 @@ TEST(Cli, RwsemByNameWithIntervalAndDuration) {
   EXPECT_EQ(cl.rwsem.name, "mysqld");
   EXPECT_DOUBLE_EQ(cl.rwsem.interval_s, 2.0);
   EXPECT_TRUE(cl.rwsem.include_read);
-  EXPECT_TRUE(cl.rwsem.folded);
+  EXPECT_EQ(cl.rwsem.output.format, OutputFormat::Folded);
   EXPECT_DOUBLE_EQ(*cl.rwsem.duration_s, 30.0);
   EXPECT_EQ(cl.rwsem.attach, RwsemAttach::Auto);
 }

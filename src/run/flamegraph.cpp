@@ -1,0 +1,67 @@
+#include "run/flamegraph.h"
+
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+
+#include "output/flamegraph.h"
+#include "util/error.h"
+#include "util/fs.h"
+#include "util/output_file.h"
+
+namespace offcpu {
+namespace {
+
+constexpr size_t kMaxInput = size_t{1} << 30;
+
+std::string read_stdin() {
+  std::string in;
+  char buf[65536];
+  for (;;) {
+    ssize_t n = read(STDIN_FILENO, buf, sizeof(buf));
+    if (n < 0 && errno == EINTR)
+      continue;
+    if (n < 0)
+      throw runtime_error(std::string("cannot read stdin: ") + std::strerror(errno));
+    if (n == 0)
+      break;
+    in.append(buf, static_cast<size_t>(n));
+    if (in.size() > kMaxInput)
+      throw usage_error("input larger than 1 GiB");
+  }
+  return in;
+}
+
+} // namespace
+
+int run_flamegraph(const FlamegraphOptions &opts) {
+  std::string text;
+  if (opts.input) {
+    auto content = system_files().read(*opts.input, kMaxInput);
+    if (!content)
+      throw usage_error("cannot read " + *opts.input + ": " + std::strerror(errno));
+    text = std::move(*content);
+  } else {
+    text = read_stdin();
+  }
+  size_t bad = 0;
+  auto stacks = parse_folded_stacks(text, &bad);
+  if (stacks.empty() && bad > 0)
+    throw usage_error("no folded stacks in the input (" + std::to_string(bad) +
+                      " lines not of the form 'frame;frame;... value')");
+  if (bad)
+    fprintf(stderr, "offcpu: warning: skipped %zu lines that are not folded stacks\n", bad);
+  FlameGraphOptions g;
+  g.title = opts.output.title.empty() ? "Flame Graph" : opts.output.title;
+  g.count_name = opts.count_name;
+  g.width = opts.output.width;
+  g.min_width = opts.output.min_width;
+  OutputFile out(opts.output.path);
+  if (out.write(render_flamegraph(stacks, g)) == WriteResult::Ok)
+    out.commit();
+  return kExitOk;
+}
+
+} // namespace offcpu

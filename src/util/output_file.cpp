@@ -1,0 +1,60 @@
+#include "util/output_file.h"
+
+#include <fcntl.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "util/error.h"
+#include "util/signals.h"
+
+namespace offcpu {
+
+OutputFile::OutputFile(const std::optional<std::string> &path) {
+  if (!path)
+    return;
+  path_ = *path;
+  temp_ = path_ + ".offcpu-XXXXXX";
+  fd_ = mkostemp(temp_.data(), O_CLOEXEC);
+  if (fd_ < 0)
+    throw runtime_error("cannot write " + path_ + ": " + std::strerror(errno));
+  fchmod(fd_, 0644);
+  set_cleanup_path(temp_.c_str());
+}
+
+OutputFile::~OutputFile() {
+  if (path_.empty())
+    return;
+  if (fd_ >= 0)
+    close(fd_);
+  if (!committed_)
+    unlink(temp_.c_str());
+  set_cleanup_path(nullptr);
+}
+
+WriteResult OutputFile::write(const std::string &data) {
+  WriteResult r = write_all(fd_, data);
+  if (r == WriteResult::Failed)
+    throw runtime_error("cannot write " + (path_.empty() ? std::string("the results") : path_) +
+                        ": " + std::strerror(errno));
+  return r;
+}
+
+void OutputFile::commit() {
+  if (path_.empty() || committed_)
+    return;
+  if (fsync(fd_) != 0 || close(fd_) != 0) {
+    fd_ = -1;
+    throw runtime_error("cannot write " + path_ + ": " + std::strerror(errno));
+  }
+  fd_ = -1;
+  if (rename(temp_.c_str(), path_.c_str()) != 0)
+    throw runtime_error("cannot write " + path_ + ": " + std::strerror(errno));
+  committed_ = true;
+  set_cleanup_path(nullptr);
+}
+
+} // namespace offcpu

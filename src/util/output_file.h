@@ -1,0 +1,32 @@
+// Where results go: stdout, or a file that appears only when complete.
+#pragma once
+
+#include <optional>
+#include <string>
+
+#include "util/output.h"
+
+namespace offcpu {
+
+class OutputFile {
+public:
+  // nullopt: stdout. A path: written to a temporary name in the same
+  // directory and renamed over `path` by commit(); until then an interrupted
+  // run leaves nothing that looks finished. Throws FatalError if the
+  // directory is not writable.
+  explicit OutputFile(const std::optional<std::string> &path);
+  ~OutputFile(); // removes the temporary file unless committed
+  OutputFile(const OutputFile &) = delete;
+  OutputFile &operator=(const OutputFile &) = delete;
+
+  // Ok, ClosedPipe (stdout reader gone) or throws FatalError naming the cause.
+  WriteResult write(const std::string &data);
+  void commit();
+
+private:
+  int fd_ = 1;
+  std::string path_, temp_;
+  bool committed_ = false;
+};
+
+} // namespace offcpu

@@ -1,0 +1,118 @@
+#include <gtest/gtest.h>
+
+#include <map>
+#include <regex>
+
+#include "output/flamegraph.h"
+
+namespace offcpu {
+namespace {
+
+struct Box {
+  std::string title;
+  double width = 0;
+  int depth = 0;
+};
+
+// Every frame box: its tooltip, its width and its depth.
+std::vector<Box> boxes(const std::string &svg) {
+  std::vector<Box> out;
+  std::regex g("<g class=\"f\" data-o=\"[^\"]*\" data-v=\"[^\"]*\" data-d=\"(\\d+)\">"
+               "<title>([^<]*)</title><rect x=\"[^\"]*\" y=\"[^\"]*\" width=\"([^\"]*)\"");
+  for (auto it = std::sregex_iterator(svg.begin(), svg.end(), g); it != std::sregex_iterator();
+       ++it)
+    out.push_back({(*it)[2], std::stod((*it)[3]), std::stoi((*it)[1])});
+  return out;
+}
+
+const Box *find(const std::vector<Box> &bs, const std::string &prefix, int depth) {
+  for (const auto &b : bs)
+    if (b.depth == depth && b.title.rfind(prefix, 0) == 0)
+      return &b;
+  return nullptr;
+}
+
+TEST(FlameGraph, ParsesFoldedFromOffcpuBccAndPerf) {
+  size_t bad = 0;
+  auto stacks = parse_folded_stacks("app;main;read 300\n"
+                                    "app;main;write_[k] 100\r\n"
+                                    "perf-style;a;b 12.5\n"
+                                    "\n"
+                                    "no value here\n"
+                                    "negative;x -4\n",
+                                    &bad);
+  ASSERT_EQ(stacks.size(), 3u);
+  EXPECT_EQ(bad, 2u);
+  EXPECT_EQ(stacks[0].frames, (std::vector<std::string>{"app", "main", "read"}));
+  EXPECT_DOUBLE_EQ(stacks[1].value, 100);
+  EXPECT_DOUBLE_EQ(stacks[2].value, 12.5);
+}
+
+TEST(FlameGraph, WidthsAreProportionalAndEveryStackIsDrawn) {
+  std::vector<FoldedStack> stacks = {{{"app", "main", "wait_a"}, 600},
+                                     {{"app", "main", "wait_b"}, 300},
+                                     {{"other", "idle"}, 100}};
+  FlameGraphOptions o;
+  o.width = 1020; // 1000 px for frames
+  auto bs = boxes(render_flamegraph(stacks, o));
+  ASSERT_EQ(bs.size(), 6u); // app, main, wait_a, wait_b, other, idle
+  EXPECT_NEAR(find(bs, "app (900 us, 90.00%)", 0)->width, 900, 0.01);
+  EXPECT_NEAR(find(bs, "main", 1)->width, 900, 0.01);
+  EXPECT_NEAR(find(bs, "wait_a (600 us, 60.00%)", 2)->width, 600, 0.01);
+  EXPECT_NEAR(find(bs, "wait_b", 2)->width, 300, 0.01);
+  EXPECT_NEAR(find(bs, "idle (100 us, 10.00%)", 1)->width, 100, 0.01);
+}
+
+TEST(FlameGraph, TextIsEscapedAndLongNamesTruncated) {
+  std::string long_name = "std::map<std::string, std::vector<int>>::operator[](const std::string&) "
+                          "const with \"quotes\" & <angles>";
+  std::vector<FoldedStack> stacks = {{{"a<b>&\"c\"", long_name}, 10}, {{"z", "y"}, 1000}};
+  std::string svg = render_flamegraph(stacks, {});
+  EXPECT_EQ(svg.find("a<b>"), std::string::npos);
+  EXPECT_NE(svg.find("a&lt;b&gt;&amp;&quot;c&quot;"), std::string::npos);
+  EXPECT_NE(svg.find("&lt;angles&gt;"), std::string::npos);         // full name in the tooltip
+  EXPECT_EQ(svg.find(long_name.substr(0, 40) + "</text>"), std::string::npos); // cut in the box
+  // Well-formed enough for a browser: every <g> closed.
+  size_t open = 0, close = 0;
+  for (size_t p = 0; (p = svg.find("<g ", p)) != std::string::npos; p++)
+    open++;
+  for (size_t p = 0; (p = svg.find("</g>", p)) != std::string::npos; p++)
+    close++;
+  EXPECT_EQ(open, close);
+}
+
+TEST(FlameGraph, KernelFramesHaveTheirOwnColorAndNoSuffix) {
+  std::vector<FoldedStack> stacks = {{{"t", "read", "read_[k]"}, 10}};
+  std::string svg = render_flamegraph(stacks, {});
+  EXPECT_EQ(svg.find("_[k]"), std::string::npos);
+  std::regex fill("<title>read \\(10[^<]*</title><rect[^>]*fill=\"(rgb\\([0-9,]+\\))\"");
+  std::vector<std::string> fills;
+  for (auto it = std::sregex_iterator(svg.begin(), svg.end(), fill); it != std::sregex_iterator();
+       ++it)
+    fills.push_back((*it)[1]);
+  ASSERT_EQ(fills.size(), 2u); // user read and kernel read stay two boxes
+  EXPECT_NE(fills[0], fills[1]);
+}
+
+TEST(FlameGraph, NarrowFramesLeftOutAndEmptyInputSaysSo) {
+  std::vector<FoldedStack> stacks = {{{"big"}, 1000000}, {{"tiny"}, 1}};
+  FlameGraphOptions o;
+  o.min_width = 0.5;
+  EXPECT_EQ(render_flamegraph(stacks, o).find("tiny"), std::string::npos);
+  EXPECT_NE(render_flamegraph({}, {}).find("no samples"), std::string::npos);
+}
+
+TEST(FlameGraph, SamplesBecomeMicrosecondStacksWithKernelMarks) {
+  Sample s;
+  s.comm = "w";
+  s.user = {"main"};
+  s.kernel = {"schedule"};
+  s.total_ns = 2500;
+  auto st = stacks_from_samples({s}, true);
+  ASSERT_EQ(st.size(), 1u);
+  EXPECT_EQ(st[0].frames, (std::vector<std::string>{"w", "main", "-", "schedule_[k]"}));
+  EXPECT_DOUBLE_EQ(st[0].value, 2.5);
+}
+
+} // namespace
+} // namespace offcpu
