@@ -2,11 +2,13 @@
 # Installs what offcpu needs to build and test, from Debian 12 packages.
 # Run as root. libc6-dbg lets offcpu name glibc's internal functions
 # (start_thread...) and the tests check that it does; bpftrace is the
-# independent measurement the rwsem tests compare against.
+# independent measurement the rwsem tests compare against; chromium renders
+# the SVG flame graphs and golang-go's `go tool pprof` reads the pprof files
+# in the tests; bash-completion exercises the completion script.
 set -eu
 export DEBIAN_FRONTEND=noninteractive
 apt-get update -qq
 apt-get install -y -qq --no-install-recommends \
   cmake make g++ clang llvm pkg-config \
   libbpf-dev bpftool libelf-dev zlib1g-dev libcli11-dev libgtest-dev \
-  libc6-dbg bpftrace >/dev/null
+  libc6-dbg bpftrace chromium golang-go bash-completion man-db >/dev/null

@@ -123,7 +123,8 @@ bool ends_with(const std::string &s, const char *suffix) {
 OutputFormat format_for_path(const std::string &path, OutputFormat fallback) {
   if (ends_with(path, ".svg"))
     return OutputFormat::Svg;
-  if (ends_with(path, ".pb.gz") || ends_with(path, ".pprof") || ends_with(path, ".pb"))
+  if (ends_with(path, ".pb.gz") || ends_with(path, ".pprof") ||
+      ends_with(path, ".pb"))
     return OutputFormat::Pprof;
   if (ends_with(path, ".folded"))
     return OutputFormat::Folded;
@@ -133,43 +134,49 @@ OutputFormat format_for_path(const std::string &path, OutputFormat fallback) {
 }
 
 // -f/--folded, --format, -o, -d and the SVG options, for one command.
-void add_output_options(CLI::App *app, OutputOptions &o, OutputArgs &a, bool with_format) {
+void add_output_options(CLI::App *app, OutputOptions &o, OutputArgs &a,
+                        bool with_format) {
   if (with_format) {
     app->add_flag("-f,--folded", a.folded,
                   "folded stacks for flamegraph.pl (same as --format folded)")
         ->group("Output");
-    app->add_option("--format", a.format, "text, folded, svg or pprof (default text)")
+    app->add_option("--format", a.format,
+                    "text, folded, svg or pprof (default text)")
         ->check(CLI::IsMember({"text", "folded", "svg", "pprof"}))
         ->group("Output");
     app->add_flag("-d,--delimited", o.delimited,
                   "insert a '-' frame between user and kernel stacks")
         ->group("Output");
   }
-  app->add_option("-o,--output", a.paths,
-                  "write to FILE instead of stdout; it appears only when complete. "
-                  "Repeatable: .svg, .pb.gz, .folded and .txt pick their format")
+  app->add_option(
+         "-o,--output", a.paths,
+         "write to FILE instead of stdout; it appears only when complete. "
+         "Repeatable: .svg, .pb.gz, .folded and .txt pick their format")
       ->expected(1)
       ->allow_extra_args(false)
       ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll)
       ->type_name("FILE")
       ->group("Output");
   app->add_option("--title", o.title, "flame graph title")->group("Output");
-  app->add_option("--width", o.width, "flame graph width in pixels (default 1200)")
+  app->add_option("--width", o.width,
+                  "flame graph width in pixels (default 1200)")
       ->check(CLI::Range(200, 100000))
       ->group("Output");
-  app->add_option("--minwidth", o.min_width,
-                  "leave out frames narrower than this many pixels (default 0.1)")
+  app->add_option(
+         "--minwidth", o.min_width,
+         "leave out frames narrower than this many pixels (default 0.1)")
       ->check(CLI::Range(0.0, 1000.0))
       ->group("Output");
 }
 
 void finish_output_options(OutputOptions &o, const OutputArgs &a) {
   if (a.folded && !a.format.empty() && a.format != "folded")
-    throw usage_error("-f means --format folded; it cannot be combined with --format " +
-                      a.format);
+    throw usage_error(
+        "-f means --format folded; it cannot be combined with --format " +
+        a.format);
   std::string f = a.folded ? "folded" : a.format;
-  o.format = f == "folded" ? OutputFormat::Folded
-             : f == "svg"  ? OutputFormat::Svg
+  o.format = f == "folded"  ? OutputFormat::Folded
+             : f == "svg"   ? OutputFormat::Svg
              : f == "pprof" ? OutputFormat::Pprof
                             : OutputFormat::Text;
   for (const std::string &p : a.paths) {
@@ -183,7 +190,8 @@ void finish_output_options(OutputOptions &o, const OutputArgs &a) {
 
 void require_single_output(const OutputOptions &o, const char *command) {
   if (o.targets.size() > 1)
-    throw usage_error(std::string(command) + " writes one output: give -o once");
+    throw usage_error(std::string(command) +
+                      " writes one output: give -o once");
 }
 
 } // namespace
@@ -244,7 +252,8 @@ CommandLine parse_command_line(int argc, const char *const *argv,
   us->excludes(ks);
   OutputArgs out_args;
   add_output_options(&app, o.output, out_args, true);
-  app.add_flag("-q,--quiet", o.output.quiet, "no progress line on a terminal")->group("Output");
+  app.add_flag("-q,--quiet", o.output.quiet, "no progress line on a terminal")
+      ->group("Output");
 
   add_stack_limits(&app, o.stack_storage_size, o.max_stack_depth, o.max_entries,
                    "Limits");
@@ -299,17 +308,21 @@ CommandLine parse_command_line(int argc, const char *const *argv,
   std::string fg_input;
   OutputArgs fg_out_args;
   CLI::App *fga = app.add_subcommand(
-      "flamegraph", "draw an SVG flame graph from folded stacks (offcpu -f, BCC, "
-                    "stackcollapse-perf) read from FILE or stdin");
+      "flamegraph",
+      "draw an SVG flame graph from folded stacks (offcpu -f, BCC, "
+      "stackcollapse-perf) read from FILE or stdin");
   fga->add_option("file", fg_input, "folded stacks (default: stdin)");
-  fga->add_option("--countname", fg.count_name, "unit of the values (default us)");
+  fga->add_option("--countname", fg.count_name,
+                  "unit of the values (default us)");
   add_output_options(fga, fg.output, fg_out_args, false);
 
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp &) {
     cl.action = Action::PrintedHelp;
-    cl.help_text = rw->parsed() ? rw->help() : fga->parsed() ? fga->help() : app.help();
+    cl.help_text = rw->parsed()    ? rw->help()
+                   : fga->parsed() ? fga->help()
+                                   : app.help();
     return cl;
   } catch (const CLI::CallForVersion &) {
     cl.action = Action::PrintedHelp;

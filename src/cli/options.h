@@ -30,10 +30,10 @@ struct OutputOptions {
   // out.pb.gz from one run); a known extension picks the file's format.
   std::vector<OutputTarget> targets;
   bool delimited = false;
-  std::string title;               // SVG title; empty: the command's default
-  int width = 1200;                // SVG width in pixels
-  double min_width = 0.1;          // SVG: narrower frames are left out
-  bool quiet = false;              // no progress line
+  std::string title;      // SVG title; empty: the command's default
+  int width = 1200;       // SVG width in pixels
+  double min_width = 0.1; // SVG: narrower frames are left out
+  bool quiet = false;     // no progress line
 };
 
 struct ProfileOptions {

@@ -22,9 +22,9 @@ const std::vector<uint64_t> *find_stack(const StackTable &stacks, uint64_t id) {
   return it == stacks.end() ? nullptr : &it->second;
 }
 
-std::vector<std::string> name_kernel_stack(const std::vector<uint64_t> &ips,
-                                           Symbolizer &sym,
-                                           std::vector<const ModuleInfo *> *modules) {
+std::vector<std::string>
+name_kernel_stack(const std::vector<uint64_t> &ips, Symbolizer &sym,
+                  std::vector<const ModuleInfo *> *modules) {
   std::vector<std::string> leaf_first;
   std::vector<const ModuleInfo *> mods;
   leaf_first.reserve(ips.size());
@@ -39,7 +39,8 @@ std::vector<std::string> name_kernel_stack(const std::vector<uint64_t> &ips,
   for (size_t i = 0; i < leaf_first.size() && i < 16; i++)
     if (is_tracer_frame(leaf_first[i]))
       cut = i + 1;
-  leaf_first.erase(leaf_first.begin(), leaf_first.begin() + static_cast<long>(cut));
+  leaf_first.erase(leaf_first.begin(),
+                   leaf_first.begin() + static_cast<long>(cut));
   mods.erase(mods.begin(), mods.begin() + static_cast<long>(cut));
   std::reverse(leaf_first.begin(), leaf_first.end());
   std::reverse(mods.begin(), mods.end());
@@ -48,9 +49,9 @@ std::vector<std::string> name_kernel_stack(const std::vector<uint64_t> &ips,
   return leaf_first;
 }
 
-std::vector<std::string> name_user_stack(uint32_t tgid, const std::vector<uint64_t> &ips,
-                                         Symbolizer &sym,
-                                         std::vector<const ModuleInfo *> *modules) {
+std::vector<std::string>
+name_user_stack(uint32_t tgid, const std::vector<uint64_t> &ips,
+                Symbolizer &sym, std::vector<const ModuleInfo *> *modules) {
   std::vector<std::string> root_first;
   root_first.reserve(ips.size());
   if (modules)

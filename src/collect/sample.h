@@ -21,7 +21,7 @@ struct Sample {
   // by symbolization (pprof mappings); may be empty.
   std::vector<const ModuleInfo *> user_modules;
   std::vector<const ModuleInfo *> kernel_modules;
-  bool user_missed = false;        // a user stack was wanted but not taken
+  bool user_missed = false; // a user stack was wanted but not taken
   bool kernel_missed = false;
   bool kernel_nosched = false; // kernel stack lacks the __sched frames
   uint64_t total_ns = 0;
@@ -34,12 +34,13 @@ struct StackSelection {
 };
 
 // Frame names, root first. Kernel stacks lose the tracer's own leaf frames.
-std::vector<std::string> name_kernel_stack(const std::vector<uint64_t> &ips,
-                                           Symbolizer &sym,
-                                           std::vector<const ModuleInfo *> *modules = nullptr);
-std::vector<std::string> name_user_stack(uint32_t tgid, const std::vector<uint64_t> &ips,
-                                         Symbolizer &sym,
-                                         std::vector<const ModuleInfo *> *modules = nullptr);
+std::vector<std::string>
+name_kernel_stack(const std::vector<uint64_t> &ips, Symbolizer &sym,
+                  std::vector<const ModuleInfo *> *modules = nullptr);
+std::vector<std::string>
+name_user_stack(uint32_t tgid, const std::vector<uint64_t> &ips,
+                Symbolizer &sym,
+                std::vector<const ModuleInfo *> *modules = nullptr);
 
 // Looks a stack id up; null for OFFCPU_NO_STACK, a missed or a lost stack.
 const std::vector<uint64_t> *find_stack(const StackTable &stacks, uint64_t id);

@@ -29,8 +29,8 @@ struct Node {
 
 // flamegraph.pl annotations: _[k] kernel, _[j] JIT, _[i] inlined, _[w] waker.
 Kind strip_annotation(std::string &name) {
-  if (name.size() > 4 && name[name.size() - 4] == '_' && name[name.size() - 3] == '[' &&
-      name.back() == ']') {
+  if (name.size() > 4 && name[name.size() - 4] == '_' &&
+      name[name.size() - 3] == '[' && name.back() == ']') {
     char a = name[name.size() - 2];
     name.resize(name.size() - 4);
     return a == 'k' ? Kind::Kernel : Kind::User;
@@ -65,7 +65,8 @@ std::string color(const Node &n) {
     r = 80 + static_cast<int>(v * 60), g = 130 + static_cast<int>(v * 60),
     b = 205 + static_cast<int>(v * 50);
   }
-  return "rgb(" + std::to_string(r) + "," + std::to_string(g) + "," + std::to_string(b) + ")";
+  return "rgb(" + std::to_string(r) + "," + std::to_string(g) + "," +
+         std::to_string(b) + ")";
 }
 
 std::string fmt(double v) {
@@ -105,14 +106,17 @@ struct Renderer {
       return;
     double x = kPad + offset * scale;
     double y = height - kBottom - (depth + 1) * kFrameHeight;
-    std::string title = n.name + " (" + count_text(n.value) + " " + o.count_name + ", " +
-                        fmt(100.0 * n.value / total) + "%)";
-    out += "<g class=\"f\" data-o=\"" + fmt(offset) + "\" data-v=\"" + fmt(n.value) +
-           "\" data-d=\"" + std::to_string(depth) + "\"><title>" + xml_escape(title) +
-           "</title><rect x=\"" + fmt(x) + "\" y=\"" + fmt(y) + "\" width=\"" + fmt(w) +
-           "\" height=\"" + std::to_string(kFrameHeight - 1) + "\" rx=\"2\" fill=\"" +
-           color(n) + "\"/><text x=\"" + fmt(x + 3) + "\" y=\"" +
-           fmt(y + kFrameHeight - 4.5) + "\">" + xml_escape(fit(n.name, w)) + "</text></g>\n";
+    std::string title = n.name + " (" + count_text(n.value) + " " +
+                        o.count_name + ", " + fmt(100.0 * n.value / total) +
+                        "%)";
+    out += "<g class=\"f\" data-o=\"" + fmt(offset) + "\" data-v=\"" +
+           fmt(n.value) + "\" data-d=\"" + std::to_string(depth) +
+           "\"><title>" + xml_escape(title) + "</title><rect x=\"" + fmt(x) +
+           "\" y=\"" + fmt(y) + "\" width=\"" + fmt(w) + "\" height=\"" +
+           std::to_string(kFrameHeight - 1) + "\" rx=\"2\" fill=\"" + color(n) +
+           "\"/><text x=\"" + fmt(x + 3) + "\" y=\"" +
+           fmt(y + kFrameHeight - 4.5) + "\">" + xml_escape(fit(n.name, w)) +
+           "</text></g>\n";
     double child_offset = offset;
     for (const auto &[name, child] : n.children) {
       frame(*child, child_offset, depth + 1);
@@ -242,11 +246,21 @@ std::string xml_escape(std::string_view s) {
   out.reserve(s.size());
   for (char c : s) {
     switch (c) {
-    case '&': out += "&amp;"; break;
-    case '<': out += "&lt;"; break;
-    case '>': out += "&gt;"; break;
-    case '"': out += "&quot;"; break;
-    case '\'': out += "&apos;"; break;
+    case '&':
+      out += "&amp;";
+      break;
+    case '<':
+      out += "&lt;";
+      break;
+    case '>':
+      out += "&gt;";
+      break;
+    case '"':
+      out += "&quot;";
+      break;
+    case '\'':
+      out += "&apos;";
+      break;
     default:
       // XML 1.0 forbids most control characters, even escaped.
       out += (static_cast<unsigned char>(c) < 0x20 && c != '\t') ? ' ' : c;
@@ -255,19 +269,22 @@ std::string xml_escape(std::string_view s) {
   return out;
 }
 
-std::vector<FoldedStack> parse_folded_stacks(std::string_view text, size_t *bad_lines) {
+std::vector<FoldedStack> parse_folded_stacks(std::string_view text,
+                                             size_t *bad_lines) {
   std::vector<FoldedStack> stacks;
   size_t bad = 0;
   while (!text.empty()) {
     size_t nl = text.find('\n');
     std::string_view line = text.substr(0, nl);
     text.remove_prefix(nl == std::string_view::npos ? text.size() : nl + 1);
-    while (!line.empty() && (line.back() == '\r' || line.back() == ' ' || line.back() == '\t'))
+    while (!line.empty() &&
+           (line.back() == '\r' || line.back() == ' ' || line.back() == '\t'))
       line.remove_suffix(1);
     if (line.empty())
       continue;
     size_t space = line.find_last_of(" \t");
-    std::string value_s(space == std::string_view::npos ? "" : line.substr(space + 1));
+    std::string value_s(
+        space == std::string_view::npos ? "" : line.substr(space + 1));
     char *end = nullptr;
     double value = value_s.empty() ? -1 : std::strtod(value_s.c_str(), &end);
     if (space == std::string_view::npos || space == 0 || !end || *end != '\0' ||
@@ -347,36 +364,46 @@ std::string render_flamegraph(const std::vector<FoldedStack> &stacks,
   int width = std::max(opts.width, 200);
   int depth = depth_of(root);
   int height = kTop + (depth + 1) * kFrameHeight + kBottom;
-  Renderer r{opts, root.value > 0 ? root.value : 1,
-             root.value > 0 ? (width - 2 * kPad) / root.value : 0, height, {}};
+  Renderer r{opts,
+             root.value > 0 ? root.value : 1,
+             root.value > 0 ? (width - 2 * kPad) / root.value : 0,
+             height,
+             {}};
   std::string &o = r.out;
   o += "<?xml version=\"1.0\" standalone=\"no\"?>\n";
-  o += "<svg version=\"1.1\" width=\"" + std::to_string(width) + "\" height=\"" +
-       std::to_string(height) + "\" viewBox=\"0 0 " + std::to_string(width) + " " +
-       std::to_string(height) +
+  o += "<svg version=\"1.1\" width=\"" + std::to_string(width) +
+       "\" height=\"" + std::to_string(height) + "\" viewBox=\"0 0 " +
+       std::to_string(width) + " " + std::to_string(height) +
        "\" xmlns=\"http://www.w3.org/2000/svg\" "
        "xmlns:xlink=\"http://www.w3.org/1999/xlink\">\n";
-  o += "<style>text{font-family:Verdana,sans-serif;font-size:" + std::to_string(kFontSize) +
-       "px;fill:#000}g.f:hover rect{stroke:#000;stroke-width:0.5;cursor:pointer}"
-       ".hide{display:none}.parent{opacity:0.5}#title{font-size:17px}"
-       ".button{cursor:pointer;fill:#333}.button:hover{fill:#000;text-decoration:underline}"
-       "</style>\n";
+  o +=
+      "<style>text{font-family:Verdana,sans-serif;font-size:" +
+      std::to_string(kFontSize) +
+      "px;fill:#000}g.f:hover rect{stroke:#000;stroke-width:0.5;cursor:pointer}"
+      ".hide{display:none}.parent{opacity:0.5}#title{font-size:17px}"
+      ".button{cursor:pointer;fill:#333}.button:hover{fill:#000;text-"
+      "decoration:underline}"
+      "</style>\n";
   o += "<script type=\"text/ecmascript\"><![CDATA[";
   o += kScript;
   o += "]]></script>\n";
-  o += "<rect x=\"0\" y=\"0\" width=\"100%\" height=\"100%\" fill=\"#f4f6fa\"/>\n";
+  o += "<rect x=\"0\" y=\"0\" width=\"100%\" height=\"100%\" "
+       "fill=\"#f4f6fa\"/>\n";
   o += "<text id=\"title\" x=\"" + std::to_string(width / 2) +
-       "\" y=\"24\" text-anchor=\"middle\">" + xml_escape(opts.title) + "</text>\n";
+       "\" y=\"24\" text-anchor=\"middle\">" + xml_escape(opts.title) +
+       "</text>\n";
   o += "<text id=\"unzoom\" class=\"button hide\" x=\"" + std::to_string(kPad) +
        "\" y=\"24\">Reset Zoom</text>\n";
-  o += "<text id=\"search\" class=\"button\" x=\"" + std::to_string(width - kPad) +
+  o += "<text id=\"search\" class=\"button\" x=\"" +
+       std::to_string(width - kPad) +
        "\" y=\"24\" text-anchor=\"end\">Search</text>\n";
   o += "<text id=\"details\" x=\"" + std::to_string(kPad) + "\" y=\"" +
        std::to_string(height - 8) + "\"> </text>\n";
   o += "<text id=\"matched\" x=\"" + std::to_string(width - kPad) + "\" y=\"" +
        std::to_string(height - 8) + "\" text-anchor=\"end\"> </text>\n";
   if (root.value <= 0) {
-    o += "<text x=\"" + std::to_string(width / 2) + "\" y=\"" + std::to_string(kTop + 20) +
+    o += "<text x=\"" + std::to_string(width / 2) + "\" y=\"" +
+         std::to_string(kTop + 20) +
          "\" text-anchor=\"middle\">no samples</text>\n";
   } else {
     double offset = 0;

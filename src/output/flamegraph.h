@@ -26,7 +26,8 @@ struct FlameGraphOptions {
 
 // Folded lines ("a;b;c 123", as offcpu, BCC or stackcollapse-perf write
 // them). Lines that do not parse are counted in *bad_lines and skipped.
-std::vector<FoldedStack> parse_folded_stacks(std::string_view text, size_t *bad_lines);
+std::vector<FoldedStack> parse_folded_stacks(std::string_view text,
+                                             size_t *bad_lines);
 
 // Samples as folded stacks in microseconds, kernel frames marked "_[k]" so
 // they are drawn in their own color.

@@ -20,7 +20,8 @@ public:
     buf_ += static_cast<char>(v);
   }
   void tag(int field, int wire_type) {
-    varint(static_cast<uint64_t>(field) << 3 | static_cast<uint64_t>(wire_type));
+    varint(static_cast<uint64_t>(field) << 3 |
+           static_cast<uint64_t>(wire_type));
   }
   void uint_field(int field, uint64_t v) {
     if (v == 0)
@@ -100,7 +101,8 @@ public:
     ProtoWriter w;
     w.packed_field(1, locs);
     w.packed_field(2, {count, ns});
-    auto label = [&](const std::string &key, const std::string *text, uint64_t num) {
+    auto label = [&](const std::string &key, const std::string *text,
+                     uint64_t num) {
       ProtoWriter l;
       l.uint_field(1, str(key));
       if (text)
@@ -173,17 +175,24 @@ private:
   std::map<const ModuleInfo *, uint64_t> mappings_;
   std::map<std::pair<std::string, uint64_t>, uint64_t> locations_;
   std::map<std::pair<std::string, std::string>, uint64_t> functions_;
-  std::vector<std::string> mapping_msgs_, location_msgs_, function_msgs_, sample_msgs_;
+  std::vector<std::string> mapping_msgs_, location_msgs_, function_msgs_,
+      sample_msgs_;
 };
 
-const ModuleInfo *module_at(const std::vector<const ModuleInfo *> &mods, size_t i) {
+const ModuleInfo *module_at(const std::vector<const ModuleInfo *> &mods,
+                            size_t i) {
   return i < mods.size() ? mods[i] : nullptr;
 }
 
 } // namespace
 
-std::string encode_pprof(const std::vector<Sample> &samples, const PprofOptions &opts) {
+std::string encode_pprof(const std::vector<Sample> &samples,
+                         const PprofOptions &opts) {
   ProfileBuilder b;
+  // pprof calls the first mapping the profile's main file: user code first.
+  for (const Sample &s : samples)
+    for (const ModuleInfo *m : s.user_modules)
+      b.mapping(m);
   static const ModuleInfo kMissed{"[missed]", ""};
   for (const Sample &s : samples) {
     // Locations leaf first: kernel leaf to root, then user leaf to root.
@@ -207,7 +216,8 @@ std::string encode_pprof(const std::vector<Sample> &samples, const PprofOptions 
 std::string gzip_compress(const std::string &data) {
   z_stream zs{};
   // windowBits 15 + 16: gzip header and trailer instead of zlib's.
-  if (deflateInit2(&zs, Z_BEST_SPEED, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) != Z_OK)
+  if (deflateInit2(&zs, Z_BEST_SPEED, Z_DEFLATED, 15 + 16, 8,
+                   Z_DEFAULT_STRATEGY) != Z_OK)
     throw std::runtime_error("zlib: deflateInit2 failed");
   std::string out(deflateBound(&zs, data.size()), '\0');
   zs.next_in = reinterpret_cast<Bytef *>(const_cast<char *>(data.data()));

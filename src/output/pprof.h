@@ -22,7 +22,8 @@ struct PprofOptions {
 };
 
 // The uncompressed protobuf message.
-std::string encode_pprof(const std::vector<Sample> &samples, const PprofOptions &opts);
+std::string encode_pprof(const std::vector<Sample> &samples,
+                         const PprofOptions &opts);
 
 // gzip (RFC 1952) of data, as pprof files are stored.
 std::string gzip_compress(const std::string &data);

@@ -7,8 +7,10 @@
 
 namespace offcpu {
 
-std::string render_samples(const std::vector<Sample> &samples, const OutputOptions &out,
-                           const std::string &default_title, const PprofOptions &pprof) {
+std::string render_samples(const std::vector<Sample> &samples,
+                           const OutputOptions &out,
+                           const std::string &default_title,
+                           const PprofOptions &pprof) {
   switch (out.format) {
   case OutputFormat::Svg: {
     FlameGraphOptions g;

@@ -24,7 +24,8 @@ std::string read_stdin() {
     if (n < 0 && errno == EINTR)
       continue;
     if (n < 0)
-      throw runtime_error(std::string("cannot read stdin: ") + std::strerror(errno));
+      throw runtime_error(std::string("cannot read stdin: ") +
+                          std::strerror(errno));
     if (n == 0)
       break;
     in.append(buf, static_cast<size_t>(n));
@@ -41,7 +42,8 @@ int run_flamegraph(const FlamegraphOptions &opts) {
   if (opts.input) {
     auto content = system_files().read(*opts.input, kMaxInput);
     if (!content)
-      throw usage_error("cannot read " + *opts.input + ": " + std::strerror(errno));
+      throw usage_error("cannot read " + *opts.input + ": " +
+                        std::strerror(errno));
     text = std::move(*content);
   } else {
     text = read_stdin();
@@ -52,7 +54,9 @@ int run_flamegraph(const FlamegraphOptions &opts) {
     throw usage_error("no folded stacks in the input (" + std::to_string(bad) +
                       " lines not of the form 'frame;frame;... value')");
   if (bad)
-    fprintf(stderr, "offcpu: warning: skipped %zu lines that are not folded stacks\n", bad);
+    fprintf(stderr,
+            "offcpu: warning: skipped %zu lines that are not folded stacks\n",
+            bad);
   FlameGraphOptions g;
   g.title = opts.output.title.empty() ? "Flame Graph" : opts.output.title;
   g.count_name = opts.count_name;

@@ -2,10 +2,10 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
-#include <algorithm>
 #include <memory>
 
 #include "collect/offcpu_session.h"
@@ -51,9 +51,11 @@ std::string target_description(const ProfileOptions &o) {
 }
 
 // Waits out the window; on a terminal, one line updated in place.
-void collect_with_progress(const OffcpuSession &session, const ProfileOptions &opts) {
+void collect_with_progress(const OffcpuSession &session,
+                           const ProfileOptions &opts) {
   const double total = opts.duration_s ? *opts.duration_s : -1.0;
-  bool progress = !opts.output.quiet && isatty(STDERR_FILENO) && (total < 0 || total >= 2);
+  bool progress =
+      !opts.output.quiet && isatty(STDERR_FILENO) && (total < 0 || total >= 2);
   if (!progress) {
     wait_for_stop(total);
     return;
@@ -68,12 +70,14 @@ void collect_with_progress(const OffcpuSession &session, const ProfileOptions &o
     OffcpuSession::Progress p = session.progress();
     char line[160];
     if (total < 0)
-      snprintf(line, sizeof(line), "\roffcpu: %.0f s, %llu waits, %llu stacks\033[K", elapsed,
+      snprintf(line, sizeof(line),
+               "\roffcpu: %.0f s, %llu waits, %llu stacks\033[K", elapsed,
                static_cast<unsigned long long>(p.waits),
                static_cast<unsigned long long>(p.keys));
     else
-      snprintf(line, sizeof(line), "\roffcpu: %.0f/%.0f s, %llu waits, %llu stacks\033[K",
-               elapsed, total, static_cast<unsigned long long>(p.waits),
+      snprintf(line, sizeof(line),
+               "\roffcpu: %.0f/%.0f s, %llu waits, %llu stacks\033[K", elapsed,
+               total, static_cast<unsigned long long>(p.waits),
                static_cast<unsigned long long>(p.keys));
     fputs(line, stderr);
   }
@@ -171,15 +175,17 @@ int run_profile(const ProfileOptions &opts) {
   PprofOptions pp;
   pp.time_nanos = wall_start;
   pp.duration_nanos = static_cast<int64_t>(raw.window_ns);
-  pp.comment = "offcpu " OFFCPU_VERSION ": off-CPU time of " + target_description(opts);
+  pp.comment =
+      "offcpu " OFFCPU_VERSION ": off-CPU time of " + target_description(opts);
   // Every file is complete before any is renamed into place.
   bool reader_gone = false;
   for (size_t i = 0; i < targets.size(); i++) {
     OutputOptions one = opts.output;
     one.format = targets[i].format;
-    std::string bytes = one.format == OutputFormat::Text
-                            ? format_text(samples, TextOptions{one.delimited})
-                            : render_samples(samples, one, "Off-CPU Time Flame Graph", pp);
+    std::string bytes =
+        one.format == OutputFormat::Text
+            ? format_text(samples, TextOptions{one.delimited})
+            : render_samples(samples, one, "Off-CPU Time Flame Graph", pp);
     reader_gone |= files[i]->write(bytes) != WriteResult::Ok;
   }
   if (!reader_gone)

@@ -57,14 +57,16 @@ std::string clock_time() {
 
 // SVG and pprof describe the whole run: they are written once, at the end.
 bool whole_run_format(const RwsemOptions &o) {
-  return o.output.format == OutputFormat::Svg || o.output.format == OutputFormat::Pprof;
+  return o.output.format == OutputFormat::Svg ||
+         o.output.format == OutputFormat::Pprof;
 }
 
 // Writes one interval's report (text or folded), or keeps the samples for
 // the end. Returns false when stdout is gone.
 bool report(const RawLockWaits &raw, Symbolizer &sym, const RwsemOptions &o,
             double seconds, OutputFile &out, std::vector<Sample> &whole_run) {
-  std::vector<LockSample> samples = symbolize_lock_waits(raw, sym, StackSelection{});
+  std::vector<LockSample> samples =
+      symbolize_lock_waits(raw, sym, StackSelection{});
   if (whole_run_format(o)) {
     for (LockSample &ls : samples)
       whole_run.push_back(std::move(ls.wait));
@@ -75,8 +77,8 @@ bool report(const RawLockWaits &raw, Symbolizer &sym, const RwsemOptions &o,
     text = format_lock_folded(samples, o.output.delimited);
   } else {
     char head[96];
-    snprintf(head, sizeof(head), "[%s] rwsem waits over %.1f s%s\n", clock_time().c_str(),
-             seconds, samples.empty() ? ": none" : "");
+    snprintf(head, sizeof(head), "[%s] rwsem waits over %.1f s%s\n",
+             clock_time().c_str(), seconds, samples.empty() ? ": none" : "");
     text = head + format_lock_text(samples, o.output.delimited);
   }
   return out.write(text) == WriteResult::Ok;
@@ -157,7 +159,8 @@ int run_rwsem(const RwsemOptions &opts) {
   std::array<uint64_t, OFFCPU_LOST_NR> lost{};
   for (;;) {
     double now = static_cast<double>(monotonic_ns()) / 1e9;
-    double step = opts.interval_s > 0 && !whole_run_format(opts) ? opts.interval_s : -1;
+    double step =
+        opts.interval_s > 0 && !whole_run_format(opts) ? opts.interval_s : -1;
     if (opts.duration_s) {
       double left = start + *opts.duration_s - now;
       step = step < 0 ? left : std::min(step, left);
@@ -179,9 +182,11 @@ int run_rwsem(const RwsemOptions &opts) {
     pp.count_type = "contentions";
     pp.time_type = "delay";
     pp.time_nanos = wall_start;
-    pp.duration_nanos = static_cast<int64_t>(session->stopped_ns() - session->attached_ns());
+    pp.duration_nanos =
+        static_cast<int64_t>(session->stopped_ns() - session->attached_ns());
     pp.comment = "offcpu " OFFCPU_VERSION ": rwsem waits of " + who;
-    if (out.write(render_samples(whole_run, opts.output, "rwsem Wait Flame Graph", pp)) !=
+    if (out.write(render_samples(whole_run, opts.output,
+                                 "rwsem Wait Flame Graph", pp)) !=
         WriteResult::Ok)
       return kExitOk;
   }

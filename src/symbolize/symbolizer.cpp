@@ -160,7 +160,8 @@ std::string Symbolizer::user_frame(uint32_t tgid, uint64_t addr,
   if (m->is_file()) {
     ElfFile *elf = elf_for(tgid, *m);
     if (module) {
-      std::string path = m->deleted() ? m->path.substr(0, m->path.size() - 10) : m->path;
+      std::string path =
+          m->deleted() ? m->path.substr(0, m->path.size() - 10) : m->path;
       *module = module_info(path, elf ? elf->build_id() : "");
     }
     if (elf) {

@@ -27,7 +27,7 @@ struct SymbolizeStats {
 
 // The file (or kernel part) a frame's code came from; owned by Symbolizer.
 struct ModuleInfo {
-  std::string path;     // "/usr/lib/.../libc.so.6", "[kernel.kallsyms]", "[nfs]"
+  std::string path; // "/usr/lib/.../libc.so.6", "[kernel.kallsyms]", "[nfs]"
   std::string build_id; // lowercase hex, may be empty
 };
 
@@ -59,7 +59,8 @@ private:
 
   Process &process(uint32_t tgid);
   ElfFile *elf_for(uint32_t tgid, const Mapping &m);
-  const ModuleInfo *module_info(const std::string &path, const std::string &build_id);
+  const ModuleInfo *module_info(const std::string &path,
+                                const std::string &build_id);
   void find_debug_file(ElfFile &file, uint32_t tgid, const Mapping &m);
 
   const FileReader &files_;

@@ -38,7 +38,8 @@ OutputFile::~OutputFile() {
 WriteResult OutputFile::write(const std::string &data) {
   WriteResult r = write_all(fd_, data);
   if (r == WriteResult::Failed)
-    throw runtime_error("cannot write " + (path_.empty() ? std::string("the results") : path_) +
+    throw runtime_error("cannot write " +
+                        (path_.empty() ? std::string("the results") : path_) +
                         ": " + std::strerror(errno));
   return r;
 }

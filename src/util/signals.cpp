@@ -47,7 +47,9 @@ bool stop_requested() {
   return g_stops.load() > 0;
 }
 
-void set_cleanup_path(const char *path) { g_cleanup_path.store(path); }
+void set_cleanup_path(const char *path) {
+  g_cleanup_path.store(path);
+}
 
 bool wait_for_stop(double seconds) {
   const double deadline = seconds < 0 ? -1 : monotonic_seconds() + seconds;

@@ -60,5 +60,38 @@ TEST(CliErrors, UnprivilegedUserIsToldWhatIsNeeded) {
   EXPECT_TRUE(r.out.empty());
 }
 
+TEST(Install, BinaryManPageAndCompletion) {
+  char tmpl[] = "/tmp/offcpu-install-XXXXXX";
+  std::string dest = mkdtemp(tmpl);
+  auto r = run({"/usr/bin/env", "DESTDIR=" + dest, CMAKE_COMMAND_PATH,
+                "--install", OFFCPU_BUILD_DIR, "--prefix", "/usr/local"},
+               60);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(access((dest + "/usr/local/sbin/offcpu").c_str(), X_OK), 0);
+  std::string man = dest + "/usr/local/share/man/man1/offcpu.1";
+  ASSERT_EQ(access(man.c_str(), R_OK), 0);
+  if (access("/usr/bin/man", X_OK) == 0) {
+    auto page = run({"/usr/bin/man", "-l", man}, 30);
+    EXPECT_NE(page.out.find("EXIT STATUS"), std::string::npos) << page.err;
+  }
+  std::string comp =
+      dest + "/usr/local/share/bash-completion/completions/offcpu";
+  ASSERT_EQ(access(comp.c_str(), R_OK), 0);
+  if (access("/usr/share/bash-completion/bash_completion", R_OK) != 0)
+    GTEST_SKIP()
+        << "bash-completion is not installed: completion not exercised";
+  auto c =
+      run({"/bin/bash", "-c",
+           "source /usr/share/bash-completion/bash_completion; source " + comp +
+               "; complete_at() { COMP_LINE=\"$*\"; COMP_POINT=${#COMP_LINE};"
+               " COMP_WORDS=(\"$@\"); COMP_CWORD=$(($# - 1)); _offcpu;"
+               " echo \"${COMPREPLY[*]}\"; };"
+               " complete_at offcpu --for; complete_at offcpu --format s"},
+          30);
+  EXPECT_NE(c.out.find("--format"), std::string::npos) << c.out << c.err;
+  EXPECT_NE(c.out.find("svg"), std::string::npos) << c.out << c.err;
+  run({"/bin/rm", "-rf", dest}, 10);
+}
+
 } // namespace
 } // namespace offcpu

@@ -80,7 +80,8 @@ TEST(Cli, StackOptions) {
 }
 
 TEST(Cli, FormatsAndOutputFiles) {
-  auto cl = parse({"--format", "svg", "--title", "T", "--width", "800", "-o", "a.svg", "5"});
+  auto cl = parse({"--format", "svg", "--title", "T", "--width", "800", "-o",
+                   "a.svg", "5"});
   EXPECT_EQ(cl.profile.output.format, OutputFormat::Svg);
   EXPECT_EQ(cl.profile.output.title, "T");
   EXPECT_EQ(cl.profile.output.width, 800);
@@ -88,21 +89,24 @@ TEST(Cli, FormatsAndOutputFiles) {
   EXPECT_EQ(*cl.profile.output.path, "a.svg");
   EXPECT_DOUBLE_EQ(*cl.profile.duration_s, 5.0);
   // Several files from one run, each in the format its name says.
-  auto many = parse({"-o", "x.svg", "-o", "x.pb.gz", "-o", "x.folded", "-o", "x.out"});
+  auto many =
+      parse({"-o", "x.svg", "-o", "x.pb.gz", "-o", "x.folded", "-o", "x.out"});
   const auto &t = many.profile.output.targets;
   ASSERT_EQ(t.size(), 4u);
   EXPECT_EQ(t[0].format, OutputFormat::Svg);
   EXPECT_EQ(t[1].format, OutputFormat::Pprof);
   EXPECT_EQ(t[2].format, OutputFormat::Folded);
   EXPECT_EQ(t[3].format, OutputFormat::Text); // unknown extension: --format
-  EXPECT_EQ(parse({"--format", "pprof"}).profile.output.format, OutputFormat::Pprof);
+  EXPECT_EQ(parse({"--format", "pprof"}).profile.output.format,
+            OutputFormat::Pprof);
   EXPECT_EQ(usage_exit({"-f", "--format", "svg"}), kExitUsage);
   EXPECT_EQ(usage_exit({"--format", "png"}), kExitUsage);
   EXPECT_EQ(usage_exit({"rwsem", "x", "-o", "a", "-o", "b"}), kExitUsage);
 }
 
 TEST(Cli, FlamegraphCommand) {
-  auto cl = parse({"flamegraph", "in.folded", "--title", "Mine", "--countname", "ms"});
+  auto cl = parse(
+      {"flamegraph", "in.folded", "--title", "Mine", "--countname", "ms"});
   EXPECT_EQ(cl.command, Command::Flamegraph);
   EXPECT_EQ(*cl.flamegraph.input, "in.folded");
   EXPECT_EQ(cl.flamegraph.output.title, "Mine");

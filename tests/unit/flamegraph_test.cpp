@@ -17,15 +17,18 @@ struct Box {
 // Every frame box: its tooltip, its width and its depth.
 std::vector<Box> boxes(const std::string &svg) {
   std::vector<Box> out;
-  std::regex g("<g class=\"f\" data-o=\"[^\"]*\" data-v=\"[^\"]*\" data-d=\"(\\d+)\">"
-               "<title>([^<]*)</title><rect x=\"[^\"]*\" y=\"[^\"]*\" width=\"([^\"]*)\"");
-  for (auto it = std::sregex_iterator(svg.begin(), svg.end(), g); it != std::sregex_iterator();
-       ++it)
+  std::regex g(
+      "<g class=\"f\" data-o=\"[^\"]*\" data-v=\"[^\"]*\" data-d=\"(\\d+)\">"
+      "<title>([^<]*)</title><rect x=\"[^\"]*\" y=\"[^\"]*\" "
+      "width=\"([^\"]*)\"");
+  for (auto it = std::sregex_iterator(svg.begin(), svg.end(), g);
+       it != std::sregex_iterator(); ++it)
     out.push_back({(*it)[2], std::stod((*it)[3]), std::stoi((*it)[1])});
   return out;
 }
 
-const Box *find(const std::vector<Box> &bs, const std::string &prefix, int depth) {
+const Box *find(const std::vector<Box> &bs, const std::string &prefix,
+                int depth) {
   for (const auto &b : bs)
     if (b.depth == depth && b.title.rfind(prefix, 0) == 0)
       return &b;
@@ -43,7 +46,8 @@ TEST(FlameGraph, ParsesFoldedFromOffcpuBccAndPerf) {
                                     &bad);
   ASSERT_EQ(stacks.size(), 3u);
   EXPECT_EQ(bad, 2u);
-  EXPECT_EQ(stacks[0].frames, (std::vector<std::string>{"app", "main", "read"}));
+  EXPECT_EQ(stacks[0].frames,
+            (std::vector<std::string>{"app", "main", "read"}));
   EXPECT_DOUBLE_EQ(stacks[1].value, 100);
   EXPECT_DOUBLE_EQ(stacks[2].value, 12.5);
 }
@@ -64,14 +68,18 @@ TEST(FlameGraph, WidthsAreProportionalAndEveryStackIsDrawn) {
 }
 
 TEST(FlameGraph, TextIsEscapedAndLongNamesTruncated) {
-  std::string long_name = "std::map<std::string, std::vector<int>>::operator[](const std::string&) "
-                          "const with \"quotes\" & <angles>";
-  std::vector<FoldedStack> stacks = {{{"a<b>&\"c\"", long_name}, 10}, {{"z", "y"}, 1000}};
+  std::string long_name =
+      "std::map<std::string, std::vector<int>>::operator[](const std::string&) "
+      "const with \"quotes\" & <angles>";
+  std::vector<FoldedStack> stacks = {{{"a<b>&\"c\"", long_name}, 10},
+                                     {{"z", "y"}, 1000}};
   std::string svg = render_flamegraph(stacks, {});
   EXPECT_EQ(svg.find("a<b>"), std::string::npos);
   EXPECT_NE(svg.find("a&lt;b&gt;&amp;&quot;c&quot;"), std::string::npos);
-  EXPECT_NE(svg.find("&lt;angles&gt;"), std::string::npos);         // full name in the tooltip
-  EXPECT_EQ(svg.find(long_name.substr(0, 40) + "</text>"), std::string::npos); // cut in the box
+  EXPECT_NE(svg.find("&lt;angles&gt;"),
+            std::string::npos); // full name in the tooltip
+  EXPECT_EQ(svg.find(long_name.substr(0, 40) + "</text>"),
+            std::string::npos); // cut in the box
   // Well-formed enough for a browser: every <g> closed.
   size_t open = 0, close = 0;
   for (size_t p = 0; (p = svg.find("<g ", p)) != std::string::npos; p++)
@@ -85,10 +93,11 @@ TEST(FlameGraph, KernelFramesHaveTheirOwnColorAndNoSuffix) {
   std::vector<FoldedStack> stacks = {{{"t", "read", "read_[k]"}, 10}};
   std::string svg = render_flamegraph(stacks, {});
   EXPECT_EQ(svg.find("_[k]"), std::string::npos);
-  std::regex fill("<title>read \\(10[^<]*</title><rect[^>]*fill=\"(rgb\\([0-9,]+\\))\"");
+  std::regex fill(
+      "<title>read \\(10[^<]*</title><rect[^>]*fill=\"(rgb\\([0-9,]+\\))\"");
   std::vector<std::string> fills;
-  for (auto it = std::sregex_iterator(svg.begin(), svg.end(), fill); it != std::sregex_iterator();
-       ++it)
+  for (auto it = std::sregex_iterator(svg.begin(), svg.end(), fill);
+       it != std::sregex_iterator(); ++it)
     fills.push_back((*it)[1]);
   ASSERT_EQ(fills.size(), 2u); // user read and kernel read stay two boxes
   EXPECT_NE(fills[0], fills[1]);
@@ -110,7 +119,8 @@ TEST(FlameGraph, SamplesBecomeMicrosecondStacksWithKernelMarks) {
   s.total_ns = 2500;
   auto st = stacks_from_samples({s}, true);
   ASSERT_EQ(st.size(), 1u);
-  EXPECT_EQ(st[0].frames, (std::vector<std::string>{"w", "main", "-", "schedule_[k]"}));
+  EXPECT_EQ(st[0].frames,
+            (std::vector<std::string>{"w", "main", "-", "schedule_[k]"}));
   EXPECT_DOUBLE_EQ(st[0].value, 2.5);
 }
 

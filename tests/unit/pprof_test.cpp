@@ -85,20 +85,38 @@ TEST(Pprof, ProfileHasTypesSamplesLabelsAndStrings) {
   uint64_t default_type = 0, duration = 0;
   for (const Field &f : fields(msg)) {
     switch (f.number) {
-    case 1: types.push_back(f); break;
-    case 2: samples.push_back(f); break;
-    case 3: mappings.push_back(f); break;
-    case 4: locations.push_back(f); break;
-    case 5: functions.push_back(f); break;
-    case 6: strings.push_back(f.bytes); break;
-    case 10: duration = f.varint; break;
-    case 14: default_type = f.varint; break;
+    case 1:
+      types.push_back(f);
+      break;
+    case 2:
+      samples.push_back(f);
+      break;
+    case 3:
+      mappings.push_back(f);
+      break;
+    case 4:
+      locations.push_back(f);
+      break;
+    case 5:
+      functions.push_back(f);
+      break;
+    case 6:
+      strings.push_back(f.bytes);
+      break;
+    case 10:
+      duration = f.varint;
+      break;
+    case 14:
+      default_type = f.varint;
+      break;
     }
   }
   ASSERT_FALSE(strings.empty());
   EXPECT_EQ(strings[0], "");
   ASSERT_EQ(types.size(), 2u);
-  auto type_name = [&](const Field &t) { return strings.at(fields(t.bytes).at(0).varint); };
+  auto type_name = [&](const Field &t) {
+    return strings.at(fields(t.bytes).at(0).varint);
+  };
   EXPECT_EQ(type_name(types[0]), "events");
   EXPECT_EQ(type_name(types[1]), "off_cpu");
   EXPECT_EQ(strings.at(default_type), "off_cpu");
@@ -115,7 +133,8 @@ TEST(Pprof, ProfileHasTypesSamplesLabelsAndStrings) {
     if (f.number == 3) {
       auto l = fields(f.bytes);
       std::string key = strings.at(l.at(0).varint);
-      labels[key] = l.at(1).number == 2 ? strings.at(l[1].varint) : std::to_string(l[1].varint);
+      labels[key] = l.at(1).number == 2 ? strings.at(l[1].varint)
+                                        : std::to_string(l[1].varint);
     }
   }
   EXPECT_EQ(values, (std::vector<uint64_t>{2, 5000}));

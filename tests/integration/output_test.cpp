@@ -1,0 +1,292 @@
+// Outputs a user opens, end to end: SVG (rendered by headless Chromium),
+// pprof (read back by `go tool pprof`), files that appear only when
+// complete, and every way a run can be cut short.
+#include <dirent.h>
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <fstream>
+#include <map>
+#include <regex>
+#include <set>
+#include <sstream>
+
+#include "support/folded_parse.h"
+#include "support/png.h"
+#include "support/process.h"
+
+namespace offcpu {
+namespace {
+
+std::string slurp(const std::string &path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+bool exists(const std::string &path) {
+  return access(path.c_str(), F_OK) == 0;
+}
+
+std::vector<std::string> list_dir(const std::string &dir) {
+  std::vector<std::string> names;
+  if (DIR *d = opendir(dir.c_str())) {
+    while (dirent *e = readdir(d))
+      if (e->d_name[0] != '.')
+        names.push_back(e->d_name);
+    closedir(d);
+  }
+  return names;
+}
+
+class Blocker {
+public:
+  Blocker() : proc_(std::vector<std::string>{WORKLOAD_BLOCKER}) {
+    auto line = proc_.read_line(10);
+    if (!line || line->rfind("ready ", 0) != 0)
+      throw std::runtime_error("workload did not start");
+    pid_ = line->substr(6);
+    test::sleep_seconds(0.3);
+  }
+  const std::string &pid() const { return pid_; }
+
+private:
+  test::Subprocess proc_;
+  std::string pid_;
+};
+
+class Output : public ::testing::Test {
+protected:
+  void SetUp() override {
+    if (geteuid() != 0)
+      GTEST_SKIP() << "integration tests load BPF programs: run as root";
+    char tmpl[] = "/tmp/offcpu-out-XXXXXX";
+    dir_ = mkdtemp(tmpl);
+  }
+  void TearDown() override {
+    if (!dir_.empty()) {
+      umount2((dir_ + "/small").c_str(), MNT_DETACH);
+      test::run({"/bin/rm", "-rf", dir_}, 10);
+    }
+  }
+  std::string dir_;
+};
+
+// Cumulative time per frame name in folded lines, as pprof's "cum" counts
+// it: each line once per distinct frame in it.
+std::map<std::string, double>
+folded_cum(const std::vector<test::FoldedLine> &lines) {
+  std::map<std::string, double> cum;
+  for (const auto &l : lines) {
+    std::set<std::string> seen(l.frames.begin(), l.frames.end());
+    for (const auto &f : seen)
+      cum[f] += static_cast<double>(l.value);
+  }
+  return cum;
+}
+
+TEST_F(Output, SvgPprofAndFoldedFromOneRunAgree) {
+  Blocker w;
+  std::string svg = dir_ + "/p.svg", pb = dir_ + "/p.pb.gz",
+              folded = dir_ + "/p.folded";
+  auto r = test::run(
+      {OFFCPU_BIN, "-p", w.pid(), "-o", svg, "-o", pb, "-o", folded, "2"}, 60);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_TRUE(r.out.empty()) << "results went to the files, not stdout";
+  ASSERT_TRUE(exists(svg) && exists(pb) && exists(folded))
+      << "in " << dir_ << ": " << ::testing::PrintToString(list_dir(dir_))
+      << "\n"
+      << r.err;
+  EXPECT_EQ(list_dir(dir_).size(), 3u) << "no temporary files left behind";
+  EXPECT_NE(slurp(svg).find("</svg>"), std::string::npos);
+
+  if (access("/usr/bin/go", X_OK) != 0)
+    GTEST_SKIP() << "go (Debian package golang-go) is not installed: pprof not "
+                    "read back";
+  auto top =
+      test::run({"/usr/bin/go", "tool", "pprof", "-top", "-nodecount=100000",
+                 "-nodefraction=0", "-sample_index=off_cpu", "-unit=us", pb},
+                120);
+  ASSERT_EQ(top.exit_code, 0) << top.err;
+  EXPECT_NE(top.out.find("Type: off_cpu"), std::string::npos) << top.out;
+  // "flat flat% sum% cum cum% name", values in us.
+  std::map<std::string, double> pprof_cum;
+  std::regex row("^\\s*([0-9.]+)(?:us)?\\s+[0-9.]+%\\s+[0-9.]+%\\s+([0-9.]+)(?:"
+                 "us)?\\s+[0-9.]+%\\s+(.+)$");
+  std::istringstream lines(top.out);
+  for (std::string line; std::getline(lines, line);) {
+    std::smatch m;
+    if (std::regex_match(line, m, row))
+      pprof_cum[m[3]] = std::stod(m[2]);
+  }
+  auto cum = folded_cum(test::parse_folded(slurp(folded)));
+  for (const char *fn :
+       {"sleeper", "block_in_nanosleep", "pipe_reader_main", "stuck_main",
+        "wait_for_contended_mutex", "do_nanosleep", "start_thread"}) {
+    ASSERT_TRUE(pprof_cum.count(fn)) << fn << " missing from pprof:\n"
+                                     << top.out;
+    EXPECT_NEAR(pprof_cum[fn], cum[fn], cum[fn] * 0.001 + 50) << fn;
+  }
+  std::cerr << "pprof cum block_in_nanosleep "
+            << pprof_cum["block_in_nanosleep"] << " us, folded "
+            << cum["block_in_nanosleep"] << " us\n";
+}
+
+std::vector<std::string> chromium_args(const std::string &profile_dir) {
+  return {"/usr/bin/chromium",
+          "--headless",
+          "--no-sandbox",
+          "--disable-gpu",
+          "--disable-quic",
+          "--no-first-run",
+          "--disable-background-networking",
+          "--disable-component-update",
+          "--disable-sync",
+          "--user-data-dir=" + profile_dir,
+          "--enable-logging=stderr",
+          "--v=0"};
+}
+
+TEST_F(Output, SvgRendersInChromiumAndItsScriptsWork) {
+  if (access("/usr/bin/chromium", X_OK) != 0)
+    GTEST_SKIP() << "chromium (Debian package chromium) is not installed";
+  Blocker w;
+  std::string svg = dir_ + "/graph.svg";
+  auto r = test::run({OFFCPU_BIN, "-p", w.pid(), "--format", "svg", "--title",
+                      "offcpu test", "-o", svg, "2"},
+                     60);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+
+  // A screenshot that shows a graph: a good share of the off-CPU blues.
+  std::string png = dir_ + "/graph.png";
+  auto args = chromium_args(dir_ + "/chrome1");
+  args.push_back("--window-size=1200,700");
+  args.push_back("--screenshot=" + png);
+  args.push_back("file://" + svg);
+  auto shot = test::run(args, 120);
+  auto img = test::read_png(png);
+  ASSERT_TRUE(img) << "no screenshot: " << shot.err;
+  size_t blue = 0, pixels = img->rgb.size() / 3;
+  for (size_t i = 0; i < pixels; i++) {
+    int rr = img->rgb[3 * i], g = img->rgb[3 * i + 1], b = img->rgb[3 * i + 2];
+    blue += b > rr + 40 && b > 140 && g > 100;
+  }
+  EXPECT_GT(blue, pixels / 20) << "the screenshot shows almost no frames";
+  EXPECT_EQ(shot.err.find("Uncaught"), std::string::npos) << shot.err;
+  std::cerr << "screenshot " << png << ": " << 100 * blue / pixels
+            << "% frame pixels\n";
+  test::run({"/bin/cp", png, "/tmp/offcpu-flamegraph-screenshot.png"}, 10);
+
+  // Search by URL (?s=) and zoom (?x=): the scripts run and change the page.
+  auto dom_args = chromium_args(dir_ + "/chrome2");
+  dom_args.push_back("--dump-dom");
+  dom_args.push_back("file://" + svg + "?s=block_in_nanosleep&x=1");
+  auto dom = test::run(dom_args, 120);
+  EXPECT_EQ(dom.err.find("Uncaught"), std::string::npos) << dom.err;
+  std::smatch m;
+  ASSERT_TRUE(std::regex_search(dom.out, m, std::regex("Matched: ([0-9.]+)%")))
+      << dom.out.substr(0, 2000);
+  EXPECT_GT(std::stod(m[1]), 1.0);
+  EXPECT_TRUE(std::regex_search(dom.out, std::regex("class=\"f[^\"]* match")));
+  EXPECT_NE(dom.out.find("Reset Zoom"), std::string::npos);
+  EXPECT_NE(dom.out.find("f hide"), std::string::npos) << "zoom hid nothing";
+}
+
+TEST_F(Output, FlamegraphCommandReadsFoldedFromOtherTools) {
+  std::string in = dir_ + "/in.folded";
+  std::ofstream(in) << "bcc_thread;main;do_work;read;ksys_read;schedule 1500\n"
+                       "perf-thread;main;compute_[j] 250.5\n"
+                       "this line is junk\n";
+  auto r = test::run({OFFCPU_BIN, "flamegraph", in, "--title", "From BCC"}, 30);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("From BCC"), std::string::npos);
+  EXPECT_NE(r.out.find("<title>do_work (1,500 us"), std::string::npos)
+      << r.out.substr(0, 3000);
+  EXPECT_NE(r.out.find("compute"), std::string::npos);
+  EXPECT_NE(r.err.find("skipped 1 lines"), std::string::npos) << r.err;
+  auto bad =
+      test::run({OFFCPU_BIN, "flamegraph", dir_ + "/missing.folded"}, 30);
+  EXPECT_EQ(bad.exit_code, 2);
+  std::ofstream(dir_ + "/junk") << "nothing folded here\n";
+  EXPECT_EQ(test::run({OFFCPU_BIN, "flamegraph", dir_ + "/junk"}, 30).exit_code,
+            2);
+}
+
+TEST_F(Output, UnwritableOutputFailsBeforeTracing) {
+  auto r = test::run({OFFCPU_BIN, "-o", dir_ + "/no/such/dir/x.svg", "1"}, 30);
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("cannot write " + dir_ + "/no/such/dir/x.svg"),
+            std::string::npos)
+      << r.err;
+  EXPECT_EQ(r.err.find("Tracing"), std::string::npos)
+      << "failed only after tracing";
+}
+
+TEST_F(Output, DiskFullIsReportedAndLeavesNoFile) {
+  std::string small = dir_ + "/small";
+  mkdir(small.c_str(), 0755);
+  if (mount("tmpfs", small.c_str(), "tmpfs", 0, "size=8k") != 0)
+    GTEST_SKIP() << "cannot mount a small tmpfs";
+  auto r = test::run(
+      {OFFCPU_BIN, "--format", "svg", "-o", small + "/x.svg", "1"}, 60);
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_NE(r.err.find("No space left on device"), std::string::npos) << r.err;
+  EXPECT_TRUE(list_dir(small).empty()) << "a partial file was left";
+}
+
+TEST_F(Output, InterruptedRunStillWritesACompleteFile) {
+  Blocker w;
+  std::string out = dir_ + "/run.svg";
+  test::Subprocess p({OFFCPU_BIN, "-p", w.pid(), "-o", out});
+  test::sleep_seconds(1.0);
+  EXPECT_FALSE(exists(out)) << "the file must not exist before it is complete";
+  p.signal(SIGTERM);
+  auto r = p.wait(30);
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  std::string svg = slurp(out);
+  EXPECT_NE(svg.find("block_in_nanosleep"), std::string::npos);
+  EXPECT_NE(svg.find("</svg>"), std::string::npos);
+  EXPECT_EQ(list_dir(dir_).size(), 1u);
+}
+
+TEST_F(Output, SecondCtrlCExitsAtOnceWithoutAFile) {
+  std::string out = dir_ + "/never.svg";
+  // Whole system: symbolizing takes a while, so the second Ctrl-C lands in it.
+  test::Subprocess p({OFFCPU_BIN, "-o", out});
+  test::sleep_seconds(1.0);
+  p.signal(SIGINT);
+  test::sleep_seconds(
+      0.01); // distinct signals: a pending SIGINT does not queue
+  p.signal(SIGINT);
+  auto r = p.wait(30);
+  if (r.exit_code == 0)
+    GTEST_SKIP() << "the run finished between the two signals";
+  EXPECT_EQ(r.exit_code, 130) << r.err;
+  EXPECT_TRUE(list_dir(dir_).empty()) << "an unfinished file was left";
+}
+
+TEST_F(Output, ProgressLineOnlyOnATerminal) {
+  if (access("/usr/bin/script", X_OK) != 0)
+    GTEST_SKIP() << "script (util-linux) is not installed";
+  Blocker w;
+  std::string cmd =
+      std::string(OFFCPU_BIN) + " -p " + w.pid() + " -f 3 > /dev/null";
+  // script gives the command a terminal; its stderr comes back in our stdout.
+  auto tty = test::run({"/usr/bin/script", "-qec", cmd, "/dev/null"}, 60);
+  EXPECT_TRUE(std::regex_search(
+      tty.out, std::regex("\roffcpu: [12]/3 s, \\d+ waits, \\d+ stacks")))
+      << tty.out;
+  auto quiet =
+      test::run({"/usr/bin/script", "-qec", cmd + " -q", "/dev/null"}, 60);
+  EXPECT_EQ(quiet.out.find("waits,"), std::string::npos) << quiet.out;
+  auto piped = test::run({OFFCPU_BIN, "-p", w.pid(), "-f", "3"}, 60);
+  EXPECT_EQ(piped.err.find("waits,"), std::string::npos)
+      << "progress on a non-terminal";
+}
+
+} // namespace
+} // namespace offcpu
