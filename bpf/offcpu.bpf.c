@@ -47,6 +47,8 @@ const volatile bool user_fp_walk = true;
 
 /* Written by user space: non-zero once tracing stops; waits end there. */
 __u64 stop_ns = 0;
+/* Written by user space right after attaching: when the window opened. */
+__u64 window_start_ns = 0;
 /* Waits added to `counts` so far, for the progress line. */
 __u64 waits_charged = 0;
 
@@ -282,8 +284,16 @@ int offcpu_seed(struct bpf_iter__task *ctx) {
   if (old && old->start_ns) /* switched out after attach: already open */
     return 0;
 
+  /* No record and off CPU now means off CPU since before the window opened
+   * (had it run since, its switch-out would have left a record): the wait
+   * counts from the opening, not from when this iterator got here, which
+   * can be much later on a busy machine. */
+  __u64 start = window_start_ns ? window_start_ns : bpf_ktime_get_ns();
+  __u64 born = task->start_time;
+  if (born > start)
+    start = born;
   struct offcpu_start rec = {
-      .start_ns = bpf_ktime_get_ns(),
+      .start_ns = start,
       .tgid = tgid,
       .state = state,
   };

@@ -128,6 +128,7 @@ void OffcpuSession::attach() {
   if (!switch_link_)
     throw runtime_error("cannot attach to sched_switch: " + errno_text(errno));
   start_ns_ = monotonic_ns();
+  skel_->bss->window_start_ns = start_ns_;
   if (plan_.seed_open_waits) {
     int err = run_iterator(skel_->progs.offcpu_seed);
     if (err && verbose_)
