@@ -269,6 +269,20 @@ TEST_F(Output, SecondCtrlCExitsAtOnceWithoutAFile) {
   EXPECT_TRUE(list_dir(dir_).empty()) << "an unfinished file was left";
 }
 
+TEST_F(Output, CtrlCBeforeTracingStartsWritesNothing) {
+  std::string out = dir_ + "/early.svg";
+  test::Subprocess p({OFFCPU_BIN, "-o", out, "5"});
+  test::sleep_seconds(0.015); // it loads its programs for ~30 ms: land there
+  p.signal(SIGINT);
+  double t0 = test::now_seconds();
+  auto r = p.wait(30);
+  EXPECT_LT(test::now_seconds() - t0, 10.0) << "hung";
+  // Either the default action (the handler was not yet installed) or ours.
+  EXPECT_TRUE(r.term_signal == SIGINT || r.exit_code == 130) << r.exit_code << " " << r.err;
+  EXPECT_TRUE(r.out.empty());
+  EXPECT_TRUE(list_dir(dir_).empty()) << "a file was left";
+}
+
 TEST_F(Output, ProgressLineOnlyOnATerminal) {
   if (access("/usr/bin/script", X_OK) != 0)
     GTEST_SKIP() << "script (util-linux) is not installed";
