@@ -87,6 +87,43 @@ struct {
   __type(value, struct offcpu_value);
 } counts SEC(".maps");
 
+/* Processes seen blocking for the first time are announced to user space,
+ * which reads their memory maps while they still exist: a process that
+ * exits before tracing ends keeps its user frames named. Ring buffer: 5.8+. */
+const volatile bool announce_processes = true;
+
+struct {
+  __uint(type, BPF_MAP_TYPE_RINGBUF);
+  __uint(max_entries, 64 * 1024);
+} new_processes SEC(".maps");
+
+/* (process, user stack) pairs already announced. */
+struct {
+  __uint(type, BPF_MAP_TYPE_LRU_HASH);
+  __uint(max_entries, 65536);
+  __type(key, struct offcpu_new_stack);
+  __type(value, __u8);
+} seen_stacks SEC(".maps");
+
+/* Once per process and user stack, so a process that execs or maps a
+ * library later is read again with the mappings that stack was taken under. */
+static __always_inline void announce(__u32 tgid, __u64 user_stack) {
+  if (!announce_processes || user_stack == OFFCPU_NO_STACK ||
+      user_stack == OFFCPU_STACK_MISSED)
+    return;
+  struct offcpu_new_stack key = {.tgid = tgid, .user_stack = user_stack};
+  if (bpf_map_lookup_elem(&seen_stacks, &key))
+    return;
+  __u8 one = 1;
+  if (bpf_map_update_elem(&seen_stacks, &key, &one, BPF_NOEXIST))
+    return; /* another CPU announced it */
+  struct offcpu_new_stack *slot = bpf_ringbuf_reserve(&new_processes, sizeof(*slot), 0);
+  if (slot) {
+    *slot = key;
+    bpf_ringbuf_submit(slot, 0);
+  }
+}
+
 struct task_struct___pre514 {
   long state;
 } __attribute__((preserve_access_index));
@@ -236,6 +273,7 @@ static __always_inline void on_switch(void *ctx, struct task_struct *prev,
       rec.user_stack = walk_user_stack_fp(bpf_get_current_task_btf(), false);
     else
       rec.user_stack = take_current_stack(ctx, BPF_F_USER_STACK);
+    announce(tgid, rec.user_stack);
   }
   if (want_kernel_stacks && !(trusted && kstack_at_switch_in))
     rec.kernel_stack = take_current_stack(ctx, 0);
@@ -297,8 +335,10 @@ int offcpu_seed(struct bpf_iter__task *ctx) {
       .tgid = tgid,
       .state = state,
   };
-  if (want_user_stacks && !(task->flags & PF_KTHREAD) && task->mm)
+  if (want_user_stacks && !(task->flags & PF_KTHREAD) && task->mm) {
     rec.user_stack = walk_user_stack_fp(task, true);
+    announce(tgid, rec.user_stack);
+  }
   if (want_kernel_stacks && !kstack_at_switch_in) {
     rec.kernel_stack = take_task_kernel_stack(task);
     rec.flags |= OFFCPU_KSTACK_NOSCHED;

@@ -44,6 +44,14 @@ struct offcpu_start {
   __u32 pad;
 };
 
+/* Announced through a ring buffer the first time a process blocks on a
+ * user stack: user space reads its maps while the stack is current. */
+struct offcpu_new_stack {
+  __u32 tgid;
+  __u32 pad;
+  __u64 user_stack;
+};
+
 /* Aggregation key: one per (process, thread, name, stacks). */
 struct offcpu_key {
   __u32 tgid;

@@ -47,7 +47,8 @@ std::vector<LockSample> symbolize_lock_waits(const RawLockWaits &raw,
     s.count = val.count;
     if (show.user && key.user_stack != OFFCPU_NO_STACK) {
       if (const auto *ips = find_stack(raw.stacks, key.user_stack))
-        s.user = name_user_stack(key.tgid, *ips, sym, &s.user_modules);
+        s.user = name_user_stack(key.tgid, key.user_stack, *ips, sym,
+                                 &s.user_modules);
       else
         s.user_missed = true;
     }

@@ -6,9 +6,11 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <functional>
 
 #include "offcpu.skel.h"
 #include "util/error.h"
+#include "util/signals.h"
 
 namespace offcpu {
 namespace {
@@ -58,6 +60,8 @@ int try_load(offcpu_bpf *skel, const ProfileOptions &o, const OffcpuPlan &p) {
   ro->use_task_storage = p.task_storage;
   ro->user_fp_walk = p.user_fp_walk;
   ro->use_bpf_loop = p.bpf_loop;
+  ro->announce_processes = p.announce_processes;
+  bpf_map__set_autocreate(skel->maps.new_processes, p.announce_processes);
   ro->stack_depth = o.max_stack_depth;
 
   auto &m = skel->maps;
@@ -135,6 +139,54 @@ void OffcpuSession::attach() {
       fprintf(stderr, "offcpu: could not seed open waits: %s\n",
               errno_text(err).c_str());
   }
+}
+
+namespace {
+
+int on_new_stack(void *ctx, void *data, size_t size) {
+  if (size >= sizeof(offcpu_new_stack)) {
+    offcpu_new_stack ev;
+    std::memcpy(&ev, data, sizeof(ev));
+    (*static_cast<const OffcpuSession::NewStack *>(ctx))(ev.tgid,
+                                                         ev.user_stack);
+  }
+  return 0;
+}
+
+} // namespace
+
+std::vector<uint64_t> OffcpuSession::read_stack(uint64_t id) const {
+  StackTable table;
+  read_stacks(bpf_map__fd(skel_->maps.stacks), {id}, table);
+  auto it = table.find(id);
+  return it == table.end() ? std::vector<uint64_t>{} : std::move(it->second);
+}
+
+bool OffcpuSession::wait(double seconds, const NewStack &new_stack) {
+  if (!plan_.announce_processes)
+    return wait_for_stop(seconds);
+  if (!ring_) {
+    ring_callback_ = new_stack;
+    ring_.reset(ring_buffer__new(bpf_map__fd(skel_->maps.new_processes),
+                                 on_new_stack, &ring_callback_, nullptr));
+    if (!ring_)
+      return wait_for_stop(seconds);
+  }
+  const uint64_t deadline =
+      seconds < 0 ? 0 : monotonic_ns() + static_cast<uint64_t>(seconds * 1e9);
+  while (!stop_requested()) {
+    int timeout_ms = 50;
+    if (seconds >= 0) {
+      uint64_t now = monotonic_ns();
+      if (now >= deadline)
+        return false;
+      timeout_ms = static_cast<int>(
+          std::min<uint64_t>(50, (deadline - now) / 1000000 + 1));
+    }
+    ring_buffer__poll(ring_.get(),
+                      timeout_ms); // EINTR on a signal: loop checks
+  }
+  return true;
 }
 
 void OffcpuSession::stop() {

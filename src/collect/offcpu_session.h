@@ -2,6 +2,7 @@
 // along the attach plans), attach, stop, drain.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -28,6 +29,13 @@ public:
 
   // Attaches to sched_switch, then opens waits for tasks already off CPU.
   void attach();
+  // Waits up to `seconds` (< 0: no limit) or until a stop is requested,
+  // handing each (process, user stack) seen for the first time to
+  // `new_stack` while that stack is current. True when stopped by a signal.
+  using NewStack = std::function<void(uint32_t tgid, uint64_t user_stack)>;
+  bool wait(double seconds, const NewStack &new_stack);
+  // A stored stack's frames (leaf first); empty if unknown.
+  std::vector<uint64_t> read_stack(uint64_t id) const;
   // Ends the window: waits end now; the switch hook is detached and waits
   // still open are charged up to this moment.
   void stop();
@@ -53,6 +61,11 @@ private:
   OffcpuPlan plan_;
   bool verbose_;
   BpfLink switch_link_;
+  struct RingDeleter {
+    void operator()(ring_buffer *r) const { ring_buffer__free(r); }
+  };
+  std::unique_ptr<ring_buffer, RingDeleter> ring_;
+  NewStack ring_callback_;
   uint64_t start_ns_ = 0;
   uint64_t stop_ns_ = 0;
 };

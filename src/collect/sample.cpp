@@ -50,12 +50,14 @@ name_kernel_stack(const std::vector<uint64_t> &ips, Symbolizer &sym,
 }
 
 std::vector<std::string>
-name_user_stack(uint32_t tgid, const std::vector<uint64_t> &ips,
-                Symbolizer &sym, std::vector<const ModuleInfo *> *modules) {
+name_user_stack(uint32_t tgid, uint64_t stack_id,
+                const std::vector<uint64_t> &ips, Symbolizer &sym,
+                std::vector<const ModuleInfo *> *modules) {
   std::vector<std::string> root_first;
   root_first.reserve(ips.size());
   if (modules)
     modules->clear();
+  sym.select_stack(tgid, stack_id);
   for (size_t i = ips.size(); i-- > 0;) {
     const ModuleInfo *m = nullptr;
     root_first.push_back(sym.user_frame(tgid, ips[i], i > 0, &m));
@@ -80,7 +82,8 @@ std::vector<Sample> symbolize_profile(const RawProfile &raw, Symbolizer &sym,
     if (show.user && key.user_stack != OFFCPU_NO_STACK) {
       const auto *ips = find_stack(raw.stacks, key.user_stack);
       if (ips)
-        s.user = name_user_stack(key.tgid, *ips, sym, &s.user_modules);
+        s.user = name_user_stack(key.tgid, key.user_stack, *ips, sym,
+                                 &s.user_modules);
       else
         s.user_missed = true;
     }

@@ -38,8 +38,8 @@ std::vector<std::string>
 name_kernel_stack(const std::vector<uint64_t> &ips, Symbolizer &sym,
                   std::vector<const ModuleInfo *> *modules = nullptr);
 std::vector<std::string>
-name_user_stack(uint32_t tgid, const std::vector<uint64_t> &ips,
-                Symbolizer &sym,
+name_user_stack(uint32_t tgid, uint64_t stack_id,
+                const std::vector<uint64_t> &ips, Symbolizer &sym,
                 std::vector<const ModuleInfo *> *modules = nullptr);
 
 // Looks a stack id up; null for OFFCPU_NO_STACK, a missed or a lost stack.

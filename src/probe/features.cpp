@@ -66,6 +66,7 @@ KernelFeatures probe_kernel_features() {
       has_enum_value(b.get(), "bpf_func_id", "BPF_FUNC_task_pt_regs") &&
       has_enum_value(b.get(), "bpf_func_id", "BPF_FUNC_copy_from_user_task");
   f.bpf_loop = has_enum_value(b.get(), "bpf_func_id", "BPF_FUNC_loop");
+  f.ringbuf = has_enum_value(b.get(), "bpf_map_type", "BPF_MAP_TYPE_RINGBUF");
   f.kprobes = access("/sys/kernel/tracing/kprobe_events", F_OK) == 0 ||
               access("/sys/kernel/debug/tracing/kprobe_events", F_OK) == 0 ||
               access("/sys/bus/event_source/devices/kprobe", F_OK) == 0;
@@ -85,6 +86,7 @@ std::vector<OffcpuPlan> offcpu_plans(const KernelFeatures &f,
     p.task_storage = f.task_storage;
     p.user_fp_walk = f.user_walk_current;
     p.bpf_loop = f.bpf_loop;
+    p.announce_processes = f.ringbuf;
     // bpf_get_task_stack() is cheaper and runs only for waits that pass the
     // filters, but it leaves out every __sched function (schedule,
     // do_nanosleep, mutex_lock, down_write, wait_for_completion...), which
@@ -107,6 +109,7 @@ std::vector<OffcpuPlan> offcpu_plans(const KernelFeatures &f,
     // Old kernels have no bpf_loop; this plan runs the bounded loops, so
     // they stay tested on new kernels too.
     p.bpf_loop = false;
+    p.announce_processes = f.ringbuf;
     p.kstack_at_switch_in = false;
     p.seed_open_waits =
         f.task_iter && f.user_walk_other_task && f.get_task_stack;
@@ -124,6 +127,8 @@ std::string OffcpuPlan::describe() const {
   s += user_fp_walk ? ", user stacks by frame-pointer walk"
                     : ", user stacks by bpf_get_stack";
   s += bpf_loop ? ", bpf_loop" : ", bounded loops";
+  s += announce_processes ? ", new processes announced"
+                          : ", exited processes not named (no ring buffer)";
   s += task_storage ? ", start times in task storage"
                     : ", start times in a hash map";
   s += seed_open_waits ? ", waits open at start seeded"

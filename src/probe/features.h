@@ -23,6 +23,7 @@ struct KernelFeatures {
       false;             // task_pt_regs 5.15 + copy_from_user_task 5.18
   bool kprobes = false;  // CONFIG_KPROBES (kprobe_events present)
   bool bpf_loop = false; // bpf_loop helper, 5.17+
+  bool ringbuf = false;  // BPF_MAP_TYPE_RINGBUF, 5.8+
 };
 
 // Reads /sys/kernel/btf/vmlinux; all false when the kernel has no BTF.
@@ -33,11 +34,12 @@ struct OffcpuPlan {
   bool tp_btf = true;               // else raw_tp/sched_switch
   bool kstack_at_switch_in = false; // bpf_get_task_stack(next), after filters
   bool task_storage = true;         // else a tid-keyed hash map
-  bool user_fp_walk = true;     // own frame-pointer walk, else bpf_get_stack
-  bool bpf_loop = true;         // loops through bpf_loop: fast verification
-  bool prev_state_arg = true;   // else read task->__state / ->state
-  bool seed_open_waits = true;  // iterator opens waits at attach time
-  bool flush_open_waits = true; // iterator charges open waits at stop
+  bool user_fp_walk = true;       // own frame-pointer walk, else bpf_get_stack
+  bool bpf_loop = true;           // loops through bpf_loop: fast verification
+  bool announce_processes = true; // ring buffer of newly seen processes
+  bool prev_state_arg = true;     // else read task->__state / ->state
+  bool seed_open_waits = true;    // iterator opens waits at attach time
+  bool flush_open_waits = true;   // iterator charges open waits at stop
   std::string describe() const;
 };
 

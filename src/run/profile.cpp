@@ -51,20 +51,25 @@ std::string target_description(const ProfileOptions &o) {
 }
 
 // Waits out the window; on a terminal, one line updated in place.
-void collect_with_progress(const OffcpuSession &session,
-                           const ProfileOptions &opts) {
+// Processes announced by the kernel get their maps and ELF files read now,
+// while they exist.
+void collect_with_progress(OffcpuSession &session, const ProfileOptions &opts,
+                           Symbolizer &symbolizer) {
+  auto remember = [&](uint32_t tgid, uint64_t stack) {
+    symbolizer.note_user_stack(tgid, stack, session.read_stack(stack));
+  };
   const double total = opts.duration_s ? *opts.duration_s : -1.0;
   bool progress =
       !opts.output.quiet && isatty(STDERR_FILENO) && (total < 0 || total >= 2);
   if (!progress) {
-    wait_for_stop(total);
+    session.wait(total, remember);
     return;
   }
   const uint64_t start = monotonic_ns();
   for (;;) {
     double elapsed = static_cast<double>(monotonic_ns() - start) / 1e9;
     double step = total < 0 ? 1.0 : std::min(1.0, total - elapsed);
-    if (step <= 0 || wait_for_stop(step))
+    if (step <= 0 || session.wait(step, remember))
       break;
     elapsed = static_cast<double>(monotonic_ns() - start) / 1e9;
     OffcpuSession::Progress p = session.progress();
@@ -160,11 +165,12 @@ int run_profile(const ProfileOptions &opts) {
                                : "... Hit Ctrl-C to end."));
   const int64_t wall_start = wall_clock_ns();
 
-  collect_with_progress(*session, opts);
+  Symbolizer symbolizer(system_files(), KernelSymbols{});
+  collect_with_progress(*session, opts, symbolizer);
   session->stop();
   RawProfile raw = session->drain();
 
-  Symbolizer symbolizer(system_files(), KernelSymbols::load(system_files()));
+  symbolizer.set_kernel_symbols(KernelSymbols::load(system_files()));
   if (symbolizer.kernel_symbols().addresses_hidden())
     note("warning: /proc/kallsyms shows no addresses; kernel frames will be "
          "[unknown] (kernel.kptr_restrict)");

@@ -62,16 +62,56 @@ Symbolizer::Process &Symbolizer::process(uint32_t tgid) {
   auto it = processes_.find(tgid);
   if (it != processes_.end())
     return it->second;
-  Process p;
+  Process &p = processes_[tgid];
+  read_maps(tgid, p);
+  return p;
+}
+
+bool Symbolizer::read_maps(uint32_t tgid, Process &p) {
   auto text = files_.read(proc_root_ + "/" + std::to_string(tgid) + "/maps",
                           kMaxMapsBytes);
-  if (text)
-    p.maps = parse_proc_maps(*text);
-  return processes_.emplace(tgid, std::move(p)).first->second;
+  if (!text || text->empty())
+    return false;
+  p.readings.push_back(parse_proc_maps(*text));
+  // Open the files while the process exists: /proc/PID/map_files and
+  // /proc/PID/root lead to them only as long as it does.
+  for (const Mapping &m : p.readings.back())
+    if (m.executable && m.is_file())
+      elf_for(tgid, m);
+  return true;
+}
+
+const std::vector<Mapping> &Symbolizer::maps_of(uint32_t tgid) {
+  static const std::vector<Mapping> none;
+  Process &p = process(tgid);
+  if (p.selected < p.readings.size())
+    return p.readings[p.selected];
+  return p.readings.empty() ? none : p.readings.back();
 }
 
 void Symbolizer::remember_process(uint32_t tgid) {
   process(tgid);
+}
+
+void Symbolizer::note_user_stack(uint32_t tgid, uint64_t stack_id,
+                                 const std::vector<uint64_t> &ips) {
+  Process &p = processes_[tgid];
+  auto covered = [&](const std::vector<Mapping> &maps) {
+    for (size_t i = 0; i < ips.size(); i++)
+      if (!find_mapping(maps, i > 0 && ips[i] ? ips[i] - 1 : ips[i]))
+        return false;
+    return true;
+  };
+  if (p.readings.empty() || !covered(p.readings.back()))
+    if (!read_maps(tgid, p))
+      return;
+  p.stack_reading[stack_id] = p.readings.size() - 1;
+}
+
+void Symbolizer::select_stack(uint32_t tgid, uint64_t stack_id) {
+  Process &p = process(tgid);
+  auto it = p.stack_reading.find(stack_id);
+  p.selected = it == p.stack_reading.end() ? SIZE_MAX : it->second;
 }
 
 void Symbolizer::find_debug_file(ElfFile &file, uint32_t tgid,
@@ -149,7 +189,7 @@ std::string Symbolizer::user_frame(uint32_t tgid, uint64_t addr,
                                    bool is_return_address,
                                    const ModuleInfo **module) {
   uint64_t lookup = is_return_address && addr > 0 ? addr - 1 : addr;
-  const Mapping *m = find_mapping(process(tgid).maps, lookup);
+  const Mapping *m = find_mapping(maps_of(tgid), lookup);
   if (module)
     *module = nullptr;
   if (!m) {

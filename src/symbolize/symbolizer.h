@@ -47,14 +47,28 @@ public:
 
   // Reads the process's maps now, so later lookups work after it exits.
   void remember_process(uint32_t tgid);
+  // A user stack the process is blocked on right now: unless the maps read
+  // so far cover every frame, reads them again (the process may have
+  // exec'd or mapped a library since), opens the files they name, and ties
+  // the stack to that reading.
+  void note_user_stack(uint32_t tgid, uint64_t stack_id,
+                       const std::vector<uint64_t> &ips);
+  // Frames named next belong to this stack: use the maps it was taken under.
+  void select_stack(uint32_t tgid, uint64_t stack_id);
+
+  void set_kernel_symbols(KernelSymbols ks) { kernel_ = std::move(ks); }
 
   const KernelSymbols &kernel_symbols() const { return kernel_; }
   const SymbolizeStats &stats() const { return stats_; }
 
 private:
   struct Process {
-    std::vector<Mapping> maps;
+    std::vector<std::vector<Mapping>> readings; // oldest first
+    std::unordered_map<uint64_t, size_t> stack_reading;
+    size_t selected = SIZE_MAX; // reading for the stack being named
   };
+  const std::vector<Mapping> &maps_of(uint32_t tgid);
+  bool read_maps(uint32_t tgid, Process &p);
   using FileKey = std::tuple<uint32_t, uint32_t, uint64_t, std::string>;
 
   Process &process(uint32_t tgid);

@@ -278,7 +278,8 @@ TEST_F(Output, CtrlCBeforeTracingStartsWritesNothing) {
   auto r = p.wait(30);
   EXPECT_LT(test::now_seconds() - t0, 10.0) << "hung";
   // Either the default action (the handler was not yet installed) or ours.
-  EXPECT_TRUE(r.term_signal == SIGINT || r.exit_code == 130) << r.exit_code << " " << r.err;
+  EXPECT_TRUE(r.term_signal == SIGINT || r.exit_code == 130)
+      << r.exit_code << " " << r.err;
   EXPECT_TRUE(r.out.empty());
   EXPECT_TRUE(list_dir(dir_).empty()) << "a file was left";
 }

@@ -296,6 +296,32 @@ TEST_F(Profile, LossesAreCountedAndNameTheOptionThatFixesThem) {
   EXPECT_LE(test::parse_folded(tiny_map.out).size(), 2u);
 }
 
+TEST_F(Profile, ShortLivedProcessesKeepTheirFrames) {
+  // 300 processes, each blocked 40 ms in block_briefly(), all gone long
+  // before tracing ends.
+  test::Subprocess tracer({OFFCPU_BIN, "-f", "5"});
+  test::sleep_seconds(0.5);
+  auto wl = test::run({WORKLOAD_SHORT_LIVED, "300"}, 60);
+  ASSERT_EQ(wl.exit_code, 0);
+  auto r = tracer.wait(60);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  uint64_t total = 0, named = 0;
+  for (const auto &l : test::parse_folded(r.out)) {
+    if (l.frames[0] != "slchild")
+      continue;
+    total += l.value;
+    int at = test::frame_index(l, "block_briefly");
+    if (at >= 0 && test::frame_index(l, "child_main") == at - 1)
+      named += l.value;
+  }
+  ASSERT_GT(total, 300u * 40000 * 9 / 10)
+      << "the children's waits were not seen";
+  double coverage = static_cast<double>(named) / static_cast<double>(total);
+  std::cerr << "short-lived coverage: " << 100 * coverage << "% of " << total
+            << " us\n";
+  EXPECT_GE(coverage, 0.99);
+}
+
 TEST_F(Profile, WholeSystemTraceSeesKernelThreadsAndOurs) {
   Workload w;
   auto r = offcpu({"-f", "1"});

@@ -74,12 +74,16 @@ TEST(ElfSymbolizationCxx, NamesAreDemangled) {
 TEST(ElfCache, EachFileParsedOnce) {
   RunningFixture f = start(FIXTURE_PIE);
   Symbolizer sym(system_files(), KernelSymbols{});
+  ASSERT_EQ(name_of(sym, f, "fixture_alpha"), "fixture_alpha");
+  // The process's executable files (and debug files) are opened once, when
+  // its maps are first read; lookups after that parse nothing.
+  uint64_t parsed = sym.stats().elf_files_parsed;
+  EXPECT_GE(parsed, 2u);
   for (int i = 0; i < 50; i++) {
     ASSERT_EQ(name_of(sym, f, "fixture_alpha"), "fixture_alpha");
     ASSERT_EQ(name_of(sym, f, "lib_helper"), "lib_helper");
   }
-  // The executable and libfixture.so: two files, whatever the lookups.
-  EXPECT_EQ(sym.stats().elf_files_parsed, 2u);
+  EXPECT_EQ(sym.stats().elf_files_parsed, parsed);
 }
 
 TEST(ElfFile, ReadsBuildIdAndSegments) {

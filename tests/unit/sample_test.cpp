@@ -130,6 +130,27 @@ TEST(MergePartial, LoneNoschedSampleIsKeptIntact) {
   EXPECT_EQ(samples[0].kernel, part.kernel);
 }
 
+TEST(MapsReadings, EachStackUsesTheMapsItWasTakenUnder) {
+  test::FakeFiles files;
+  Symbolizer sym(files, KernelSymbols{}, "/fakeproc");
+  // Before exec: code at 0x1000; after: different code at 0x3000.
+  files.files["/fakeproc/5/maps"] = "1000-2000 r-xp 00000000 00:00 0 [jit_a]\n";
+  sym.note_user_stack(5, 101, {0x1500});
+  files.files["/fakeproc/5/maps"] = "3000-4000 r-xp 00000000 00:00 0 [jit_b]\n";
+  sym.note_user_stack(5, 102, {0x3500}); // not covered: read again
+  sym.note_user_stack(5, 103, {0x3600}); // covered by the latest reading
+  files.files.erase("/fakeproc/5/maps"); // the process is gone
+  EXPECT_EQ(name_user_stack(5, 101, {0x1500}, sym),
+            std::vector<std::string>{"[jit_a]"});
+  EXPECT_EQ(name_user_stack(5, 102, {0x3500}, sym),
+            std::vector<std::string>{"[jit_b]"});
+  EXPECT_EQ(name_user_stack(5, 103, {0x3600}, sym),
+            std::vector<std::string>{"[jit_b]"});
+  // A stack never announced is named with the latest reading.
+  EXPECT_EQ(name_user_stack(5, 999, {0x1500}, sym),
+            std::vector<std::string>{"[unknown]"});
+}
+
 TEST(TracerFrames, Recognised) {
   EXPECT_TRUE(is_tracer_frame("bpf_prog_6deef7357e7b4530_offcpu_switch [bpf]"));
   EXPECT_TRUE(is_tracer_frame("bpf_trace_run4"));
