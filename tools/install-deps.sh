@@ -10,5 +10,5 @@ export DEBIAN_FRONTEND=noninteractive
 apt-get update -qq
 apt-get install -y -qq --no-install-recommends \
   cmake make g++ clang llvm pkg-config \
-  libbpf-dev bpftool libelf-dev zlib1g-dev libcli11-dev libgtest-dev \
+  libbpf-dev bpftool libelf-dev zlib1g-dev liblzma-dev libcli11-dev libgtest-dev \
   libc6-dbg bpftrace chromium golang-go bash-completion man-db >/dev/null

@@ -158,6 +158,14 @@ void add_output_options(CLI::App *app, OutputOptions &o, OutputArgs &a,
       ->type_name("FILE")
       ->group("Output");
   app->add_option("--title", o.title, "flame graph title")->group("Output");
+  app->add_option(
+         "--debug-dir", o.debug_dirs,
+         "also look for separate debug files under DIR (like /usr/lib/debug)")
+      ->expected(1)
+      ->allow_extra_args(false)
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll)
+      ->type_name("DIR")
+      ->group("Output");
   app->add_option("--width", o.width,
                   "flame graph width in pixels (default 1200)")
       ->check(CLI::Range(200, 100000))

@@ -34,6 +34,8 @@ struct OutputOptions {
   int width = 1200;       // SVG width in pixels
   double min_width = 0.1; // SVG: narrower frames are left out
   bool quiet = false;     // no progress line
+  // Extra roots for separate debug files, searched before /usr/lib/debug.
+  std::vector<std::string> debug_dirs;
 };
 
 struct ProfileOptions {

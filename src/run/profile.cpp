@@ -166,6 +166,7 @@ int run_profile(const ProfileOptions &opts) {
   const int64_t wall_start = wall_clock_ns();
 
   Symbolizer symbolizer(system_files(), KernelSymbols{});
+  symbolizer.add_debug_dirs(opts.output.debug_dirs);
   collect_with_progress(*session, opts, symbolizer);
   session->stop();
   RawProfile raw = session->drain();

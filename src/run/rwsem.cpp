@@ -152,6 +152,7 @@ int run_rwsem(const RwsemOptions &opts) {
 
   Symbolizer symbolizer(system_files(),
                         KernelSymbols::load(system_files(), true));
+  symbolizer.add_debug_dirs(opts.output.debug_dirs);
   const int64_t wall_start = wall_clock_ns();
   std::vector<Sample> whole_run;
   const double start = static_cast<double>(monotonic_ns()) / 1e9;

@@ -19,6 +19,7 @@ namespace {
 constexpr size_t kMaxSections = 1u << 16;
 constexpr size_t kMaxSymbols = 1u << 22;
 constexpr size_t kMaxSymbolName = 4096;
+constexpr size_t kMaxMiniDebugInfo = size_t{64} << 20;
 
 struct ElfDeleter {
   void operator()(Elf *e) const { elf_end(e); }
@@ -104,7 +105,24 @@ std::unique_ptr<ElfFile> ElfFile::open(const std::string &path) {
       elf_begin(fd.get(), ELF_C_READ_MMAP, nullptr));
   if (!elf || elf_kind(elf.get()) != ELF_K_ELF)
     return nullptr;
+  return from_elf(elf.get());
+}
 
+std::unique_ptr<ElfFile> ElfFile::open_memory(std::string image) {
+  if (!libelf_ready() || image.empty())
+    return nullptr;
+  std::unique_ptr<Elf, ElfDeleter> elf(elf_memory(image.data(), image.size()));
+  if (!elf || elf_kind(elf.get()) != ELF_K_ELF)
+    return nullptr;
+  return from_elf(elf.get());
+}
+
+std::unique_ptr<ElfFile> ElfFile::from_elf(void *handle) {
+  Elf *e = static_cast<Elf *>(handle);
+  struct Borrowed {
+    Elf *p;
+    Elf *get() const { return p; }
+  } elf{e};
   auto file = std::unique_ptr<ElfFile>(new ElfFile());
   size_t phnum = 0;
   if (elf_getphdrnum(elf.get(), &phnum) == 0) {
@@ -135,7 +153,13 @@ std::unique_ptr<ElfFile> ElfFile::open(const std::string &path) {
       file->build_id_ = read_build_id(elf.get(), scn);
     } else if (shdr.sh_type == SHT_PROGBITS && shstrndx != 0) {
       const char *name = elf_strptr(elf.get(), shstrndx, shdr.sh_name);
-      if (name && std::strcmp(name, ".gnu_debuglink") == 0) {
+      if (name && std::strcmp(name, ".gnu_debugdata") == 0) {
+        Elf_Data *data = elf_getdata(scn, nullptr);
+        if (data && data->d_buf && data->d_size > 0 &&
+            data->d_size < kMaxMiniDebugInfo)
+          file->minidebuginfo_.assign(static_cast<const char *>(data->d_buf),
+                                      data->d_size);
+      } else if (name && std::strcmp(name, ".gnu_debuglink") == 0) {
         Elf_Data *data = elf_getdata(scn, nullptr);
         if (data && data->d_buf && data->d_size >= 8) {
           const char *p = static_cast<const char *>(data->d_buf);

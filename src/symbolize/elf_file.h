@@ -20,6 +20,8 @@ class ElfFile {
 public:
   // Null if the path cannot be opened or is not an ELF file.
   static std::unique_ptr<ElfFile> open(const std::string &path);
+  // An ELF image in memory (MiniDebugInfo); the bytes are not kept.
+  static std::unique_ptr<ElfFile> open_memory(std::string image);
 
   // Virtual address (as the ELF file numbers them) for an offset into the
   // file, as /proc/PID/maps reports mappings; nullopt outside PT_LOAD.
@@ -38,12 +40,15 @@ public:
   const std::string &build_id() const { return build_id_; } // lowercase hex
   const std::string &debuglink() const { return debuglink_; }
   uint32_t debuglink_crc() const { return debuglink_crc_; }
+  // The raw .gnu_debugdata section (xz), empty if none.
+  const std::string &minidebuginfo() const { return minidebuginfo_; }
 
 private:
   struct Segment {
     uint64_t offset, vaddr, filesz;
   };
   void finish_symbols();
+  static std::unique_ptr<ElfFile> from_elf(void *elf);
 
   std::vector<Segment> segments_;
   std::vector<ElfSymbol> symbols_;
@@ -51,6 +56,7 @@ private:
   std::string build_id_;
   std::string debuglink_;
   uint32_t debuglink_crc_ = 0;
+  std::string minidebuginfo_;
 };
 
 // CRC-32 of a whole file as .gnu_debuglink records it; nullopt if unreadable.

@@ -6,12 +6,34 @@
 #include <cstdio>
 
 #include "symbolize/demangle.h"
+#include "symbolize/xz.h"
 
 namespace offcpu {
 namespace {
 
 constexpr std::size_t kMaxMapsBytes = 64u << 20;
-const char kDebugRoot[] = "/usr/lib/debug";
+constexpr std::size_t kMaxPerfMapBytes = 256u << 20;
+
+// The process's PID in its own PID namespace (the number a JIT running in a
+// container puts in its perf map's name): last field of NSpid.
+std::string namespace_pid(const FileReader &files, const std::string &pid_dir,
+                          uint32_t tgid) {
+  auto status = files.read(pid_dir + "/status", 1u << 16);
+  if (status) {
+    size_t at = status->find("\nNSpid:");
+    if (at != std::string::npos) {
+      size_t end = status->find('\n', at + 1);
+      std::string line =
+          status->substr(at + 7, end == std::string::npos ? end : end - at - 7);
+      size_t last = line.find_last_of(" \t");
+      std::string ns = line.substr(last == std::string::npos ? 0 : last + 1);
+      if (!ns.empty() &&
+          ns.find_first_not_of("0123456789") == std::string::npos)
+        return ns;
+    }
+  }
+  return std::to_string(tgid);
+}
 
 bool readable(const std::string &path) {
   return access(path.c_str(), R_OK) == 0;
@@ -78,7 +100,29 @@ bool Symbolizer::read_maps(uint32_t tgid, Process &p) {
   for (const Mapping &m : p.readings.back())
     if (m.executable && m.is_file())
       elf_for(tgid, m);
+  p.perf_map_read = false; // JITs append: read again with the new maps
+  perf_map_of(tgid, p);
   return true;
+}
+
+const std::vector<PerfMapSymbol> &Symbolizer::perf_map_of(uint32_t tgid,
+                                                          Process &p) {
+  if (p.perf_map_read)
+    return p.perf_map;
+  p.perf_map_read = true;
+  std::string pid_dir = proc_root_ + "/" + std::to_string(tgid);
+  std::string name =
+      "/tmp/perf-" + namespace_pid(files_, pid_dir, tgid) + ".map";
+  // Through the process's root first: a JIT in a container writes its own /tmp.
+  auto text = files_.read(pid_dir + "/root" + name, kMaxPerfMapBytes);
+  if (!text)
+    text = files_.read(name, kMaxPerfMapBytes);
+  if (text) {
+    auto fresh = parse_perf_map(*text);
+    if (!fresh.empty() || p.perf_map.empty())
+      p.perf_map = std::move(fresh);
+  }
+  return p.perf_map;
 }
 
 const std::vector<Mapping> &Symbolizer::maps_of(uint32_t tgid) {
@@ -116,48 +160,56 @@ void Symbolizer::select_stack(uint32_t tgid, uint64_t stack_id) {
 
 void Symbolizer::find_debug_file(ElfFile &file, uint32_t tgid,
                                  const Mapping &m) {
-  std::vector<std::string> candidates;
+  const std::string root = proc_root_ + "/" + std::to_string(tgid) + "/root";
+  auto adopt = [&](std::unique_ptr<ElfFile> debug) {
+    if (!debug || !debug->has_symtab())
+      return false;
+    stats_.elf_files_parsed++;
+    file.adopt_symbols(std::move(*debug));
+    return true;
+  };
+  // 1. By build id, in each debug root, ours and the process's.
   const std::string &id = file.build_id();
   if (id.size() > 2) {
     std::string rel =
         "/.build-id/" + id.substr(0, 2) + "/" + id.substr(2) + ".debug";
-    candidates.push_back(kDebugRoot + rel);
-    candidates.push_back(proc_root_ + "/" + std::to_string(tgid) + "/root" +
-                         kDebugRoot + rel);
+    for (const std::string &dir : debug_dirs_)
+      for (const std::string &path : {dir + rel, root + dir + rel}) {
+        if (!readable(path))
+          continue;
+        auto debug = ElfFile::open(path);
+        if (debug && (debug->build_id().empty() || debug->build_id() == id) &&
+            adopt(std::move(debug)))
+          return;
+      }
   }
-  for (const std::string &path : candidates) {
-    if (!readable(path))
-      continue;
-    auto debug = ElfFile::open(path);
-    if (debug && debug->has_symtab() &&
-        (debug->build_id().empty() || debug->build_id() == id)) {
-      stats_.elf_files_parsed++;
-      file.adopt_symbols(std::move(*debug));
-      return;
+  // 2. By .gnu_debuglink: beside the file, in .debug/, under the debug
+  // roots; the CRC must match.
+  if (!file.debuglink().empty() &&
+      file.debuglink().find('/') == std::string::npos) {
+    std::string dir =
+        dirname_of(m.deleted() ? m.path.substr(0, m.path.size() - 10) : m.path);
+    std::vector<std::string> paths;
+    for (const std::string &base : {root + dir, dir}) {
+      paths.push_back(base + "/" + file.debuglink());
+      paths.push_back(base + "/.debug/" + file.debuglink());
     }
-  }
-  if (file.debuglink().empty() ||
-      file.debuglink().find('/') != std::string::npos)
-    return;
-  std::string dir =
-      dirname_of(m.deleted() ? m.path.substr(0, m.path.size() - 10) : m.path);
-  std::string root = proc_root_ + "/" + std::to_string(tgid) + "/root";
-  for (const std::string &base : {root + dir, dir}) {
-    for (const std::string &path :
-         {base + "/" + file.debuglink(), base + "/.debug/" + file.debuglink(),
-          std::string(kDebugRoot) + dir + "/" + file.debuglink()}) {
+    for (const std::string &d : debug_dirs_)
+      paths.push_back(d + dir + "/" + file.debuglink());
+    for (const std::string &path : paths) {
       if (!readable(path))
         continue;
       auto crc = file_crc32(path);
-      if (!crc || *crc != file.debuglink_crc())
-        continue;
-      auto debug = ElfFile::open(path);
-      if (debug && debug->has_symtab()) {
-        stats_.elf_files_parsed++;
-        file.adopt_symbols(std::move(*debug));
+      if (crc && *crc == file.debuglink_crc() && adopt(ElfFile::open(path)))
         return;
-      }
     }
+  }
+  // 3. MiniDebugInfo: an xz-compressed ELF with function symbols inside
+  // the file itself (.gnu_debugdata).
+  if (!file.minidebuginfo().empty()) {
+    std::string elf = xz_decompress(file.minidebuginfo(), 256u << 20);
+    if (!elf.empty())
+      adopt(ElfFile::open_memory(std::move(elf)));
   }
 }
 
@@ -192,6 +244,16 @@ std::string Symbolizer::user_frame(uint32_t tgid, uint64_t addr,
   const Mapping *m = find_mapping(maps_of(tgid), lookup);
   if (module)
     *module = nullptr;
+  if (!m || !m->is_file()) {
+    // JIT code: anonymous memory named by the process's perf map.
+    if (const PerfMapSymbol *js =
+            find_perf_symbol(perf_map_of(tgid, process(tgid)), lookup)) {
+      stats_.named++;
+      if (module)
+        *module = module_info("[perf-map]", "");
+      return js->name;
+    }
+  }
   if (!m) {
     stats_.unnamed++;
     stats_.unnamed_by_module["[unknown]"]++;

@@ -13,6 +13,7 @@
 
 #include "symbolize/elf_file.h"
 #include "symbolize/kallsyms.h"
+#include "symbolize/perf_map.h"
 #include "symbolize/proc_maps.h"
 #include "util/fs.h"
 
@@ -57,6 +58,11 @@ public:
   void select_stack(uint32_t tgid, uint64_t stack_id);
 
   void set_kernel_symbols(KernelSymbols ks) { kernel_ = std::move(ks); }
+  // Roots of separate debug files (.build-id/xx/rest.debug and debuglink
+  // names); default /usr/lib/debug.
+  void add_debug_dirs(const std::vector<std::string> &dirs) {
+    debug_dirs_.insert(debug_dirs_.begin(), dirs.begin(), dirs.end());
+  }
 
   const KernelSymbols &kernel_symbols() const { return kernel_; }
   const SymbolizeStats &stats() const { return stats_; }
@@ -66,7 +72,10 @@ private:
     std::vector<std::vector<Mapping>> readings; // oldest first
     std::unordered_map<uint64_t, size_t> stack_reading;
     size_t selected = SIZE_MAX; // reading for the stack being named
+    std::vector<PerfMapSymbol> perf_map;
+    bool perf_map_read = false;
   };
+  const std::vector<PerfMapSymbol> &perf_map_of(uint32_t tgid, Process &p);
   const std::vector<Mapping> &maps_of(uint32_t tgid);
   bool read_maps(uint32_t tgid, Process &p);
   using FileKey = std::tuple<uint32_t, uint32_t, uint64_t, std::string>;
@@ -84,6 +93,7 @@ private:
   std::map<FileKey, std::unique_ptr<ElfFile>> elf_cache_;
   std::unordered_map<std::string, std::string> demangled_;
   std::map<std::string, std::unique_ptr<ModuleInfo>> modules_;
+  std::vector<std::string> debug_dirs_{"/usr/lib/debug"};
   SymbolizeStats stats_;
 };
 

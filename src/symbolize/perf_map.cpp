@@ -1,0 +1,75 @@
+#include "symbolize/perf_map.h"
+
+#include <algorithm>
+
+namespace offcpu {
+namespace {
+
+constexpr size_t kMaxName = 4096;
+
+bool hex(std::string_view s, uint64_t &out) {
+  if (s.size() > 2 && s[0] == '0' && (s[1] == 'x' || s[1] == 'X'))
+    s.remove_prefix(2);
+  if (s.empty() || s.size() > 16)
+    return false;
+  uint64_t v = 0;
+  for (char c : s) {
+    int d = c >= '0' && c <= '9'   ? c - '0'
+            : c >= 'a' && c <= 'f' ? c - 'a' + 10
+            : c >= 'A' && c <= 'F' ? c - 'A' + 10
+                                   : -1;
+    if (d < 0)
+      return false;
+    v = v << 4 | static_cast<uint64_t>(d);
+  }
+  out = v;
+  return true;
+}
+
+} // namespace
+
+std::vector<PerfMapSymbol> parse_perf_map(std::string_view text) {
+  std::vector<PerfMapSymbol> syms;
+  while (!text.empty()) {
+    size_t nl = text.find('\n');
+    std::string_view line = text.substr(0, nl);
+    text.remove_prefix(nl == std::string_view::npos ? text.size() : nl + 1);
+    size_t a = line.find(' ');
+    if (a == std::string_view::npos)
+      continue;
+    size_t b = line.find(' ', a + 1);
+    if (b == std::string_view::npos)
+      continue;
+    PerfMapSymbol s;
+    std::string_view name = line.substr(b + 1);
+    while (!name.empty() && (name.back() == '\r' || name.back() == ' '))
+      name.remove_suffix(1);
+    if (!hex(line.substr(0, a), s.start) ||
+        !hex(line.substr(a + 1, b - a - 1), s.size) || s.size == 0 ||
+        name.empty() || s.start + s.size < s.start)
+      continue;
+    s.name.assign(name.substr(0, kMaxName));
+    syms.push_back(std::move(s));
+  }
+  std::stable_sort(syms.begin(), syms.end(),
+                   [](const PerfMapSymbol &x, const PerfMapSymbol &y) {
+                     return x.start < y.start;
+                   });
+  return syms;
+}
+
+const PerfMapSymbol *find_perf_symbol(const std::vector<PerfMapSymbol> &syms,
+                                      uint64_t addr) {
+  auto it = std::upper_bound(
+      syms.begin(), syms.end(), addr,
+      [](uint64_t a, const PerfMapSymbol &s) { return a < s.start; });
+  // Later entries win (a JIT may reuse memory): look back a little.
+  for (int back = 0; back < 4 && it != syms.begin(); back++) {
+    --it;
+    if (addr - it->start < it->size)
+      return &*it;
+  }
+  return nullptr;
+}
+
+} // namespace offcpu
