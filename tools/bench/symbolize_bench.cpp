@@ -1,0 +1,104 @@
+// How long symbolizing takes: 10,000 distinct stacks (user and kernel
+// frames) from 50 live processes, from a cold start (kallsyms, maps and ELF
+// files all read inside the timed region).
+//   build/tools/offcpu_symbolize_bench [processes] [stacks]
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "collect/sample.h"
+#include "symbolize/symbolizer.h"
+
+using namespace offcpu;
+
+int main(int argc, char **argv) {
+  int nproc = argc > 1 ? atoi(argv[1]) : 50;
+  int nstacks = argc > 2 ? atoi(argv[2]) : 10000;
+  // Live processes with real code: different programs so several ELF files
+  // (and libc's debug file) are involved.
+  const char *programs[] = {"/bin/sleep", "/usr/bin/tail", "/bin/cat", "/usr/bin/sort"};
+  std::vector<pid_t> pids;
+  int feed[2];
+  if (pipe(feed) != 0)
+    return 1;
+  for (int i = 0; i < nproc; i++) {
+    pid_t pid = fork();
+    if (pid == 0) {
+      dup2(feed[0], STDIN_FILENO); // never written, never closed: they wait
+      const char *prog = programs[i % 4];
+      if (i % 4 == 0)
+        execl(prog, prog, "1000", (char *)nullptr);
+      else if (i % 4 == 1)
+        execl(prog, prog, "-f", "/dev/null", (char *)nullptr);
+      else
+        execl(prog, prog, (char *)nullptr); // reads the pipe below forever
+      _exit(127);
+    }
+    pids.push_back(pid);
+  }
+  usleep(300000);
+
+  // Addresses inside each process's executable file mappings, and kernel
+  // text addresses: the raw material of real stacks.
+  std::mt19937_64 rng(42);
+  Symbolizer probe(system_files(), KernelSymbols{});
+  KernelSymbols ks = KernelSymbols::load(system_files());
+  std::vector<std::vector<uint64_t>> user_addrs(pids.size());
+  for (size_t p = 0; p < pids.size(); p++) {
+    auto text = system_files().read("/proc/" + std::to_string(pids[p]) + "/maps", 1 << 24);
+    for (const Mapping &m : parse_proc_maps(text ? *text : ""))
+      if (m.executable && m.is_file())
+        for (int k = 0; k < 64; k++)
+          user_addrs[p].push_back(m.start + rng() % (m.end - m.start));
+  }
+  auto kernel_text = system_files().read("/proc/kallsyms", 64u << 20);
+  std::vector<uint64_t> kernel_addrs;
+  for (size_t pos = 0; kernel_text && pos < kernel_text->size() && kernel_addrs.size() < 5000;) {
+    size_t nl = kernel_text->find('\n', pos);
+    std::string line = kernel_text->substr(pos, nl - pos);
+    pos = nl == std::string::npos ? kernel_text->size() : nl + 1;
+    if (line.size() > 19 && (line[17] == 't' || line[17] == 'T') && rng() % 20 == 0)
+      kernel_addrs.push_back(std::stoull(line.substr(0, 16), nullptr, 16) + 4);
+  }
+
+  RawProfile raw;
+  for (int s = 0; s < nstacks; s++) {
+    size_t p = static_cast<size_t>(s) % pids.size();
+    offcpu_key key{};
+    key.tgid = key.pid = static_cast<uint32_t>(pids[p]);
+    key.user_stack = 1000000 + static_cast<uint64_t>(s);
+    key.kernel_stack = 2000000 + static_cast<uint64_t>(s);
+    std::vector<uint64_t> u, k;
+    for (int f = 0; f < 12 && !user_addrs[p].empty(); f++)
+      u.push_back(user_addrs[p][rng() % user_addrs[p].size()]);
+    for (int f = 0; f < 15 && !kernel_addrs.empty(); f++)
+      k.push_back(kernel_addrs[rng() % kernel_addrs.size()]);
+    raw.stacks[key.user_stack] = u;
+    raw.stacks[key.kernel_stack] = k;
+    raw.counts.push_back({key, {1000, 1}});
+  }
+
+  auto t0 = std::chrono::steady_clock::now();
+  Symbolizer sym(system_files(), KernelSymbols::load(system_files()));
+  auto samples = symbolize_profile(raw, sym, StackSelection{});
+  auto t1 = std::chrono::steady_clock::now();
+  double ms = std::chrono::duration<double, std::milli>(t1 - t0).count();
+  const SymbolizeStats &st = sym.stats();
+  printf("symbolized %zu stacks (%llu frames) from %zu processes in %.1f ms, cold start "
+         "(kallsyms + maps + %llu ELF files parsed once each); %llu frames named, %llu not\n",
+         samples.size(), static_cast<unsigned long long>(st.named + st.unnamed), pids.size(), ms,
+         static_cast<unsigned long long>(st.elf_files_parsed),
+         static_cast<unsigned long long>(st.named), static_cast<unsigned long long>(st.unnamed));
+  for (pid_t pid : pids)
+    kill(pid, SIGKILL);
+  for (pid_t pid : pids)
+    waitpid(pid, nullptr, 0);
+  return 0;
+}
