@@ -37,6 +37,7 @@ public:
 
   bool has_symtab() const { return has_symtab_; }
   std::size_t symbol_count() const { return symbols_.size(); }
+  const std::vector<ElfSymbol> &symbols() const { return symbols_; }
   const std::string &build_id() const { return build_id_; } // lowercase hex
   const std::string &debuglink() const { return debuglink_; }
   uint32_t debuglink_crc() const { return debuglink_crc_; }

@@ -213,6 +213,26 @@ void Symbolizer::find_debug_file(ElfFile &file, uint32_t tgid,
   }
 }
 
+// The process's own [vdso] image, read from its memory (root only): the
+// kernel builds it, there is no file.
+ElfFile *Symbolizer::vdso_for(uint32_t tgid, const Mapping &m) {
+  uint64_t size = m.end - m.start;
+  if (size == 0 || size > (1u << 20))
+    return nullptr;
+  auto it = vdso_cache_.find(size);
+  if (it != vdso_cache_.end())
+    return it->second.get();
+  auto image = files_.read_at(proc_root_ + "/" + std::to_string(tgid) + "/mem",
+                              m.start, size);
+  std::unique_ptr<ElfFile> elf;
+  if (image) {
+    elf = ElfFile::open_memory(std::move(*image));
+    if (elf)
+      stats_.elf_files_parsed++;
+  }
+  return vdso_cache_.emplace(size, std::move(elf)).first->second.get();
+}
+
 ElfFile *Symbolizer::elf_for(uint32_t tgid, const Mapping &m) {
   FileKey key{m.dev_major, m.dev_minor, m.inode, m.inode ? "" : m.path};
   auto it = elf_cache_.find(key);
@@ -258,6 +278,17 @@ std::string Symbolizer::user_frame(uint32_t tgid, uint64_t addr,
     stats_.unnamed++;
     stats_.unnamed_by_module["[unknown]"]++;
     return "[unknown]";
+  }
+  if (m->path == "[vdso]") {
+    if (ElfFile *vdso = vdso_for(tgid, *m)) {
+      if (module)
+        *module = module_info("[vdso]", vdso->build_id());
+      auto vaddr = vdso->file_offset_to_vaddr(lookup - m->start + m->offset);
+      if (const ElfSymbol *sym = vaddr ? vdso->find(*vaddr) : nullptr) {
+        stats_.named++;
+        return sym->name;
+      }
+    }
   }
   if (m->is_file()) {
     ElfFile *elf = elf_for(tgid, *m);

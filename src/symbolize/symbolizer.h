@@ -82,6 +82,7 @@ private:
 
   Process &process(uint32_t tgid);
   ElfFile *elf_for(uint32_t tgid, const Mapping &m);
+  ElfFile *vdso_for(uint32_t tgid, const Mapping &m);
   const ModuleInfo *module_info(const std::string &path,
                                 const std::string &build_id);
   void find_debug_file(ElfFile &file, uint32_t tgid, const Mapping &m);
@@ -94,6 +95,8 @@ private:
   std::unordered_map<std::string, std::string> demangled_;
   std::map<std::string, std::unique_ptr<ModuleInfo>> modules_;
   std::vector<std::string> debug_dirs_{"/usr/lib/debug"};
+  // vDSO images by size: one per kernel ABI (64-bit, 32-bit compat...).
+  std::map<uint64_t, std::unique_ptr<ElfFile>> vdso_cache_;
   SymbolizeStats stats_;
 };
 

@@ -44,6 +44,29 @@ std::optional<std::string> SystemFileReader::read(const std::string &path,
   return out;
 }
 
+std::optional<std::string> SystemFileReader::read_at(const std::string &path,
+                                                     uint64_t offset,
+                                                     std::size_t size) const {
+  UniqueFd fd(
+      ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK));
+  if (!fd)
+    return std::nullopt;
+  std::string out(size, '\0');
+  std::size_t done = 0;
+  while (done < size) {
+    ssize_t n = ::pread(fd.get(), out.data() + done, size - done,
+                        static_cast<off_t>(offset + done));
+    if (n < 0 && errno == EINTR)
+      continue;
+    if (n <= 0)
+      break;
+    done += static_cast<std::size_t>(n);
+  }
+  if (done != size)
+    return std::nullopt;
+  return out;
+}
+
 const FileReader &system_files() {
   static const SystemFileReader reader;
   return reader;

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <functional>
 #include <optional>
 #include <string>
@@ -16,6 +17,12 @@ public:
   // The file's contents, at most max_bytes of them; nullopt if unreadable.
   virtual std::optional<std::string> read(const std::string &path,
                                           std::size_t max_bytes) const = 0;
+  // `size` bytes at `offset` (for /proc/PID/mem); nullopt if unreadable.
+  virtual std::optional<std::string>
+  read_at(const std::string &path, uint64_t offset, std::size_t size) const {
+    (void)path, (void)offset, (void)size;
+    return std::nullopt;
+  }
   // The same, handed over in pieces so large files need not be held whole.
   virtual bool
   read_chunks(const std::string &path, std::size_t max_bytes,
@@ -35,6 +42,8 @@ public:
   bool
   read_chunks(const std::string &path, std::size_t max_bytes,
               const std::function<void(std::string_view)> &sink) const override;
+  std::optional<std::string> read_at(const std::string &path, uint64_t offset,
+                                     std::size_t size) const override;
 };
 
 const FileReader &system_files();

@@ -8,10 +8,12 @@
 #include "symbolize/xz.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
-  auto elf = offcpu::ElfFile::open_memory(std::string(reinterpret_cast<const char *>(data), size));
+  auto elf = offcpu::ElfFile::open_memory(
+      std::string(reinterpret_cast<const char *>(data), size));
   if (!elf)
     return 0;
-  for (uint64_t off : {uint64_t{0}, uint64_t{0x40}, uint64_t{0x1000}, uint64_t{size / 2}})
+  for (uint64_t off :
+       {uint64_t{0}, uint64_t{0x40}, uint64_t{0x1000}, uint64_t{size / 2}})
     if (auto v = elf->file_offset_to_vaddr(off))
       elf->find(*v);
   for (uint64_t a = 0; a < 0x4000; a += 0x101)

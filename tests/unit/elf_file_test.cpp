@@ -3,6 +3,7 @@
 // them from /proc/PID/maps and the ELF file, as it does for profiled code.
 #include <gtest/gtest.h>
 
+#include <sys/auxv.h>
 #include <unistd.h>
 
 #include <map>
@@ -84,6 +85,42 @@ TEST(ElfCache, EachFileParsedOnce) {
     ASSERT_EQ(name_of(sym, f, "lib_helper"), "lib_helper");
   }
   EXPECT_EQ(sym.stats().elf_files_parsed, parsed);
+}
+
+TEST(Vdso, NamedFromTheProcessesOwnImage) {
+  // Our own vDSO tells which names to expect; the child's is the same image
+  // at another address.
+  uint64_t base = getauxval(AT_SYSINFO_EHDR);
+  ASSERT_NE(base, 0u);
+  auto own_maps =
+      parse_proc_maps(*system_files().read("/proc/self/maps", 1 << 20));
+  const Mapping *own = find_mapping(own_maps, base);
+  ASSERT_TRUE(own && own->path == "[vdso]");
+  auto image = ElfFile::open_memory(
+      std::string(reinterpret_cast<const char *>(base), own->end - own->start));
+  ASSERT_TRUE(image);
+  const ElfSymbol *probe = nullptr;
+  for (const ElfSymbol &s : image->symbols())
+    if (s.size > 16)
+      probe = &s;
+  ASSERT_NE(probe, nullptr);
+
+  test::Subprocess child({"/bin/sleep", "30"});
+  test::sleep_seconds(0.2);
+  auto child_maps = parse_proc_maps(*system_files().read(
+      "/proc/" + std::to_string(child.pid()) + "/maps", 1 << 20));
+  const Mapping *vdso = nullptr;
+  for (const Mapping &m : child_maps)
+    if (m.path == "[vdso]")
+      vdso = &m;
+  ASSERT_NE(vdso, nullptr);
+  if (!system_files().read_at("/proc/" + std::to_string(child.pid()) + "/mem",
+                              vdso->start, 16))
+    GTEST_SKIP() << "cannot read the child's memory (needs ptrace access)";
+  Symbolizer sym(system_files(), KernelSymbols{});
+  uint64_t addr = vdso->start + *image->file_offset_to_vaddr(probe->addr) + 4;
+  EXPECT_EQ(sym.user_frame(static_cast<uint32_t>(child.pid()), addr, false),
+            probe->name);
 }
 
 TEST(ElfFile, ReadsBuildIdAndSegments) {

@@ -23,7 +23,8 @@ int main(int argc, char **argv) {
   int nstacks = argc > 2 ? atoi(argv[2]) : 10000;
   // Live processes with real code: different programs so several ELF files
   // (and libc's debug file) are involved.
-  const char *programs[] = {"/bin/sleep", "/usr/bin/tail", "/bin/cat", "/usr/bin/sort"};
+  const char *programs[] = {"/bin/sleep", "/usr/bin/tail", "/bin/cat",
+                            "/usr/bin/sort"};
   std::vector<pid_t> pids;
   int feed[2];
   if (pipe(feed) != 0)
@@ -52,7 +53,8 @@ int main(int argc, char **argv) {
   KernelSymbols ks = KernelSymbols::load(system_files());
   std::vector<std::vector<uint64_t>> user_addrs(pids.size());
   for (size_t p = 0; p < pids.size(); p++) {
-    auto text = system_files().read("/proc/" + std::to_string(pids[p]) + "/maps", 1 << 24);
+    auto text = system_files().read(
+        "/proc/" + std::to_string(pids[p]) + "/maps", 1 << 24);
     for (const Mapping &m : parse_proc_maps(text ? *text : ""))
       if (m.executable && m.is_file())
         for (int k = 0; k < 64; k++)
@@ -60,11 +62,13 @@ int main(int argc, char **argv) {
   }
   auto kernel_text = system_files().read("/proc/kallsyms", 64u << 20);
   std::vector<uint64_t> kernel_addrs;
-  for (size_t pos = 0; kernel_text && pos < kernel_text->size() && kernel_addrs.size() < 5000;) {
+  for (size_t pos = 0; kernel_text && pos < kernel_text->size() &&
+                       kernel_addrs.size() < 5000;) {
     size_t nl = kernel_text->find('\n', pos);
     std::string line = kernel_text->substr(pos, nl - pos);
     pos = nl == std::string::npos ? kernel_text->size() : nl + 1;
-    if (line.size() > 19 && (line[17] == 't' || line[17] == 'T') && rng() % 20 == 0)
+    if (line.size() > 19 && (line[17] == 't' || line[17] == 'T') &&
+        rng() % 20 == 0)
       kernel_addrs.push_back(std::stoull(line.substr(0, 16), nullptr, 16) + 4);
   }
 
@@ -91,11 +95,14 @@ int main(int argc, char **argv) {
   auto t1 = std::chrono::steady_clock::now();
   double ms = std::chrono::duration<double, std::milli>(t1 - t0).count();
   const SymbolizeStats &st = sym.stats();
-  printf("symbolized %zu stacks (%llu frames) from %zu processes in %.1f ms, cold start "
-         "(kallsyms + maps + %llu ELF files parsed once each); %llu frames named, %llu not\n",
-         samples.size(), static_cast<unsigned long long>(st.named + st.unnamed), pids.size(), ms,
-         static_cast<unsigned long long>(st.elf_files_parsed),
-         static_cast<unsigned long long>(st.named), static_cast<unsigned long long>(st.unnamed));
+  printf("symbolized %zu stacks (%llu frames) from %zu processes in %.1f ms, "
+         "cold start "
+         "(kallsyms + maps + %llu ELF files parsed once each); %llu frames "
+         "named, %llu not\n",
+         samples.size(), static_cast<unsigned long long>(st.named + st.unnamed),
+         pids.size(), ms, static_cast<unsigned long long>(st.elf_files_parsed),
+         static_cast<unsigned long long>(st.named),
+         static_cast<unsigned long long>(st.unnamed));
   for (pid_t pid : pids)
     kill(pid, SIGKILL);
   for (pid_t pid : pids)
