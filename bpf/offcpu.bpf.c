@@ -49,8 +49,19 @@ const volatile bool user_fp_walk = true;
 __u64 stop_ns = 0;
 /* Written by user space right after attaching: when the window opened. */
 __u64 window_start_ns = 0;
-/* Waits added to `counts` so far, for the progress line. */
-__u64 waits_charged = 0;
+/* Waits added to `counts` so far, for the progress line; per CPU, so the
+ * hot path shares no cache line between CPUs. */
+struct {
+  __uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+  __uint(max_entries, 1);
+  __type(key, __u32);
+  __type(value, __u64);
+} waits_charged SEC(".maps");
+
+/* A task field: a plain load through a trusted BTF pointer (tp_btf,
+ * iterators), a probe read otherwise (raw_tp). `trusted` is a compile-time
+ * constant, so only one of the two is emitted. */
+#define TASK_FIELD(trusted, t, field) ((trusted) ? (t)->field : BPF_CORE_READ(t, field))
 
 struct {
   __uint(type, BPF_MAP_TYPE_HASH);
@@ -135,8 +146,8 @@ static __always_inline unsigned int task_state(struct task_struct *t) {
   return BPF_CORE_READ((struct task_struct___pre514 *)t, state);
 }
 
-static __always_inline bool passes_task_filters(struct task_struct *t,
-                                                __u32 pid, __u32 tgid) {
+static __always_inline bool passes_task_filters(struct task_struct *t, __u32 pid,
+                                                __u32 tgid, bool trusted) {
   if (pid == 0) /* the idle task, one per CPU */
     return false;
   if (filter_tgid && !bpf_map_lookup_elem(&filter_tgids, &tgid))
@@ -144,7 +155,7 @@ static __always_inline bool passes_task_filters(struct task_struct *t,
   if (filter_tid && !bpf_map_lookup_elem(&filter_tids, &pid))
     return false;
   if (user_threads_only || kernel_threads_only) {
-    bool kthread = BPF_CORE_READ(t, flags) & PF_KTHREAD;
+    bool kthread = TASK_FIELD(trusted, t, flags) & PF_KTHREAD;
     if (user_threads_only && kthread)
       return false;
     if (kernel_threads_only && !kthread)
@@ -209,7 +220,10 @@ static __always_inline void charge(const struct offcpu_key *key, __u64 delta) {
   }
   __sync_fetch_and_add(&val->total_ns, delta);
   __sync_fetch_and_add(&val->count, 1);
-  __sync_fetch_and_add(&waits_charged, 1);
+  __u32 zero = 0;
+  __u64 *n = bpf_map_lookup_elem(&waits_charged, &zero);
+  if (n)
+    *n += 1;
 }
 
 /* Ends a wait: applies -m/-M, takes the kernel stack if it was deferred and
@@ -247,7 +261,7 @@ static __always_inline void on_switch(void *ctx, struct task_struct *prev,
   __u64 stop = stop_ns;
 
   /* The task switched in: close its wait, if one is open. */
-  __u32 next_pid = BPF_CORE_READ(next, pid);
+  __u32 next_pid = TASK_FIELD(trusted, next, pid);
   if (next_pid != 0) {
     struct offcpu_start *rec = find_start(next, next_pid, trusted);
     if (rec && rec->start_ns)
@@ -258,9 +272,9 @@ static __always_inline void on_switch(void *ctx, struct task_struct *prev,
    * task's last switch-out has no switch-in to end it. */
   if (stop || (prev_state & TASK_DEAD))
     return;
-  __u32 pid = BPF_CORE_READ(prev, pid);
-  __u32 tgid = BPF_CORE_READ(prev, tgid);
-  if (!passes_task_filters(prev, pid, tgid) || !passes_state_filter(prev_state))
+  __u32 pid = TASK_FIELD(trusted, prev, pid);
+  __u32 tgid = TASK_FIELD(trusted, prev, tgid);
+  if (!passes_task_filters(prev, pid, tgid, trusted) || !passes_state_filter(prev_state))
     return;
 
   struct offcpu_start rec = {
@@ -268,7 +282,7 @@ static __always_inline void on_switch(void *ctx, struct task_struct *prev,
       .tgid = tgid,
       .state = prev_state,
   };
-  if (want_user_stacks && !(BPF_CORE_READ(prev, flags) & PF_KTHREAD)) {
+  if (want_user_stacks && !(TASK_FIELD(trusted, prev, flags) & PF_KTHREAD)) {
     if (trusted && user_fp_walk)
       rec.user_stack = walk_user_stack_fp(bpf_get_current_task_btf(), false);
     else
@@ -313,7 +327,7 @@ int offcpu_seed(struct bpf_iter__task *ctx) {
     return 0;
   __u32 pid = task->pid;
   __u32 tgid = task->tgid;
-  if (task->on_cpu || !passes_task_filters(task, pid, tgid))
+  if (task->on_cpu || !passes_task_filters(task, pid, tgid, true))
     return 0;
   unsigned int state = task_state(task);
   if ((state & TASK_DEAD) || !passes_state_filter(state))

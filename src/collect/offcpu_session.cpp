@@ -208,7 +208,15 @@ void OffcpuSession::stop() {
 
 OffcpuSession::Progress OffcpuSession::progress() const {
   Progress p;
-  p.waits = skel_->bss->waits_charged;
+  int ncpus = libbpf_num_possible_cpus();
+  if (ncpus > 0) {
+    std::vector<uint64_t> per_cpu(static_cast<size_t>(ncpus));
+    uint32_t zero = 0;
+    if (bpf_map_lookup_elem(bpf_map__fd(skel_->maps.waits_charged), &zero,
+                            per_cpu.data()) == 0)
+      for (uint64_t n : per_cpu)
+        p.waits += n;
+  }
   int fd = bpf_map__fd(skel_->maps.counts);
   offcpu_key key{}, next{};
   bool first = true;
