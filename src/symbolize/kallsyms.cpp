@@ -4,6 +4,8 @@
 #include <cstdlib>
 #include <limits>
 
+#include "util/parse.h"
+
 namespace offcpu {
 namespace {
 
@@ -25,23 +27,6 @@ std::string_view next_field(std::string_view &line) {
   std::string_view field = line.substr(0, end);
   line.remove_prefix(end == std::string_view::npos ? line.size() : end);
   return field;
-}
-
-bool parse_hex(std::string_view s, uint64_t &out) {
-  if (s.empty() || s.size() > 16)
-    return false;
-  uint64_t v = 0;
-  for (char c : s) {
-    int d = c >= '0' && c <= '9'   ? c - '0'
-            : c >= 'a' && c <= 'f' ? c - 'a' + 10
-            : c >= 'A' && c <= 'F' ? c - 'A' + 10
-                                   : -1;
-    if (d < 0)
-      return false;
-    v = v << 4 | static_cast<uint64_t>(d);
-  }
-  out = v;
-  return true;
 }
 
 } // namespace

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "util/parse.h"
+
 namespace offcpu {
 namespace {
 
@@ -10,20 +12,7 @@ constexpr size_t kMaxName = 4096;
 bool hex(std::string_view s, uint64_t &out) {
   if (s.size() > 2 && s[0] == '0' && (s[1] == 'x' || s[1] == 'X'))
     s.remove_prefix(2);
-  if (s.empty() || s.size() > 16)
-    return false;
-  uint64_t v = 0;
-  for (char c : s) {
-    int d = c >= '0' && c <= '9'   ? c - '0'
-            : c >= 'a' && c <= 'f' ? c - 'a' + 10
-            : c >= 'A' && c <= 'F' ? c - 'A' + 10
-                                   : -1;
-    if (d < 0)
-      return false;
-    v = v << 4 | static_cast<uint64_t>(d);
-  }
-  out = v;
-  return true;
+  return parse_hex(s, out);
 }
 
 } // namespace

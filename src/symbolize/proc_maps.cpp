@@ -3,30 +3,12 @@
 #include <algorithm>
 #include <cstdlib>
 
+#include "util/parse.h"
+
 namespace offcpu {
 namespace {
 
 constexpr std::string_view kDeleted = " (deleted)";
-
-bool parse_hex(std::string_view s, uint64_t &out) {
-  if (s.empty() || s.size() > 16)
-    return false;
-  uint64_t v = 0;
-  for (char c : s) {
-    int d;
-    if (c >= '0' && c <= '9')
-      d = c - '0';
-    else if (c >= 'a' && c <= 'f')
-      d = c - 'a' + 10;
-    else if (c >= 'A' && c <= 'F')
-      d = c - 'A' + 10;
-    else
-      return false;
-    v = v << 4 | static_cast<uint64_t>(d);
-  }
-  out = v;
-  return true;
-}
 
 bool parse_dec(std::string_view s, uint64_t &out) {
   if (s.empty() || s.size() > 20)
