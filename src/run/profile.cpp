@@ -159,8 +159,11 @@ int run_profile(const ProfileOptions &opts) {
   }
 
   std::string what = "Tracing off-CPU time (us) of " + target_description(opts);
-  if (opts.duration_s)
-    what += " for " + std::to_string(*opts.duration_s).substr(0, 8) + " s";
+  if (opts.duration_s) {
+    char secs[32];
+    snprintf(secs, sizeof(secs), "%g", *opts.duration_s);
+    what += std::string(" for ") + secs + " s";
+  }
   note(what + (opts.duration_s ? "... Hit Ctrl-C to end early."
                                : "... Hit Ctrl-C to end."));
   const int64_t wall_start = wall_clock_ns();

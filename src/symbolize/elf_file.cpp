@@ -118,17 +118,13 @@ std::unique_ptr<ElfFile> ElfFile::open_memory(std::string image) {
 }
 
 std::unique_ptr<ElfFile> ElfFile::from_elf(void *handle) {
-  Elf *e = static_cast<Elf *>(handle);
-  struct Borrowed {
-    Elf *p;
-    Elf *get() const { return p; }
-  } elf{e};
+  Elf *elf = static_cast<Elf *>(handle); // borrowed: the caller ends it
   auto file = std::unique_ptr<ElfFile>(new ElfFile());
   size_t phnum = 0;
-  if (elf_getphdrnum(elf.get(), &phnum) == 0) {
+  if (elf_getphdrnum(elf, &phnum) == 0) {
     for (size_t i = 0; i < phnum && i < kMaxSections; i++) {
       GElf_Phdr ph;
-      if (gelf_getphdr(elf.get(), static_cast<int>(i), &ph) &&
+      if (gelf_getphdr(elf, static_cast<int>(i), &ph) &&
           ph.p_type == PT_LOAD)
         file->segments_.push_back({ph.p_offset, ph.p_vaddr, ph.p_filesz});
     }
@@ -136,23 +132,23 @@ std::unique_ptr<ElfFile> ElfFile::from_elf(void *handle) {
 
   std::vector<ElfSymbol> symtab, dynsym;
   size_t shstrndx = 0;
-  if (elf_getshdrstrndx(elf.get(), &shstrndx) != 0)
+  if (elf_getshdrstrndx(elf, &shstrndx) != 0)
     shstrndx = 0;
   Elf_Scn *scn = nullptr;
   size_t sections = 0;
-  while ((scn = elf_nextscn(elf.get(), scn)) != nullptr &&
+  while ((scn = elf_nextscn(elf, scn)) != nullptr &&
          sections++ < kMaxSections) {
     GElf_Shdr shdr;
     if (!gelf_getshdr(scn, &shdr))
       continue;
     if (shdr.sh_type == SHT_SYMTAB) {
-      read_symbols(elf.get(), scn, shdr, symtab);
+      read_symbols(elf, scn, shdr, symtab);
     } else if (shdr.sh_type == SHT_DYNSYM) {
-      read_symbols(elf.get(), scn, shdr, dynsym);
+      read_symbols(elf, scn, shdr, dynsym);
     } else if (shdr.sh_type == SHT_NOTE && file->build_id_.empty()) {
-      file->build_id_ = read_build_id(elf.get(), scn);
+      file->build_id_ = read_build_id(elf, scn);
     } else if (shdr.sh_type == SHT_PROGBITS && shstrndx != 0) {
-      const char *name = elf_strptr(elf.get(), shstrndx, shdr.sh_name);
+      const char *name = elf_strptr(elf, shstrndx, shdr.sh_name);
       if (name && std::strcmp(name, ".gnu_debugdata") == 0) {
         Elf_Data *data = elf_getdata(scn, nullptr);
         if (data && data->d_buf && data->d_size > 0 &&

@@ -49,7 +49,7 @@ private:
     uint64_t offset, vaddr, filesz;
   };
   void finish_symbols();
-  static std::unique_ptr<ElfFile> from_elf(void *elf);
+  static std::unique_ptr<ElfFile> from_elf(void *elf); // an Elf *, not owned
 
   std::vector<Segment> segments_;
   std::vector<ElfSymbol> symbols_;
