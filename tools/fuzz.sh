@@ -24,12 +24,15 @@ cat /proc/self/maps > "$out/corpus_text/maps"
 head -c 20000 /proc/kallsyms > "$out/corpus_text/kallsyms"
 printf '7f0000001000 20 LazyCompile:*foo\n7f0000000000 100 Interpreter\n' > "$out/corpus_text/perfmap"
 printf 'app;main;read 300\napp;main;write_[k] 100\n' > "$out/corpus_text/folded"
+# Regression seed: a very deep stack once overflowed the SVG renderer.
+{ head -c 20000 /dev/zero | tr '\0' ';'; echo " 5"; } > "$out/corpus_text/deep-stack"
 
 status=0
 for t in fuzz_elf fuzz_text; do
   corpus="$out/corpus_${t#fuzz_}"
   echo "fuzz: $t for ${secs}s"
   if ! "$out/$t" -max_total_time="$secs" -timeout=10 -rss_limit_mb=2048 -max_len=262144 \
+       -artifact_prefix="$out/$t-" \
        -print_final_stats=1 "$corpus" > "$out/$t.log" 2>&1; then
     echo "fuzz: $t FAILED (see $out/$t.log)"; tail -40 "$out/$t.log"; status=1
   else

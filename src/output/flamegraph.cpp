@@ -17,6 +17,9 @@ constexpr double kFontWidth = 0.59; // average glyph width / font size
 constexpr int kPad = 10;
 constexpr int kTop = 56; // title, buttons and details
 constexpr int kBottom = 24;
+// Deeper stacks are cut (the tree is walked recursively): far beyond any
+// real stack, and a file of ';' must not exhaust our own stack.
+constexpr size_t kMaxFrames = 1024;
 
 enum class Kind { User, Kernel, Comm, Marker };
 
@@ -341,8 +344,9 @@ std::string render_flamegraph(const std::vector<FoldedStack> &stacks,
       continue;
     root.value += s.value;
     Node *n = &root;
-    for (size_t i = 0; i < s.frames.size(); i++) {
-      std::string name = s.frames[i];
+    size_t depth = std::min(s.frames.size(), kMaxFrames);
+    for (size_t i = 0; i < depth; i++) {
+      std::string name = i + 1 == kMaxFrames ? "[truncated]" : s.frames[i];
       Kind kind = strip_annotation(name);
       if (i == 0)
         kind = Kind::Comm;

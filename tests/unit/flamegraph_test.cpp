@@ -111,6 +111,16 @@ TEST(FlameGraph, NarrowFramesLeftOutAndEmptyInputSaysSo) {
   EXPECT_NE(render_flamegraph({}, {}).find("no samples"), std::string::npos);
 }
 
+TEST(FlameGraph, AbsurdlyDeepStacksAreCutNotFatal) {
+  // Found by fuzzing: a line of 100,000 ';' once overflowed the renderer.
+  size_t bad = 0;
+  auto stacks = parse_folded_stacks(std::string(100000, ';') + " 5\n", &bad);
+  ASSERT_EQ(stacks.size(), 1u);
+  std::string svg = render_flamegraph(stacks, {});
+  EXPECT_NE(svg.find("[truncated]"), std::string::npos);
+  EXPECT_NE(svg.find("</svg>"), std::string::npos);
+}
+
 TEST(FlameGraph, SamplesBecomeMicrosecondStacksWithKernelMarks) {
   Sample s;
   s.comm = "w";
