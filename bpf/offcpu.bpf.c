@@ -238,7 +238,7 @@ static __always_inline void end_wait(struct task_struct *t, __u32 pid,
   key.pid = pid;
   key.user_stack = rec->user_stack;
   key.kernel_stack = rec->kernel_stack;
-  key.flags = rec->flags;
+  key.flags = rec->flags & OFFCPU_KSTACK_NOSCHED;
   forget_start(rec, pid, trusted);
 
   if (end <= start)
@@ -316,12 +316,23 @@ int BPF_PROG(offcpu_switch_raw, bool preempt, struct task_struct *prev,
   return 0;
 }
 
-/* Runs once after attach: every task already off CPU has been waiting since
- * at least now. Without this a thread blocked for the whole window (the one
- * the user most needs to see) would never show up. Sleepable, because its
- * user stack is read from the task's own memory (5.18+ helpers). */
-SEC("iter.s/task")
-int offcpu_seed(struct bpf_iter__task *ctx) {
+/* Waits already in progress when tracing starts, in two passes. Without
+ * them a thread blocked for the whole window (the one the user most needs
+ * to see) would never show up.
+ *
+ * 1. offcpu_seed_open (right after attach, not sleepable, fast): every task
+ *    off CPU without a record gets one, starting when the window opened.
+ *    No record and off CPU means off CPU since before the window opened: had
+ *    it run since, its switch-out would have left a record.
+ * 2. offcpu_seed_stacks (sleepable, 5.18+): fills in the user stacks of
+ *    those records, walking each task's frame pointers in its own memory.
+ *    That can fault and sleep, so it is kept out of pass 1: a task waking
+ *    during a slow pass 1 would lose the start of its wait. One waking
+ *    between the passes keeps its time and shows [Missed User Stack]. */
+#define OFFCPU_START_SEEDED 0x100u /* offcpu_start.flags only */
+
+SEC("iter/task")
+int offcpu_seed_open(struct bpf_iter__task *ctx) {
   struct task_struct *task = ctx->task;
   if (!task)
     return 0;
@@ -336,10 +347,6 @@ int offcpu_seed(struct bpf_iter__task *ctx) {
   if (old && old->start_ns) /* switched out after attach: already open */
     return 0;
 
-  /* No record and off CPU now means off CPU since before the window opened
-   * (had it run since, its switch-out would have left a record): the wait
-   * counts from the opening, not from when this iterator got here, which
-   * can be much later on a busy machine. */
   __u64 start = window_start_ns ? window_start_ns : bpf_ktime_get_ns();
   __u64 born = task->start_time;
   if (born > start)
@@ -348,17 +355,34 @@ int offcpu_seed(struct bpf_iter__task *ctx) {
       .start_ns = start,
       .tgid = tgid,
       .state = state,
+      .flags = OFFCPU_START_SEEDED,
   };
-  if (want_user_stacks && !(task->flags & PF_KTHREAD) && task->mm) {
-    rec.user_stack = walk_user_stack_fp(task, true);
-    announce(tgid, rec.user_stack);
-  }
+  if (want_user_stacks && !(task->flags & PF_KTHREAD) && task->mm)
+    rec.user_stack = OFFCPU_STACK_MISSED; /* until pass 2 walks it */
   if (want_kernel_stacks && !kstack_at_switch_in) {
     rec.kernel_stack = take_task_kernel_stack(task);
     rec.flags |= OFFCPU_KSTACK_NOSCHED;
   }
   if (!save_start(task, pid, &rec, true))
     count_loss(OFFCPU_LOST_START_STORE);
+  return 0;
+}
+
+SEC("iter.s/task")
+int offcpu_seed_stacks(struct bpf_iter__task *ctx) {
+  struct task_struct *task = ctx->task;
+  if (!task)
+    return 0;
+  __u32 pid = task->pid;
+  struct offcpu_start *rec = find_start(task, pid, true);
+  if (!rec || !rec->start_ns || !(rec->flags & OFFCPU_START_SEEDED) ||
+      rec->user_stack != OFFCPU_STACK_MISSED)
+    return 0;
+  __u64 stack = walk_user_stack_fp(task, true);
+  announce(rec->tgid, stack);
+  /* The task may have woken meanwhile and consumed the record; then this
+   * write is to a closed record and harmless. */
+  rec->user_stack = stack;
   return 0;
 }
 

@@ -76,7 +76,8 @@ int try_load(offcpu_bpf *skel, const ProfileOptions &o, const OffcpuPlan &p) {
 
   bpf_program__set_autoload(skel->progs.offcpu_switch_btf, p.tp_btf);
   bpf_program__set_autoload(skel->progs.offcpu_switch_raw, !p.tp_btf);
-  bpf_program__set_autoload(skel->progs.offcpu_seed, p.seed_open_waits);
+  bpf_program__set_autoload(skel->progs.offcpu_seed_open, p.seed_open_waits);
+  bpf_program__set_autoload(skel->progs.offcpu_seed_stacks, p.seed_user_stacks);
   bpf_program__set_autoload(skel->progs.offcpu_flush, p.flush_open_waits);
   return offcpu_bpf__load(skel);
 }
@@ -133,10 +134,14 @@ void OffcpuSession::attach() {
     throw runtime_error("cannot attach to sched_switch: " + errno_text(errno));
   start_ns_ = monotonic_ns();
   skel_->bss->window_start_ns = start_ns_;
+  // Waits in progress: opened at once, user stacks filled in after.
   if (plan_.seed_open_waits) {
-    int err = run_iterator(skel_->progs.offcpu_seed);
-    if (err && verbose_)
-      fprintf(stderr, "offcpu: could not seed open waits: %s\n",
+    int err = run_iterator(skel_->progs.offcpu_seed_open);
+    if (!err && plan_.seed_user_stacks)
+      err = run_iterator(skel_->progs.offcpu_seed_stacks);
+    if (err)
+      fprintf(stderr,
+              "offcpu: warning: waits in progress at start not all seen: %s\n",
               errno_text(err).c_str());
   }
 }

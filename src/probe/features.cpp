@@ -92,8 +92,8 @@ std::vector<OffcpuPlan> offcpu_plans(const KernelFeatures &f,
     // do_nanosleep, mutex_lock, down_write, wait_for_completion...), which
     // name the kind of wait. Truthful stacks come first: it is opt-in.
     p.kstack_at_switch_in = f.get_task_stack && kstack_at_switch_in;
-    p.seed_open_waits =
-        f.task_iter && f.user_walk_other_task && f.get_task_stack;
+    p.seed_open_waits = f.task_iter && f.get_task_stack;
+    p.seed_user_stacks = p.seed_open_waits && f.user_walk_other_task;
     p.flush_open_waits =
         f.task_iter && (f.get_task_stack || !p.kstack_at_switch_in);
     plans.push_back(p);
@@ -111,8 +111,8 @@ std::vector<OffcpuPlan> offcpu_plans(const KernelFeatures &f,
     p.bpf_loop = false;
     p.announce_processes = f.ringbuf;
     p.kstack_at_switch_in = false;
-    p.seed_open_waits =
-        f.task_iter && f.user_walk_other_task && f.get_task_stack;
+    p.seed_open_waits = f.task_iter && f.get_task_stack;
+    p.seed_user_stacks = p.seed_open_waits && f.user_walk_other_task;
     p.flush_open_waits = f.task_iter;
     plans.push_back(p);
   }
@@ -131,7 +131,9 @@ std::string OffcpuPlan::describe() const {
                           : ", exited processes not named (no ring buffer)";
   s += task_storage ? ", start times in task storage"
                     : ", start times in a hash map";
-  s += seed_open_waits ? ", waits open at start seeded"
+  s += seed_open_waits ? (seed_user_stacks
+                              ? ", waits open at start seeded"
+                              : ", waits open at start seeded (no user stacks)")
                        : ", waits open at start missed (no task iterator)";
   s += flush_open_waits ? ", waits open at stop charged"
                         : ", waits open at stop dropped (no task iterator)";

@@ -39,6 +39,7 @@ struct OffcpuPlan {
   bool announce_processes = true; // ring buffer of newly seen processes
   bool prev_state_arg = true;     // else read task->__state / ->state
   bool seed_open_waits = true;    // iterator opens waits at attach time
+  bool seed_user_stacks = true;   // and a sleepable one walks their user stacks
   bool flush_open_waits = true;   // iterator charges open waits at stop
   std::string describe() const;
 };

@@ -124,8 +124,7 @@ std::unique_ptr<ElfFile> ElfFile::from_elf(void *handle) {
   if (elf_getphdrnum(elf, &phnum) == 0) {
     for (size_t i = 0; i < phnum && i < kMaxSections; i++) {
       GElf_Phdr ph;
-      if (gelf_getphdr(elf, static_cast<int>(i), &ph) &&
-          ph.p_type == PT_LOAD)
+      if (gelf_getphdr(elf, static_cast<int>(i), &ph) && ph.p_type == PT_LOAD)
         file->segments_.push_back({ph.p_offset, ph.p_vaddr, ph.p_filesz});
     }
   }

@@ -48,7 +48,8 @@ TEST(Plans, Pre518KernelReadsStateFromTask) {
   f.user_walk_other_task = false;
   auto plans = offcpu_plans(f, AttachChoice::Auto);
   EXPECT_FALSE(plans[0].prev_state_arg);
-  EXPECT_FALSE(plans[0].seed_open_waits);
+  EXPECT_TRUE(plans[0].seed_open_waits);   // opened without user stacks
+  EXPECT_FALSE(plans[0].seed_user_stacks); // no bpf_copy_from_user_task
   EXPECT_TRUE(plans[0].flush_open_waits);
 }
 
