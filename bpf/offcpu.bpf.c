@@ -3,9 +3,9 @@
  *
  * A task's wait starts when it is switched out and ends when it is switched
  * back in. Everything a filter can reject is rejected before a stack is
- * walked. Two iterator programs close the gaps at the window's edges: one
- * opens a wait for every task already off CPU when tracing starts, the other
- * charges the waits still open when it stops. */
+ * walked. Task iterators close the gaps at the window's edges: two open a
+ * wait for every task already off CPU when tracing starts (then fill in its
+ * user stack), one charges the waits still open when it stops. */
 #include "vmlinux.h"
 #include <bpf/bpf_core_read.h>
 #include <bpf/bpf_helpers.h>
