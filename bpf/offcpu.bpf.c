@@ -11,6 +11,7 @@
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_tracing.h>
 
+#include "id_set.bpf.h"
 #include "offcpu/shared.h"
 #include "stack_store.bpf.h"
 
@@ -63,19 +64,9 @@ struct {
  * constant, so only one of the two is emitted. */
 #define TASK_FIELD(trusted, t, field) ((trusted) ? (t)->field : BPF_CORE_READ(t, field))
 
-struct {
-  __uint(type, BPF_MAP_TYPE_HASH);
-  __uint(max_entries, 1); /* resized by the loader */
-  __type(key, __u32);
-  __type(value, __u8);
-} filter_tgids SEC(".maps");
+ID_SET_MAP(filter_tgids);
 
-struct {
-  __uint(type, BPF_MAP_TYPE_HASH);
-  __uint(max_entries, 1); /* resized by the loader */
-  __type(key, __u32);
-  __type(value, __u8);
-} filter_tids SEC(".maps");
+ID_SET_MAP(filter_tids);
 
 struct {
   __uint(type, BPF_MAP_TYPE_TASK_STORAGE);

@@ -12,6 +12,7 @@
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_tracing.h>
 
+#include "id_set.bpf.h"
 #include "offcpu/shared.h"
 #include "stack_store.bpf.h"
 
@@ -35,12 +36,7 @@ const volatile bool want_kernel_stacks = true;
 const volatile bool user_fp_walk = true;
 const volatile __u64 min_wait_ns = 0;
 
-struct {
-  __uint(type, BPF_MAP_TYPE_HASH);
-  __uint(max_entries, 1); /* resized by the loader */
-  __type(key, __u32);
-  __type(value, __u8);
-} filter_tgids SEC(".maps");
+ID_SET_MAP(filter_tgids);
 
 /* Start times keyed by thread id: a thread waits for one lock at a time. */
 struct {

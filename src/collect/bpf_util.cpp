@@ -7,7 +7,9 @@
 #include <cerrno>
 #include <cstdarg>
 #include <cstdio>
+#include <cstring>
 
+#include "util/error.h"
 #include "util/fd.h"
 
 namespace offcpu {
@@ -48,6 +50,14 @@ std::string take_libbpf_messages() {
   std::string s;
   s.swap(g_messages);
   return s;
+}
+
+void fill_id_set(bpf_map *map, const std::vector<uint32_t> &ids) {
+  const uint8_t one = 1;
+  for (uint32_t id : ids)
+    if (bpf_map__update_elem(map, &id, sizeof(id), &one, sizeof(one), BPF_ANY))
+      throw runtime_error(std::string("cannot fill the PID/TID filter map: ") +
+                          std::strerror(errno));
 }
 
 int run_iterator(bpf_program *prog) {

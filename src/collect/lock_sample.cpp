@@ -45,19 +45,8 @@ std::vector<LockSample> symbolize_lock_waits(const RawLockWaits &raw,
     s.comm.assign(key.comm, strnlen(key.comm, sizeof(key.comm)));
     s.total_ns = val.total_ns;
     s.count = val.count;
-    if (show.user && key.user_stack != OFFCPU_NO_STACK) {
-      if (const auto *ips = find_stack(raw.stacks, key.user_stack))
-        s.user = name_user_stack(key.tgid, key.user_stack, *ips, sym,
-                                 &s.user_modules);
-      else
-        s.user_missed = true;
-    }
-    if (show.kernel && key.kernel_stack != OFFCPU_NO_STACK) {
-      if (const auto *ips = find_stack(raw.stacks, key.kernel_stack))
-        s.kernel = name_kernel_stack(*ips, sym, &s.kernel_modules);
-      else
-        s.kernel_missed = true;
-    }
+    name_sample_stacks(s, key.user_stack, key.kernel_stack, raw.stacks, sym,
+                       show);
     ls.max_ns = val.max_ns;
     ls.write = key.flags & RWSEM_WAIT_WRITE;
     ls.lock = describe_lock(key.lock, key.flags, sym.kernel_symbols());

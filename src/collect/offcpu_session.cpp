@@ -34,15 +34,6 @@ std::string load_failure(int err) {
          " (run with -v for the verifier log)";
 }
 
-void fill_filter(bpf_map *map, const std::vector<uint32_t> &ids) {
-  const uint8_t one = 1;
-  for (uint32_t id : ids) {
-    if (bpf_map__update_elem(map, &id, sizeof(id), &one, sizeof(one), BPF_ANY))
-      throw runtime_error("cannot fill the PID/TID filter map: " +
-                          errno_text(errno));
-  }
-}
-
 int try_load(offcpu_bpf *skel, const ProfileOptions &o, const OffcpuPlan &p) {
   auto *ro = skel->rodata;
   ro->filter_tgid = !o.pids.empty();
@@ -107,8 +98,8 @@ OffcpuSession::load(const ProfileOptions &opts,
       throw runtime_error("cannot open the BPF object: " + errno_text(errno));
     int err = try_load(skel.get(), opts, plan);
     if (err == 0) {
-      fill_filter(skel->maps.filter_tgids, opts.pids);
-      fill_filter(skel->maps.filter_tids, opts.tids);
+      fill_id_set(skel->maps.filter_tgids, opts.pids);
+      fill_id_set(skel->maps.filter_tids, opts.tids);
       if (verbose)
         fprintf(stderr, "offcpu: attach plan: %s\n", plan.describe().c_str());
       take_libbpf_messages();
@@ -222,14 +213,7 @@ OffcpuSession::Progress OffcpuSession::progress() const {
       for (uint64_t n : per_cpu)
         p.waits += n;
   }
-  int fd = bpf_map__fd(skel_->maps.counts);
-  offcpu_key key{}, next{};
-  bool first = true;
-  while (bpf_map_get_next_key(fd, first ? nullptr : &key, &next) == 0) {
-    first = false;
-    key = next;
-    p.keys++;
-  }
+  p.keys = map_keys<offcpu_key>(bpf_map__fd(skel_->maps.counts)).size();
   return p;
 }
 
@@ -240,11 +224,7 @@ RawProfile OffcpuSession::drain() const {
     out.lost[i] = skel_->bss->lost[i];
 
   int counts_fd = bpf_map__fd(skel_->maps.counts);
-  offcpu_key key{}, next{};
-  bool first = true;
-  while (bpf_map_get_next_key(counts_fd, first ? nullptr : &key, &next) == 0) {
-    first = false;
-    key = next;
+  for (const offcpu_key &key : map_keys<offcpu_key>(counts_fd)) {
     offcpu_value val{};
     if (bpf_map_lookup_elem(counts_fd, &key, &val) == 0)
       out.counts.emplace_back(key, val);

@@ -112,12 +112,7 @@ RwsemSession::load(const RwsemOptions &opts,
                          : min_wait_ns;
     int err = try_load(skel.get(), opts, plan, floor);
     if (err == 0) {
-      const uint8_t one = 1;
-      for (uint32_t pid : opts.pids)
-        if (bpf_map__update_elem(skel->maps.filter_tgids, &pid, sizeof(pid),
-                                 &one, sizeof(one), BPF_ANY))
-          throw runtime_error("cannot fill the PID filter map: " +
-                              errno_text(errno));
+      fill_id_set(skel->maps.filter_tgids, opts.pids);
       auto session = std::unique_ptr<RwsemSession>(
           new RwsemSession(std::move(skel), plan, floor));
       try {
@@ -209,15 +204,7 @@ void RwsemSession::attach() {
 RawLockWaits RwsemSession::drain() {
   RawLockWaits out;
   int fd = bpf_map__fd(skel_->maps.waits);
-  std::vector<rwsem_key> keys;
-  rwsem_key key{}, next{};
-  bool first = true;
-  while (bpf_map_get_next_key(fd, first ? nullptr : &key, &next) == 0) {
-    first = false;
-    key = next;
-    keys.push_back(key);
-  }
-  for (const rwsem_key &k : keys) {
+  for (const rwsem_key &k : map_keys<rwsem_key>(fd)) {
     rwsem_value val{};
     // Atomic take (5.14+); older kernels: read, then delete.
     if (bpf_map_lookup_and_delete_elem(fd, &k, &val) != 0) {
@@ -246,12 +233,8 @@ RawLockWaits RwsemSession::stop_and_drain() {
   // Waits still open: the thread is blocked on the lock right now. Charge
   // them up to the end, or the worst one would vanish from the report.
   int fd = bpf_map__fd(skel_->maps.starts);
-  uint32_t tid = 0, next = 0;
-  bool first = true;
   std::vector<uint64_t> ids;
-  while (bpf_map_get_next_key(fd, first ? nullptr : &tid, &next) == 0) {
-    first = false;
-    tid = next;
+  for (uint32_t tid : map_keys<uint32_t>(fd)) {
     rwsem_start rec{};
     if (bpf_map_lookup_elem(fd, &tid, &rec) != 0 || rec.start_ns >= now)
       continue;

@@ -67,6 +67,23 @@ name_user_stack(uint32_t tgid, uint64_t stack_id,
   return root_first;
 }
 
+void name_sample_stacks(Sample &s, uint64_t user_stack, uint64_t kernel_stack,
+                        const StackTable &stacks, Symbolizer &sym,
+                        StackSelection show) {
+  if (show.user && user_stack != OFFCPU_NO_STACK) {
+    if (const auto *ips = find_stack(stacks, user_stack))
+      s.user = name_user_stack(s.tgid, user_stack, *ips, sym, &s.user_modules);
+    else
+      s.user_missed = true;
+  }
+  if (show.kernel && kernel_stack != OFFCPU_NO_STACK) {
+    if (const auto *ips = find_stack(stacks, kernel_stack))
+      s.kernel = name_kernel_stack(*ips, sym, &s.kernel_modules);
+    else
+      s.kernel_missed = true;
+  }
+}
+
 std::vector<Sample> symbolize_profile(const RawProfile &raw, Symbolizer &sym,
                                       StackSelection show) {
   std::vector<Sample> out;
@@ -79,21 +96,8 @@ std::vector<Sample> symbolize_profile(const RawProfile &raw, Symbolizer &sym,
     s.total_ns = val.total_ns;
     s.count = val.count;
     s.kernel_nosched = key.flags & OFFCPU_KSTACK_NOSCHED;
-    if (show.user && key.user_stack != OFFCPU_NO_STACK) {
-      const auto *ips = find_stack(raw.stacks, key.user_stack);
-      if (ips)
-        s.user = name_user_stack(key.tgid, key.user_stack, *ips, sym,
-                                 &s.user_modules);
-      else
-        s.user_missed = true;
-    }
-    if (show.kernel && key.kernel_stack != OFFCPU_NO_STACK) {
-      const auto *ips = find_stack(raw.stacks, key.kernel_stack);
-      if (ips)
-        s.kernel = name_kernel_stack(*ips, sym, &s.kernel_modules);
-      else
-        s.kernel_missed = true;
-    }
+    name_sample_stacks(s, key.user_stack, key.kernel_stack, raw.stacks, sym,
+                       show);
     out.push_back(std::move(s));
   }
   return out;

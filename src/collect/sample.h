@@ -45,6 +45,12 @@ name_user_stack(uint32_t tgid, uint64_t stack_id,
 // Looks a stack id up; null for OFFCPU_NO_STACK, a missed or a lost stack.
 const std::vector<uint64_t> *find_stack(const StackTable &stacks, uint64_t id);
 
+// Fills s.user/s.kernel (and their modules, or the missed flags) from the
+// two stack ids of an aggregation key.
+void name_sample_stacks(Sample &s, uint64_t user_stack, uint64_t kernel_stack,
+                        const StackTable &stacks, Symbolizer &sym,
+                        StackSelection show);
+
 // Names every frame; drops the tracer's own leaf frames from kernel stacks.
 std::vector<Sample> symbolize_profile(const RawProfile &raw, Symbolizer &sym,
                                       StackSelection show);

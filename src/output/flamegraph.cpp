@@ -7,6 +7,7 @@
 #include <memory>
 
 #include "output/folded.h"
+#include "util/parse.h"
 
 namespace offcpu {
 namespace {
@@ -277,9 +278,7 @@ std::vector<FoldedStack> parse_folded_stacks(std::string_view text,
   std::vector<FoldedStack> stacks;
   size_t bad = 0;
   while (!text.empty()) {
-    size_t nl = text.find('\n');
-    std::string_view line = text.substr(0, nl);
-    text.remove_prefix(nl == std::string_view::npos ? text.size() : nl + 1);
+    std::string_view line = next_line(text);
     while (!line.empty() &&
            (line.back() == '\r' || line.back() == ' ' || line.back() == '\t'))
       line.remove_suffix(1);

@@ -16,19 +16,6 @@ bool is_data_type(char t) {
   return t == 'd' || t == 'D' || t == 'b' || t == 'B';
 }
 
-std::string_view next_field(std::string_view &line) {
-  size_t start = line.find_first_not_of(" \t");
-  if (start == std::string_view::npos) {
-    line = {};
-    return {};
-  }
-  line.remove_prefix(start);
-  size_t end = line.find_first_of(" \t");
-  std::string_view field = line.substr(0, end);
-  line.remove_prefix(end == std::string_view::npos ? line.size() : end);
-  return field;
-}
-
 } // namespace
 
 // Takes the file in chunks; lines may span chunk boundaries.

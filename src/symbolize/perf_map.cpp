@@ -20,9 +20,7 @@ bool hex(std::string_view s, uint64_t &out) {
 std::vector<PerfMapSymbol> parse_perf_map(std::string_view text) {
   std::vector<PerfMapSymbol> syms;
   while (!text.empty()) {
-    size_t nl = text.find('\n');
-    std::string_view line = text.substr(0, nl);
-    text.remove_prefix(nl == std::string_view::npos ? text.size() : nl + 1);
+    std::string_view line = next_line(text);
     size_t a = line.find(' ');
     if (a == std::string_view::npos)
       continue;

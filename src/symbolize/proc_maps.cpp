@@ -23,25 +23,12 @@ bool parse_dec(std::string_view s, uint64_t &out) {
   return true;
 }
 
-std::string_view take_field(std::string_view &line) {
-  size_t start = line.find_first_not_of(' ');
-  if (start == std::string_view::npos) {
-    line = {};
-    return {};
-  }
-  line.remove_prefix(start);
-  size_t end = line.find(' ');
-  std::string_view f = line.substr(0, end);
-  line.remove_prefix(end == std::string_view::npos ? line.size() : end);
-  return f;
-}
-
 bool parse_line(std::string_view line, Mapping &m) {
-  std::string_view range = take_field(line);
-  std::string_view perms = take_field(line);
-  std::string_view offset = take_field(line);
-  std::string_view dev = take_field(line);
-  std::string_view inode = take_field(line);
+  std::string_view range = next_field(line);
+  std::string_view perms = next_field(line);
+  std::string_view offset = next_field(line);
+  std::string_view dev = next_field(line);
+  std::string_view inode = next_field(line);
   size_t dash = range.find('-');
   size_t colon = dev.find(':');
   uint64_t major = 0, minor = 0;
@@ -79,9 +66,7 @@ std::string Mapping::display_name() const {
 std::vector<Mapping> parse_proc_maps(std::string_view text) {
   std::vector<Mapping> maps;
   while (!text.empty()) {
-    size_t nl = text.find('\n');
-    std::string_view line = text.substr(0, nl);
-    text.remove_prefix(nl == std::string_view::npos ? text.size() : nl + 1);
+    std::string_view line = next_line(text);
     Mapping m;
     if (parse_line(line, m))
       maps.push_back(std::move(m));

@@ -133,10 +133,6 @@ const std::vector<Mapping> &Symbolizer::maps_of(uint32_t tgid) {
   return p.readings.empty() ? none : p.readings.back();
 }
 
-void Symbolizer::remember_process(uint32_t tgid) {
-  process(tgid);
-}
-
 void Symbolizer::note_user_stack(uint32_t tgid, uint64_t stack_id,
                                  const std::vector<uint64_t> &ips) {
   Process &p = processes_[tgid];

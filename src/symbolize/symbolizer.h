@@ -46,8 +46,6 @@ public:
   std::string user_frame(uint32_t tgid, uint64_t addr, bool is_return_address,
                          const ModuleInfo **module = nullptr);
 
-  // Reads the process's maps now, so later lookups work after it exits.
-  void remember_process(uint32_t tgid);
   // A user stack the process is blocked on right now: unless the maps read
   // so far cover every frame, reads them again (the process may have
   // exec'd or mapped a library since), opens the files they name, and ties

@@ -25,4 +25,26 @@ inline bool parse_hex(std::string_view s, uint64_t &out) {
   return true;
 }
 
+// Takes the next blank-separated field off the front of `line`.
+inline std::string_view next_field(std::string_view &line) {
+  size_t start = line.find_first_not_of(" \t");
+  if (start == std::string_view::npos) {
+    line = {};
+    return {};
+  }
+  line.remove_prefix(start);
+  size_t end = line.find_first_of(" \t");
+  std::string_view field = line.substr(0, end);
+  line.remove_prefix(end == std::string_view::npos ? line.size() : end);
+  return field;
+}
+
+// Takes the next line (without its newline) off the front of `text`.
+inline std::string_view next_line(std::string_view &text) {
+  size_t nl = text.find('\n');
+  std::string_view line = text.substr(0, nl);
+  text.remove_prefix(nl == std::string_view::npos ? text.size() : nl + 1);
+  return line;
+}
+
 } // namespace offcpu
