@@ -12,6 +12,7 @@
 #include <bpf/bpf_tracing.h>
 
 #include "id_set.bpf.h"
+#include "kernel_unwind.bpf.h"
 #include "offcpu/shared.h"
 #include "stack_store.bpf.h"
 
@@ -33,10 +34,9 @@ const volatile __u64 max_block_ns = ~0ULL;
 const volatile __s64 state_filter = -1; /* < 0: no state filter */
 /* 5.18+ passes prev_state to sched_switch; older kernels read the task. */
 const volatile bool has_prev_state_arg = true;
-/* tp_btf + bpf_get_task_stack (5.9+): the kernel stack of the task being
- * switched in is still frozen in __schedule, so it can be taken then, and
- * only for waits that passed -m/-M; but that walk leaves out __sched
- * functions. By default the full stack is taken at switch-out. */
+/* The kernel stack of a task being switched in is still frozen where it
+ * blocked: with the ORC walker (kernel_unwind.bpf.h) it is taken then, only
+ * for waits that passed -m/-M. Otherwise it is taken at switch-out. */
 const volatile bool kstack_at_switch_in = false;
 /* Task storage (5.11+) has no size limit and frees itself on exit; older
  * kernels use the starts_hash map, which can fill up. */
@@ -62,7 +62,8 @@ struct {
 /* A task field: a plain load through a trusted BTF pointer (tp_btf,
  * iterators), a probe read otherwise (raw_tp). `trusted` is a compile-time
  * constant, so only one of the two is emitted. */
-#define TASK_FIELD(trusted, t, field) ((trusted) ? (t)->field : BPF_CORE_READ(t, field))
+#define TASK_FIELD(trusted, t, field)                                          \
+  ((trusted) ? (t)->field : BPF_CORE_READ(t, field))
 
 ID_SET_MAP(filter_tgids);
 
@@ -119,7 +120,8 @@ static __always_inline void announce(__u32 tgid, __u64 user_stack) {
   __u8 one = 1;
   if (bpf_map_update_elem(&seen_stacks, &key, &one, BPF_NOEXIST))
     return; /* another CPU announced it */
-  struct offcpu_new_stack *slot = bpf_ringbuf_reserve(&new_processes, sizeof(*slot), 0);
+  struct offcpu_new_stack *slot =
+      bpf_ringbuf_reserve(&new_processes, sizeof(*slot), 0);
   if (slot) {
     *slot = key;
     bpf_ringbuf_submit(slot, 0);
@@ -137,8 +139,9 @@ static __always_inline unsigned int task_state(struct task_struct *t) {
   return BPF_CORE_READ((struct task_struct___pre514 *)t, state);
 }
 
-static __always_inline bool passes_task_filters(struct task_struct *t, __u32 pid,
-                                                __u32 tgid, bool trusted) {
+static __always_inline bool passes_task_filters(struct task_struct *t,
+                                                __u32 pid, __u32 tgid,
+                                                bool trusted) {
   if (pid == 0) /* the idle task, one per CPU */
     return false;
   if (filter_tgid && !bpf_map_lookup_elem(&filter_tgids, &tgid))
@@ -230,17 +233,24 @@ static __always_inline void end_wait(struct task_struct *t, __u32 pid,
   key.user_stack = rec->user_stack;
   key.kernel_stack = rec->kernel_stack;
   key.flags = rec->flags & OFFCPU_KSTACK_NOSCHED;
-  forget_start(rec, pid, trusted);
+  /* With stacks taken at switch-in, the flush at stop runs while the switch
+   * hook is still attached (so no task runs off with its stack unwalked):
+   * whichever of the two claims the record charges the wait, after walking
+   * the stack, which was frozen if the claim succeeds. */
+  bool claim = trusted && kstack_at_switch_in && use_task_storage;
+  if (!claim)
+    forget_start(rec, pid, trusted);
 
-  if (end <= start)
+  __u64 delta = end > start ? end - start : 0;
+  if (delta == 0 || delta < min_block_ns || delta > max_block_ns) {
+    if (claim)
+      __sync_val_compare_and_swap(&rec->start_ns, start, 0);
     return;
-  __u64 delta = end - start;
-  if (delta < min_block_ns || delta > max_block_ns)
-    return;
-  if (trusted && kstack_at_switch_in && want_kernel_stacks) {
-    key.kernel_stack = take_task_kernel_stack(t);
-    key.flags |= OFFCPU_KSTACK_NOSCHED;
   }
+  if (trusted && kstack_at_switch_in && want_kernel_stacks)
+    key.kernel_stack = take_frozen_kernel_stack(t, &key.flags);
+  if (claim && __sync_val_compare_and_swap(&rec->start_ns, start, 0) != start)
+    return;
   BPF_CORE_READ_STR_INTO(&key.comm, t, comm);
   charge(&key, delta);
 }
@@ -265,7 +275,8 @@ static __always_inline void on_switch(void *ctx, struct task_struct *prev,
     return;
   __u32 pid = TASK_FIELD(trusted, prev, pid);
   __u32 tgid = TASK_FIELD(trusted, prev, tgid);
-  if (!passes_task_filters(prev, pid, tgid, trusted) || !passes_state_filter(prev_state))
+  if (!passes_task_filters(prev, pid, tgid, trusted) ||
+      !passes_state_filter(prev_state))
     return;
 
   struct offcpu_start rec = {
@@ -350,10 +361,8 @@ int offcpu_seed_open(struct bpf_iter__task *ctx) {
   };
   if (want_user_stacks && !(task->flags & PF_KTHREAD) && task->mm)
     rec.user_stack = OFFCPU_STACK_MISSED; /* until pass 2 walks it */
-  if (want_kernel_stacks && !kstack_at_switch_in) {
-    rec.kernel_stack = take_task_kernel_stack(task);
-    rec.flags |= OFFCPU_KSTACK_NOSCHED;
-  }
+  if (want_kernel_stacks && !kstack_at_switch_in)
+    rec.kernel_stack = take_frozen_kernel_stack(task, &rec.flags);
   if (!save_start(task, pid, &rec, true))
     count_loss(OFFCPU_LOST_START_STORE);
   return 0;
@@ -377,8 +386,9 @@ int offcpu_seed_stacks(struct bpf_iter__task *ctx) {
   return 0;
 }
 
-/* Runs once after the switch programs are detached: charges every wait still
- * open up to stop_ns. */
+/* Runs once at stop: charges every wait still open up to stop_ns. With
+ * kernel stacks taken at switch-in it runs before the switch hook is
+ * detached (see end_wait), otherwise after. */
 SEC("iter/task")
 int offcpu_flush(struct bpf_iter__task *ctx) {
   struct task_struct *task = ctx->task;

@@ -135,15 +135,6 @@ static __always_inline __u64 take_current_stack(void *ctx, __u64 flags) {
   return store_stack(s, bytes, flags & BPF_F_USER_STACK);
 }
 
-/* Kernel stack of a task that is not running (5.9+). It starts at
- * __schedule: none of the tracer's own frames are in it. */
-static __always_inline __u64 take_task_kernel_stack(struct task_struct *t) {
-  struct offcpu_stack *s = scratch_stack();
-  if (!s)
-    return OFFCPU_STACK_MISSED;
-  long bytes = bpf_get_task_stack(t, s->ips, stack_bytes(), 0);
-  return store_stack(s, bytes, false);
-}
 
 struct walk_loop {
   struct offcpu_stack *s;

@@ -29,9 +29,41 @@ enum offcpu_loss {
 };
 
 /* offcpu_key.flags */
-/* The kernel stack came from bpf_get_task_stack(), which leaves out the
- * scheduler's own (__sched) frames: schedule, do_nanosleep, mutex_lock... */
+/* The kernel stack came from bpf_get_task_stack() alone, which leaves out
+ * the scheduler's own (__sched) frames: schedule, do_nanosleep, mutex_lock...
+ * (waits already in progress at start on kernels without the ORC walker). */
 #define OFFCPU_KSTACK_NOSCHED 1u
+
+/* What the BPF kernel-stack walker (bpf/kernel_unwind.bpf.h) needs to know
+ * about the running kernel: addresses resolved by bpf/ksyms.bpf.c, the ORC
+ * entry layout read from BTF by user space. x86-64 kernels with ORC only. */
+struct offcpu_kernel_text {
+  __u64 text_start, text_end;   /* _stext, _etext: where ORC tables apply */
+  __u64 sched_start, sched_end; /* __sched_text_start/end */
+  __u64 lock_start, lock_end;   /* __lock_text_start/end */
+  __u64 orc_ip_start;           /* __start_orc_unwind_ip: s32 self-relative */
+  __u64 orc_ip_end;             /* __stop_orc_unwind_ip */
+  __u64 orc_start;              /* __start_orc_unwind: 6-byte entries */
+  __u64 fork_ret;               /* ret_from_fork_asm (6.6+) or ret_from_fork */
+  __u64 graph_ret;              /* return_to_handler: ftrace graph trampoline */
+  __u64 rethook_ret;            /* arch_rethook_trampoline / kretprobe's */
+  /* Bit positions in the 16-bit word that follows the two offsets. */
+  __u8 type_shift, type_bits;
+  __u8 signal_shift; /* 0xff: no signal bit (before 6.3) */
+  __u8 end_shift;    /* 0xff: no end bit (6.4+: END_OF_STACK type instead) */
+  __u8 old_types;    /* CALL=0 REGS=1 REGS_PARTIAL=2 (kernels with `end`) */
+  __u8 pad[3];
+};
+
+/* Counters of the kernel-stack walker, for -v; rare events only (a shared
+ * counter bumped on every switch would cost more than the walk saves). */
+enum offcpu_kunwind {
+  OFFCPU_KUNWIND_SPLICED = 0, /* finished by the kernel's walk (module...) */
+  OFFCPU_KUNWIND_MISMATCH,    /* own and kernel's walks disagreed */
+  OFFCPU_KUNWIND_VERIFIED,    /* --verify-kernel-unwind: walks compared */
+  OFFCPU_KUNWIND_ORC_LOOKUPS, /* ORC table searches (cache misses) */
+  OFFCPU_KUNWIND_NR,
+};
 
 /* Where a task's current off-CPU wait began (task storage or hash map). */
 struct offcpu_start {

@@ -272,10 +272,21 @@ CommandLine parse_command_line(int argc, const char *const *argv,
                  "sched_switch hook: auto, tp_btf or raw_tp (default auto)")
       ->check(CLI::IsMember({"auto", "tp_btf", "raw_tp"}))
       ->group("");
-  app.add_flag("--kernel-stack-at-switch-in", o.kstack_at_switch_in,
-               "take kernel stacks when the task runs again: cheaper, but "
-               "without scheduler frames (schedule, mutex_lock, down_write...)")
+  std::string unwind = "auto";
+  app.add_option("--kernel-unwind", unwind,
+                 "kernel stacks: orc (walked when the task runs again, only "
+                 "for waits that pass -m/-M), switch-out (the kernel's walk "
+                 "on every switch) or auto (orc where possible)")
+      ->check(CLI::IsMember({"auto", "orc", "switch-out"}))
       ->group("Limits");
+  app.add_flag("--verify-kernel-unwind", o.verify_kernel_unwind,
+               "also take the kernel's own walk of each stack and count "
+               "disagreements (-v); costs more")
+      ->group("Limits");
+  app.add_option("--kernel-unwind-limit", o.kernel_unwind_limit,
+                 "hand kernel stacks over to the kernel's walk after N frames")
+      ->check(CLI::Range(1u, 127u))
+      ->group("");
   app.add_option("duration", duration,
                  "seconds to trace (default: until Ctrl-C)");
 
@@ -387,6 +398,10 @@ CommandLine parse_command_line(int argc, const char *const *argv,
     o.state = parse_state(state);
   if (o.min_block_us > o.max_block_us)
     throw usage_error("--min-block-time must not exceed --max-block-time");
+  if (unwind == "orc")
+    o.kernel_unwind = KernelUnwind::Orc;
+  else if (unwind == "switch-out")
+    o.kernel_unwind = KernelUnwind::SwitchOut;
   if (attach == "tp_btf")
     o.attach = AttachChoice::TpBtf;
   else if (attach == "raw_tp")

@@ -15,6 +15,10 @@ namespace offcpu {
 // to exercise fallbacks on kernels that have the preferred one.
 enum class AttachChoice { Auto, TpBtf, RawTp };
 
+// Where kernel stacks are taken: Auto walks them with the ORC walker when
+// the task runs again where the kernel allows it, else at switch-out.
+enum class KernelUnwind { Auto, Orc, SwitchOut };
+
 enum class OutputFormat { Text, Folded, Svg, Pprof };
 
 // Where and how results are written; shared by the commands.
@@ -55,8 +59,9 @@ struct ProfileOptions {
   std::optional<double> duration_s; // none: until Ctrl-C
   bool verbose = false;
   AttachChoice attach = AttachChoice::Auto;
-  // Cheaper kernel stacks without __sched frames (see probe/features.cpp).
-  bool kstack_at_switch_in = false;
+  KernelUnwind kernel_unwind = KernelUnwind::Auto;
+  bool verify_kernel_unwind = false; // also take the kernel's walk, compare
+  uint32_t kernel_unwind_limit = 0;  // test knob: splice after N frames
 };
 
 // How `offcpu rwsem` watches the rwsem slow path; Auto picks the best the

@@ -48,6 +48,12 @@ int try_load(offcpu_bpf *skel, const ProfileOptions &o, const OffcpuPlan &p) {
   ro->state_filter = o.state ? *o.state : -1;
   ro->has_prev_state_arg = p.prev_state_arg;
   ro->kstack_at_switch_in = p.kstack_at_switch_in;
+  ro->kwalk_orc = p.kstack_at_switch_in;
+  if (p.kstack_at_switch_in)
+    ro->ktext = p.kernel_text;
+  if (o.kernel_unwind_limit)
+    ro->kwalk_limit = o.kernel_unwind_limit;
+  ro->kwalk_verify = o.verify_kernel_unwind;
   ro->use_task_storage = p.task_storage;
   ro->user_fp_walk = p.user_fp_walk;
   ro->use_bpf_loop = p.bpf_loop;
@@ -191,14 +197,25 @@ void OffcpuSession::stop() {
   stop_ns_ = monotonic_ns();
   // From here on switch-ins end their waits at stop_ns and no wait opens.
   skel_->bss->stop_ns = stop_ns_;
-  // Detaching waits for programs in flight, so the flush below cannot race
-  // with a switch-in charging the same wait.
-  switch_link_.reset();
-  if (plan_.flush_open_waits) {
+  auto flush = [&] {
+    if (!plan_.flush_open_waits)
+      return;
     int err = run_iterator(skel_->progs.offcpu_flush);
     if (err)
       fprintf(stderr, "offcpu: waits still open at stop were not charged: %s\n",
               errno_text(err).c_str());
+  };
+  if (plan_.kstack_at_switch_in) {
+    // Stacks are walked when a wait ends: flush while switch-ins still close
+    // their own waits (a record is charged by whichever claims it first), so
+    // that no task runs again with its stack unwalked.
+    flush();
+    switch_link_.reset();
+  } else {
+    // Detaching waits for programs in flight, so the flush cannot race with
+    // a switch-in charging the same wait.
+    switch_link_.reset();
+    flush();
   }
 }
 
@@ -222,6 +239,8 @@ RawProfile OffcpuSession::drain() const {
   out.window_ns = stop_ns_ > start_ns_ ? stop_ns_ - start_ns_ : 0;
   for (int i = 0; i < OFFCPU_LOST_NR; i++)
     out.lost[i] = skel_->bss->lost[i];
+  for (int i = 0; i < OFFCPU_KUNWIND_NR; i++)
+    out.kunwind[i] = skel_->bss->kunwind_stats[i];
 
   int counts_fd = bpf_map__fd(skel_->maps.counts);
   for (const offcpu_key &key : map_keys<offcpu_key>(counts_fd)) {

@@ -22,6 +22,7 @@ struct RawProfile {
   std::vector<std::pair<offcpu_key, offcpu_value>> counts;
   StackTable stacks;
   std::array<uint64_t, OFFCPU_LOST_NR> lost{};
+  std::array<uint64_t, OFFCPU_KUNWIND_NR> kunwind{}; // kernel-stack walker
   uint64_t window_ns = 0;
 };
 

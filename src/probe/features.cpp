@@ -3,6 +3,8 @@
 #include <bpf/btf.h>
 #include <unistd.h>
 
+#include "probe/kernel_text.h"
+#include "util/error.h"
 #include "util/fs.h"
 
 #include <cstring>
@@ -67,6 +69,13 @@ KernelFeatures probe_kernel_features() {
       has_enum_value(b.get(), "bpf_func_id", "BPF_FUNC_copy_from_user_task");
   f.bpf_loop = has_enum_value(b.get(), "bpf_func_id", "BPF_FUNC_loop");
   f.ringbuf = has_enum_value(b.get(), "bpf_map_type", "BPF_MAP_TYPE_RINGBUF");
+  // Only where the walker could be used: it needs tp_btf, bpf_loop and
+  // task storage too (see offcpu_plans).
+  if (f.tp_btf_sched_switch && f.bpf_loop && f.task_storage && f.get_task_stack)
+    f.kernel_text = probe_kernel_text(b.get(), &f.kernel_text_missing);
+  else
+    f.kernel_text_missing = "needs tp_btf, bpf_loop, task storage and "
+                            "bpf_get_task_stack";
   f.kprobes = access("/sys/kernel/tracing/kprobe_events", F_OK) == 0 ||
               access("/sys/kernel/debug/tracing/kprobe_events", F_OK) == 0 ||
               access("/sys/bus/event_source/devices/kprobe", F_OK) == 0;
@@ -74,9 +83,16 @@ KernelFeatures probe_kernel_features() {
 }
 
 std::vector<OffcpuPlan> offcpu_plans(const KernelFeatures &f,
-                                     AttachChoice choice,
-                                     bool kstack_at_switch_in) {
+                                     AttachChoice choice, KernelUnwind unwind) {
   std::vector<OffcpuPlan> plans;
+  bool orc = f.kernel_text && f.tp_btf_sched_switch && f.bpf_loop &&
+             f.task_storage && f.get_task_stack &&
+             choice != AttachChoice::RawTp;
+  if (unwind == KernelUnwind::Orc && !orc)
+    throw runtime_error("--kernel-unwind orc is not possible on this kernel: " +
+                        (choice == AttachChoice::RawTp
+                             ? std::string("it needs tp_btf")
+                             : f.kernel_text_missing));
   // tp_btf: typed, trusted pointers; task storage and bpf_get_task_stack
   // need those, so they are only used with it.
   if (f.tp_btf_sched_switch && choice != AttachChoice::RawTp) {
@@ -87,15 +103,17 @@ std::vector<OffcpuPlan> offcpu_plans(const KernelFeatures &f,
     p.user_fp_walk = f.user_walk_current;
     p.bpf_loop = f.bpf_loop;
     p.announce_processes = f.ringbuf;
-    // bpf_get_task_stack() is cheaper and runs only for waits that pass the
-    // filters, but it leaves out every __sched function (schedule,
-    // do_nanosleep, mutex_lock, down_write, wait_for_completion...), which
-    // name the kind of wait. Truthful stacks come first: it is opt-in.
-    p.kstack_at_switch_in = f.get_task_stack && kstack_at_switch_in;
+    // The ORC walk at switch-in costs a fraction of the kernel's walk at
+    // switch-out and runs only for waits that pass the filters. Kernels
+    // without it (frame-pointer unwinder, non-x86, before 5.16) walk at
+    // switch-out: bpf_get_task_stack() could walk later too, but it drops
+    // the __sched frames (schedule, mutex_lock, down_write...).
+    p.kstack_at_switch_in = orc && unwind != KernelUnwind::SwitchOut;
+    if (p.kstack_at_switch_in)
+      p.kernel_text = *f.kernel_text;
     p.seed_open_waits = f.task_iter && f.get_task_stack;
     p.seed_user_stacks = p.seed_open_waits && f.user_walk_other_task;
-    p.flush_open_waits =
-        f.task_iter && (f.get_task_stack || !p.kstack_at_switch_in);
+    p.flush_open_waits = f.task_iter;
     plans.push_back(p);
   }
   // raw_tp: kernels before 5.5, or where tp_btf fails to load. Stacks at
@@ -122,8 +140,8 @@ std::vector<OffcpuPlan> offcpu_plans(const KernelFeatures &f,
 std::string OffcpuPlan::describe() const {
   std::string s = tp_btf ? "tp_btf/sched_switch" : "raw_tp/sched_switch";
   s += prev_state_arg ? ", state from prev_state" : ", state from task";
-  s += kstack_at_switch_in ? ", kernel stack at switch-in (bpf_get_task_stack)"
-                           : ", kernel stack at switch-out";
+  s += kstack_at_switch_in ? ", kernel stacks by ORC walk at switch-in"
+                           : ", kernel stacks at switch-out";
   s += user_fp_walk ? ", user stacks by frame-pointer walk"
                     : ", user stacks by bpf_get_stack";
   s += bpf_loop ? ", bpf_loop" : ", bounded loops";
@@ -153,6 +171,9 @@ std::string describe_features(const KernelFeatures &f) {
   s += std::string(", cross-task user walk ") + yn(f.user_walk_other_task);
   s += std::string(", kprobes ") + yn(f.kprobes);
   s += std::string(", bpf_loop ") + yn(f.bpf_loop);
+  s += std::string(", ORC walker ") +
+       (f.kernel_text ? std::string("yes")
+                      : "no (" + f.kernel_text_missing + ")");
   return s;
 }
 

@@ -3,10 +3,12 @@
 // pure function that unit tests drive with made-up kernels.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "cli/options.h"
+#include "offcpu/shared.h"
 
 namespace offcpu {
 
@@ -24,6 +26,10 @@ struct KernelFeatures {
   bool kprobes = false;  // CONFIG_KPROBES (kprobe_events present)
   bool bpf_loop = false; // bpf_loop helper, 5.17+
   bool ringbuf = false;  // BPF_MAP_TYPE_RINGBUF, 5.8+
+  // What the ORC kernel-stack walker needs (x86-64 ORC kernels, 5.16+);
+  // kernel_text_missing says why when it is absent.
+  std::optional<offcpu_kernel_text> kernel_text;
+  std::string kernel_text_missing;
 };
 
 // Reads /sys/kernel/btf/vmlinux; all false when the kernel has no BTF.
@@ -31,8 +37,11 @@ KernelFeatures probe_kernel_features();
 
 // How the off-CPU programs are attached and where they keep state.
 struct OffcpuPlan {
-  bool tp_btf = true;               // else raw_tp/sched_switch
-  bool kstack_at_switch_in = false; // bpf_get_task_stack(next), after filters
+  bool tp_btf = true; // else raw_tp/sched_switch
+  // Kernel stacks walked with the ORC walker at switch-in, after -m/-M;
+  // else the kernel walks them at every switch-out.
+  bool kstack_at_switch_in = false;
+  offcpu_kernel_text kernel_text{}; // for the walker
   bool task_storage = true;         // else a tid-keyed hash map
   bool user_fp_walk = true;       // own frame-pointer walk, else bpf_get_stack
   bool bpf_loop = true;           // loops through bpf_loop: fast verification
@@ -45,9 +54,10 @@ struct OffcpuPlan {
 };
 
 // Plans to try, best first; loading falls back along the list.
+// Throws FatalError when --kernel-unwind orc is asked for and impossible.
 std::vector<OffcpuPlan> offcpu_plans(const KernelFeatures &features,
                                      AttachChoice choice,
-                                     bool kstack_at_switch_in = false);
+                                     KernelUnwind unwind = KernelUnwind::Auto);
 
 std::string describe_features(const KernelFeatures &features);
 

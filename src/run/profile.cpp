@@ -140,7 +140,7 @@ int run_profile(const ProfileOptions &opts) {
     files.push_back(std::make_unique<OutputFile>(
         t.path.empty() ? std::nullopt : std::optional<std::string>(t.path)));
   auto session = OffcpuSession::load(
-      opts, offcpu_plans(features, opts.attach, opts.kstack_at_switch_in),
+      opts, offcpu_plans(features, opts.attach, opts.kernel_unwind),
       opts.verbose);
   if (stop_requested()) {
     note("interrupted before tracing started; nothing collected");
@@ -217,6 +217,18 @@ int run_profile(const ProfileOptions &opts) {
     for (const auto &[module, n] : st.unnamed_by_module)
       line += "; " + module + " " + std::to_string(n);
     note(line);
+    if (session->plan().kstack_at_switch_in) {
+      const auto &k = raw.kunwind;
+      note("kernel unwind: " + std::to_string(k[OFFCPU_KUNWIND_SPLICED]) +
+           " stacks finished by the kernel's walk, " +
+           std::to_string(k[OFFCPU_KUNWIND_ORC_LOOKUPS]) +
+           " ORC table searches, " +
+           std::to_string(k[OFFCPU_KUNWIND_MISMATCH]) + " mismatches" +
+           (opts.verify_kernel_unwind
+                ? ", " + std::to_string(k[OFFCPU_KUNWIND_VERIFIED]) +
+                      " verified against the kernel's walk"
+                : std::string()));
+    }
   }
   return kExitOk;
 }

@@ -219,14 +219,98 @@ TEST_F(Profile, RawTracepointFallbackGivesTheSameAnswer) {
       {"sleeper_main", "block_in_nanosleep", "do_nanosleep", "__schedule"});
 }
 
-TEST_F(Profile, SwitchInKernelStacksKeepTotals) {
+// The kernel frames of a folded line written with -d (after the "-").
+std::vector<std::string> kernel_part(const FoldedLine *line) {
+  std::vector<std::string> out;
+  if (!line)
+    return out;
+  int dash = test::frame_index(*line, "-");
+  if (dash >= 0)
+    out.assign(line->frames.begin() + dash + 1, line->frames.end());
+  return out;
+}
+
+uint64_t number_before(const std::string &text, const std::string &what) {
+  std::smatch m;
+  if (!std::regex_search(text, m, std::regex("(\\d+) " + what)))
+    return UINT64_MAX;
+  return std::stoull(m[1]);
+}
+
+// The ORC walk at switch-in (the default here) must give the frames the
+// kernel's own unwinder gives at switch-out, __sched ones included.
+TEST_F(Profile, OrcWalkAtSwitchInGivesTheKernelsStacks) {
   Workload w;
-  auto lines = folded(w, {"--kernel-stack-at-switch-in"});
-  auto totals = test::totals_by_comm(lines);
-  expect_near(totals["sleeper"], kWindowUs, 0.05, "sleeper");
-  // bpf_get_task_stack() skips __sched functions: the stack ends above them.
-  expect_in_order(heaviest_with(lines, "sleeper", "block_in_nanosleep"),
-                  {"sleeper_main", "block_in_nanosleep", "hrtimer_nanosleep"});
+  auto orc = folded(w, {"-d"});
+  auto kernel = folded(w, {"-d", "--kernel-unwind", "switch-out"});
+  struct Case {
+    const char *comm, *frame;
+  };
+  for (Case c : {Case{"sleeper", "block_in_nanosleep"},
+                 Case{"piperd", "block_in_pipe_read"},
+                 Case{"mutexw", "wait_for_contended_mutex"}}) {
+    auto a = kernel_part(heaviest_with(orc, c.comm, c.frame));
+    auto b = kernel_part(heaviest_with(kernel, c.comm, c.frame));
+    ASSERT_GE(a.size(), 4u) << c.comm;
+    EXPECT_EQ(a, b) << c.comm;
+    EXPECT_EQ(a.back(), "__schedule") << c.comm;
+  }
+  expect_in_order(heaviest_with(orc, "sleeper", "block_in_nanosleep"),
+                  {"block_in_nanosleep", "hrtimer_nanosleep", "do_nanosleep",
+                   "schedule", "__schedule"});
+  // Blocked since before tracing began: walked at stop, in full too (the
+  // kernel's bpf_get_task_stack would have dropped schedule and __schedule).
+  expect_in_order(
+      heaviest_with(orc, "stuck", "block_forever_in_read"),
+      {"block_forever_in_read", "vfs_read", "schedule", "__schedule"});
+}
+
+TEST_F(Profile, OrcWalkAgreesWithTheKernelAndHandsOverCleanly) {
+  Workload w;
+  std::vector<std::string> base = {"-p", std::to_string(w.pid()), "-f", "-d",
+                                   "-v"};
+  auto run = [&](std::vector<std::string> extra) {
+    auto args = base;
+    args.insert(args.end(), extra.begin(), extra.end());
+    args.push_back("2");
+    return offcpu(args);
+  };
+  // Every walk checked against the kernel's own (its frames without the
+  // __sched ones): none may disagree.
+  auto verified = run({"--verify-kernel-unwind"});
+  EXPECT_NE(verified.err.find("kernel stacks by ORC walk at switch-in"),
+            std::string::npos)
+      << verified.err;
+  EXPECT_EQ(number_before(verified.err, "mismatches"), 0u) << verified.err;
+  uint64_t checked =
+      number_before(verified.err, "verified against the kernel's walk");
+  EXPECT_GT(checked, 20u) << verified.err;
+  EXPECT_NE(checked, UINT64_MAX) << verified.err;
+
+  // Walks cut short after 4 frames are finished by the kernel's walk (what
+  // happens at module code): same stacks.
+  auto spliced = run({"--kernel-unwind-limit", "4"});
+  EXPECT_EQ(number_before(spliced.err, "mismatches"), 0u) << spliced.err;
+  uint64_t handed = number_before(spliced.err, "stacks finished by the kernel");
+  EXPECT_GT(handed, 20u) << spliced.err;
+  EXPECT_NE(handed, UINT64_MAX) << spliced.err;
+  auto full = test::parse_folded(verified.out);
+  auto cut = test::parse_folded(spliced.out);
+  for (const char *comm : {"sleeper", "piperd"}) {
+    auto a = kernel_part(heaviest_with(full, comm, "start_thread"));
+    EXPECT_GE(a.size(), 5u) << comm;
+    EXPECT_EQ(a, kernel_part(heaviest_with(cut, comm, "start_thread"))) << comm;
+  }
+}
+
+TEST_F(Profile, KernelUnwindOrcRefusedWithRawTp) {
+  auto r = test::run(
+      {OFFCPU_BIN, "--attach", "raw_tp", "--kernel-unwind", "orc", "-f", "1"},
+      30);
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.err.find("--kernel-unwind orc is not possible"),
+            std::string::npos)
+      << r.err;
 }
 
 TEST_F(Profile, StackSelectionAndDelimiter) {

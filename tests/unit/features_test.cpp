@@ -1,6 +1,7 @@
 #include <gtest/gtest.h>
 
 #include "probe/features.h"
+#include "util/error.h"
 
 namespace offcpu {
 namespace {
@@ -12,6 +13,9 @@ KernelFeatures modern() {
       true;
   f.user_walk_current = true;
   f.bpf_loop = true;
+  offcpu_kernel_text text{};
+  text.text_start = 0xffffffff81000000;
+  f.kernel_text = text;
   return f;
 }
 
@@ -21,7 +25,9 @@ TEST(Plans, ModernKernelPrefersTpBtfThenRawTp) {
   EXPECT_TRUE(plans[0].tp_btf);
   EXPECT_TRUE(plans[0].task_storage);
   EXPECT_TRUE(plans[0].prev_state_arg);
-  EXPECT_FALSE(plans[0].kstack_at_switch_in); // truthful stacks by default
+  EXPECT_TRUE(plans[0].kstack_at_switch_in); // ORC walk after the filters
+  EXPECT_EQ(plans[0].kernel_text.text_start, 0xffffffff81000000);
+  EXPECT_FALSE(plans[1].kstack_at_switch_in); // raw_tp: the kernel's walk
   EXPECT_TRUE(plans[0].seed_open_waits);
   EXPECT_TRUE(plans[0].flush_open_waits);
   EXPECT_FALSE(plans[1].tp_btf);
@@ -33,13 +39,19 @@ TEST(Plans, ModernKernelPrefersTpBtfThenRawTp) {
   EXPECT_FALSE(plans[1].bpf_loop); // keeps the bounded-loop code tested
 }
 
-TEST(Plans, SwitchInKernelStacksOnlyOnRequestAndWithHelper) {
-  EXPECT_TRUE(
-      offcpu_plans(modern(), AttachChoice::Auto, true)[0].kstack_at_switch_in);
-  KernelFeatures f = modern();
-  f.get_task_stack = false;
+TEST(Plans, KernelStacksAtSwitchOutWithoutTheOrcWalker) {
   EXPECT_FALSE(
-      offcpu_plans(f, AttachChoice::Auto, true)[0].kstack_at_switch_in);
+      offcpu_plans(modern(), AttachChoice::Auto, KernelUnwind::SwitchOut)[0]
+          .kstack_at_switch_in);
+  KernelFeatures f = modern();
+  f.kernel_text.reset(); // frame-pointer kernel, arm64, before 5.16
+  f.kernel_text_missing = "no ORC";
+  EXPECT_FALSE(offcpu_plans(f, AttachChoice::Auto)[0].kstack_at_switch_in);
+  EXPECT_THROW(offcpu_plans(f, AttachChoice::Auto, KernelUnwind::Orc),
+               FatalError);
+  f = modern();
+  f.bpf_loop = false; // the walker runs in bpf_loop callbacks
+  EXPECT_FALSE(offcpu_plans(f, AttachChoice::Auto)[0].kstack_at_switch_in);
 }
 
 TEST(Plans, Pre518KernelReadsStateFromTask) {

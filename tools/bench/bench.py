@@ -179,10 +179,12 @@ def main():
             ("libbpf-tools", [LIBBPF_TOOLS, "600"], "sched_switch"),
             ("offcpu -m 1000", [offcpu, "-f", "-m", "1000", "600"], "offcpu_switch"),
             ("libbpf-tools -m 1000", [LIBBPF_TOOLS, "-m", "1000", "600"], "sched_switch"),
-            ("offcpu --kernel-stack-at-switch-in",
-             [offcpu, "-f", "--kernel-stack-at-switch-in", "600"], "offcpu_switch"),
-            ("offcpu --kernel-stack-at-switch-in -m 1000",
-             [offcpu, "-f", "--kernel-stack-at-switch-in", "-m", "1000", "600"], "offcpu_switch"),
+            # The kernel's own walk at every switch-out, for reference: what
+            # offcpu does on kernels without the ORC walker.
+            ("offcpu --kernel-unwind switch-out",
+             [offcpu, "-f", "--kernel-unwind", "switch-out", "600"], "offcpu_switch"),
+            ("offcpu --kernel-unwind switch-out -m 1000",
+             [offcpu, "-f", "--kernel-unwind", "switch-out", "-m", "1000", "600"], "offcpu_switch"),
         ]
         results = {label: measure_mode(label, cmd, prefix, args.loops)
                    for label, cmd, prefix in modes}
@@ -209,10 +211,10 @@ def main():
     print("BPF cost per event, offcpu / libbpf-tools:")
     print(f"  default                              {ratio('offcpu', 'libbpf-tools'):.2f}")
     print(f"  -m 1000                              {ratio('offcpu -m 1000', 'libbpf-tools -m 1000'):.2f}")
-    print(f"  --kernel-stack-at-switch-in          "
-          f"{ratio('offcpu --kernel-stack-at-switch-in', 'libbpf-tools'):.2f}")
-    print(f"  --kernel-stack-at-switch-in -m 1000  "
-          f"{ratio('offcpu --kernel-stack-at-switch-in -m 1000', 'libbpf-tools -m 1000'):.2f}")
+    print(f"  --kernel-unwind switch-out           "
+          f"{ratio('offcpu --kernel-unwind switch-out', 'libbpf-tools'):.2f}")
+    print(f"  --kernel-unwind switch-out -m 1000   "
+          f"{ratio('offcpu --kernel-unwind switch-out -m 1000', 'libbpf-tools -m 1000'):.2f}")
     print()
     print(f"{'1 s whole-system run':22} {'wall s':>8} {'CPU s':>8} {'peak RSS MiB':>13} {'lines':>7}")
     for name, r in runs.items():

@@ -1,0 +1,119 @@
+#include "probe/kernel_text.h"
+
+#include <bpf/bpf.h>
+#include <bpf/btf.h>
+#include <bpf/libbpf.h>
+
+#include <cstring>
+#include <memory>
+
+#include "ksyms.skel.h"
+
+namespace offcpu {
+namespace {
+
+struct KsymsDeleter {
+  void operator()(ksyms_bpf *s) const { ksyms_bpf__destroy(s); }
+};
+
+} // namespace
+
+bool orc_layout_from_btf(const btf *b, offcpu_kernel_text &text,
+                         std::string *why) {
+  int id = b ? btf__find_by_name_kind(b, "orc_entry", BTF_KIND_STRUCT) : -1;
+  if (id < 0) {
+    *why = "no struct orc_entry in the kernel's BTF (not an ORC kernel)";
+    return false;
+  }
+  const btf_type *t = btf__type_by_id(b, id);
+  const btf_member *m = btf_members(t);
+  int sp_off = -1, bp_off = -1, sp_reg = -1, bp_reg = -1, type = -1;
+  int type_bits = 0, signal = -1, end = -1;
+  for (unsigned i = 0; i < btf_vlen(t); i++) {
+    std::string name = btf__name_by_offset(b, m[i].name_off);
+    unsigned off = btf_member_bit_offset(t, i);
+    unsigned size = btf_member_bitfield_size(t, i);
+    if (name == "sp_offset")
+      sp_off = off;
+    else if (name == "bp_offset")
+      bp_off = off;
+    else if (name == "sp_reg" && size == 4)
+      sp_reg = off;
+    else if (name == "bp_reg" && size == 4)
+      bp_reg = off;
+    else if (name == "type" && size >= 2 && size <= 3) {
+      type = off;
+      type_bits = size;
+    } else if (name == "signal" && size == 1)
+      signal = off;
+    else if (name == "end" && size == 1)
+      end = off;
+  }
+  // The walker reads two 16-bit offsets and then one 16-bit word of flags.
+  if (t->size != 6 || sp_off != 0 || bp_off != 16 || sp_reg != 32 ||
+      bp_reg != 36 || type < 40 || type + type_bits > 48 ||
+      (signal >= 0 && signal >= 48) || (end >= 0 && end >= 48)) {
+    *why = "unknown struct orc_entry layout";
+    return false;
+  }
+  text.type_shift = static_cast<uint8_t>(type - 32);
+  text.type_bits = static_cast<uint8_t>(type_bits);
+  text.signal_shift = signal >= 0 ? static_cast<uint8_t>(signal - 32) : 0xff;
+  text.end_shift = end >= 0 ? static_cast<uint8_t>(end - 32) : 0xff;
+  // The `end` bit went away in 6.4, when entry types were renumbered.
+  text.old_types = end >= 0;
+  return true;
+}
+
+std::optional<offcpu_kernel_text> probe_kernel_text(const btf *b,
+                                                    std::string *why) {
+#if !defined(__x86_64__)
+  *why = "the kernel-stack walker knows x86-64 ORC tables only";
+  return std::nullopt;
+#else
+  offcpu_kernel_text text{};
+  if (!orc_layout_from_btf(b, text, why))
+    return std::nullopt;
+
+  std::unique_ptr<ksyms_bpf, KsymsDeleter> skel(ksyms_bpf__open_and_load());
+  if (!skel) {
+    *why = std::string("cannot run the symbol lookup program (needs 5.16+): ") +
+           std::strerror(errno);
+    return std::nullopt;
+  }
+  LIBBPF_OPTS(bpf_test_run_opts, run);
+  int err = bpf_prog_test_run_opts(
+      bpf_program__fd(skel->progs.resolve_kernel_text), &run);
+  if (err) {
+    *why = std::string("cannot run the symbol lookup program: ") +
+           std::strerror(errno);
+    return std::nullopt;
+  }
+  const offcpu_kernel_text &f = skel->bss->found;
+  bool ordered = f.text_start && f.text_start < f.text_end &&
+                 f.sched_start >= f.text_start && f.sched_start < f.sched_end &&
+                 f.sched_end <= f.text_end && f.orc_ip_start &&
+                 f.orc_ip_start < f.orc_ip_end && f.orc_start &&
+                 (f.orc_ip_end - f.orc_ip_start) % 4 == 0;
+  if (!ordered) {
+    *why = "kernel symbols of the ORC tables not found (CONFIG_UNWINDER_ORC "
+           "and CONFIG_KALLSYMS_ALL are needed)";
+    return std::nullopt;
+  }
+  text.text_start = f.text_start;
+  text.text_end = f.text_end;
+  text.sched_start = f.sched_start;
+  text.sched_end = f.sched_end;
+  text.lock_start = f.lock_start;
+  text.lock_end = f.lock_end;
+  text.orc_ip_start = f.orc_ip_start;
+  text.orc_ip_end = f.orc_ip_end;
+  text.orc_start = f.orc_start;
+  text.fork_ret = f.fork_ret;
+  text.graph_ret = f.graph_ret;
+  text.rethook_ret = f.rethook_ret;
+  return text;
+#endif
+}
+
+} // namespace offcpu
