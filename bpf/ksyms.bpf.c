@@ -40,3 +40,30 @@ int resolve_kernel_text(void *ctx) {
     RESOLVE(rethook_ret, "kretprobe_trampoline");
   return 0;
 }
+
+/* Names kernel addresses with the kernel's own symbol printer (%pS:
+ * "func+0x1c/0x60 [module]"), a batch per run: offcpu needs a few hundred
+ * names, and /proc/kallsyms costs ~50 ms of kernel time to format. */
+__u64 name_addrs[OFFCPU_NAME_BATCH];
+__u32 name_count = 0;
+char names[OFFCPU_NAME_BATCH][OFFCPU_NAME_LEN];
+
+static long name_one(__u32 i, void *ctx) {
+  __u64 idx = i;
+  asm volatile("" : "+r"(idx));
+  if (idx >= OFFCPU_NAME_BATCH)
+    return 1;
+  static const char fmt[] = "%pS";
+  __u64 arg = name_addrs[idx];
+  bpf_snprintf(names[idx], OFFCPU_NAME_LEN, fmt, &arg, sizeof(arg));
+  return 0;
+}
+
+SEC("syscall")
+int name_kernel_addresses(void *ctx) {
+  __u32 n = name_count;
+  if (n > OFFCPU_NAME_BATCH)
+    n = OFFCPU_NAME_BATCH;
+  bpf_loop(n, name_one, NULL, 0);
+  return 0;
+}

@@ -55,6 +55,11 @@ struct offcpu_kernel_text {
   __u8 pad[3];
 };
 
+/* Kernel addresses named per run of bpf/ksyms.bpf.c's namer, and the room
+ * for each name ("func+0x1c/0x60 [module]"). */
+#define OFFCPU_NAME_BATCH 512
+#define OFFCPU_NAME_LEN 128
+
 /* Counters of the kernel-stack walker, for -v; rare events only (a shared
  * counter bumped on every switch would cost more than the walk saves). */
 enum offcpu_kunwind {

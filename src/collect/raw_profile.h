@@ -18,6 +18,21 @@ using StackTable = std::unordered_map<uint64_t, std::vector<uint64_t>>;
 void read_stacks(int stacks_map_fd, const std::vector<uint64_t> &ids,
                  StackTable &out);
 
+// The addresses in the kernel stacks of `counts` (which the stack store
+// keeps apart from user stacks only by the keys that refer to them).
+template <typename Key, typename Value>
+std::vector<uint64_t>
+kernel_addresses(const std::vector<std::pair<Key, Value>> &counts,
+                 const StackTable &stacks) {
+  std::vector<uint64_t> out;
+  for (const auto &kv : counts) {
+    auto it = stacks.find(kv.first.kernel_stack);
+    if (it != stacks.end())
+      out.insert(out.end(), it->second.begin(), it->second.end());
+  }
+  return out;
+}
+
 struct RawProfile {
   std::vector<std::pair<offcpu_key, offcpu_value>> counts;
   StackTable stacks;

@@ -75,7 +75,12 @@ std::optional<offcpu_kernel_text> probe_kernel_text(const btf *b,
   if (!orc_layout_from_btf(b, text, why))
     return std::nullopt;
 
-  std::unique_ptr<ksyms_bpf, KsymsDeleter> skel(ksyms_bpf__open_and_load());
+  std::unique_ptr<ksyms_bpf, KsymsDeleter> skel(ksyms_bpf__open());
+  if (skel) {
+    bpf_program__set_autoload(skel->progs.name_kernel_addresses, false);
+    if (ksyms_bpf__load(skel.get()))
+      skel.reset();
+  }
   if (!skel) {
     *why = std::string("cannot run the symbol lookup program (needs 5.16+): ") +
            std::strerror(errno);

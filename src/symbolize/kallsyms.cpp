@@ -118,6 +118,53 @@ KernelSymbols KernelSymbols::load(const FileReader &files, bool with_data) {
   return ks;
 }
 
+KernelSymbols KernelSymbols::from_printed(
+    const std::vector<std::pair<uint64_t, std::string>> &printed) {
+  KernelSymbols ks;
+  for (const auto &[addr, text] : printed) {
+    std::string_view s = text, module;
+    size_t bracket = s.find(" [");
+    if (bracket != std::string_view::npos) {
+      module = s.substr(bracket + 2);
+      s = s.substr(0, bracket);
+      if (module.empty() || module.back() != ']')
+        continue;
+      module.remove_suffix(1);
+    }
+    size_t plus = s.rfind('+'), slash = s.rfind('/');
+    auto hex = [](std::string_view h, uint64_t &out) {
+      return h.substr(0, 2) == "0x" && parse_hex(h.substr(2), out);
+    };
+    uint64_t off = 0, size = 0;
+    if (plus == std::string_view::npos || plus == 0 || slash < plus ||
+        slash == std::string_view::npos ||
+        !hex(s.substr(plus + 1, slash - plus - 1), off) ||
+        !hex(s.substr(slash + 1), size) || off >= size || off > addr)
+      continue;
+    std::string_view name = s.substr(0, plus);
+    if (name.size() > std::numeric_limits<uint16_t>::max())
+      continue;
+    Entry e{addr - off, static_cast<uint32_t>(ks.names_.size()),
+            static_cast<uint16_t>(name.size()), 0};
+    ks.names_.append(name);
+    if (!module.empty()) {
+      auto it = std::find(ks.modules_.begin() + 1, ks.modules_.end(), module);
+      e.module = static_cast<uint16_t>(it - ks.modules_.begin());
+      if (it == ks.modules_.end())
+        ks.modules_.emplace_back(module);
+    }
+    ks.code_.push_back(e);
+  }
+  std::sort(ks.code_.begin(), ks.code_.end(),
+            [](const Entry &a, const Entry &b) { return a.addr < b.addr; });
+  ks.code_.erase(std::unique(ks.code_.begin(), ks.code_.end(),
+                             [](const Entry &a, const Entry &b) {
+                               return a.addr == b.addr;
+                             }),
+                 ks.code_.end());
+  return ks;
+}
+
 std::optional<KernelSymbol> KernelSymbols::view(const std::vector<Entry> &v,
                                                 uint64_t addr) const {
   auto it =

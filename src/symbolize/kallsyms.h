@@ -25,6 +25,11 @@ public:
   static KernelSymbols parse(std::string_view text, bool with_data = true);
   // Reads /proc/kallsyms through `files`.
   static KernelSymbols load(const FileReader &files, bool with_data = false);
+  // From addresses the kernel printed with %pS ("func+0x1c/0x60 [mod]"):
+  // knows the symbols holding those addresses only. Unparsable ones (an
+  // unknown address prints as plain hex) are left out.
+  static KernelSymbols
+  from_printed(const std::vector<std::pair<uint64_t, std::string>> &printed);
 
   // The code symbol whose range holds addr (up to the next symbol).
   std::optional<KernelSymbol> find(uint64_t addr) const;

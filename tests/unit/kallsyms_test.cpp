@@ -2,6 +2,11 @@
 
 #include "support/fake_files.h"
 #include "symbolize/kallsyms.h"
+#include "symbolize/kernel_namer.h"
+
+#include <unistd.h>
+
+#include <map>
 
 namespace offcpu {
 namespace {
@@ -97,6 +102,76 @@ TEST(Kallsyms, RealKallsymsHasTheScheduler) {
   auto s = ks.find(addr + 1);
   ASSERT_TRUE(s);
   EXPECT_EQ(s->name, "__schedule");
+}
+
+TEST(Kallsyms, FromPrintedSymbols) {
+  auto ks = KernelSymbols::from_printed(
+      {{0xffffffff81003010, "schedule+0x10/0x90"},
+       {0xffffffff81003400, "__schedule+0x0/0x1690"},
+       {0xffffffffc0001044, "nfs_wait+0x44/0x80 [nfs]"},
+       {0xffffffffc0009999, "0xffffffffc0009999"},       // unknown address
+       {0xffffffff81000010, "broken+0x20/0x10"},         // offset past it
+       {0xffffffff81000020, "no_offset"},                // not %pS
+       {0xffffffff81000030, "bad+0xzz/0x10"},            // not hex
+       {0xffffffff81000040, "unclosed+0x1/0x10 [mod"}}); // bad module
+  auto s = ks.find(0xffffffff8100301f);
+  ASSERT_TRUE(s);
+  EXPECT_EQ(s->name, "schedule");
+  EXPECT_EQ(s->addr, 0xffffffff81003000u);
+  s = ks.find(0xffffffff81003400);
+  ASSERT_TRUE(s);
+  EXPECT_EQ(s->name, "__schedule");
+  s = ks.find(0xffffffffc0001043);
+  ASSERT_TRUE(s);
+  EXPECT_EQ(s->name, "nfs_wait");
+  EXPECT_EQ(s->module, "nfs");
+  EXPECT_EQ(ks.size(), 3u);
+}
+
+// The kernel's %pS names, through the BPF namer, must be the names
+// /proc/kallsyms gives, for a few hundred real code addresses.
+TEST(Kallsyms, KernelNamerAgreesWithKallsyms) {
+  if (geteuid() != 0)
+    GTEST_SKIP() << "needs root to run the BPF naming program";
+  auto all = KernelSymbols::load(system_files());
+  if (all.size() == 0 || all.addresses_hidden())
+    GTEST_SKIP() << "/proc/kallsyms unreadable or hidden";
+  auto text = system_files().read("/proc/kallsyms", 256u << 20);
+  ASSERT_TRUE(text);
+  std::vector<uint64_t> addrs;
+  std::multimap<uint64_t, std::string> names_at; // aliases share an address
+  size_t line = 0, pos = 0;
+  while (pos < text->size()) {
+    size_t nl = text->find('\n', pos);
+    if (nl == std::string::npos)
+      break;
+    std::string l = text->substr(pos, nl - pos);
+    pos = nl + 1;
+    if (l.size() < 20 || (l[17] != 'T' && l[17] != 't'))
+      continue;
+    uint64_t addr = std::stoull(l.substr(0, 16), nullptr, 16);
+    std::string name = l.substr(19, l.find_first_of(" \t", 19) - 19);
+    names_at.emplace(addr, name);
+    // Every 397th text symbol, a few bytes in (as a return address is).
+    if (++line % 397 == 0)
+      addrs.push_back(addr + 5);
+  }
+  ASSERT_GT(addrs.size(), 100u);
+  std::string why;
+  auto named = name_kernel_addresses(addrs, &why);
+  if (!named)
+    GTEST_SKIP() << "no BPF namer on this kernel: " << why;
+  for (uint64_t a : addrs) {
+    auto want = all.find(a), got = named->find(a);
+    ASSERT_TRUE(want && got) << std::hex << a;
+    EXPECT_EQ(got->addr, want->addr) << std::hex << a;
+    EXPECT_EQ(got->module, want->module) << std::hex << a;
+    bool known = false;
+    auto range = names_at.equal_range(got->addr);
+    for (auto it = range.first; it != range.second; ++it)
+      known |= it->second == got->name;
+    EXPECT_TRUE(known) << got->name << " at " << std::hex << a;
+  }
 }
 
 } // namespace
