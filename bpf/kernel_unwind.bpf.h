@@ -115,6 +115,34 @@ static __always_inline void orc_decode(struct orc_slot *o,
     o->signal = type == ORC_TYPE_REGS || type == ORC_TYPE_REGS_PARTIAL;
 }
 
+struct orc_search {
+  __u64 addr;
+  __u64 lo, hi; /* entries [lo, hi) are still candidates */
+  __s64 found;  /* last entry known to start at or below addr */
+};
+
+/* One step of a binary search of the sorted ORC address table. */
+static long orc_search_step(__u32 i, void *data) {
+  struct orc_search *c = data;
+  if (c->lo >= c->hi)
+    return 1;
+  __u64 mid = c->lo + (c->hi - c->lo) / 2;
+  __u64 at = ktext.orc_ip_start + mid * sizeof(__s32);
+  __s32 rel;
+  if (bpf_probe_read_kernel(&rel, sizeof(rel), (void *)at)) {
+    c->found = -1;
+    c->lo = c->hi = 0;
+    return 1;
+  }
+  if (at + (__s64)rel <= c->addr) {
+    c->found = mid;
+    c->lo = mid + 1;
+  } else {
+    c->hi = mid;
+  }
+  return 0;
+}
+
 /* The ORC entry covering `addr` in core kernel text: the last table entry
  * whose address is <= addr (the table is sorted at build time). */
 static __always_inline struct orc_slot *orc_find(__u64 addr) {
@@ -126,25 +154,18 @@ static __always_inline struct orc_slot *orc_find(__u64 addr) {
     return o;
 
   count_kunwind(OFFCPU_KUNWIND_ORC_LOOKUPS);
-  __u64 base = ktext.orc_ip_start;
   /* Bounds the verifier cannot know: with constants it would follow every
    * path of the search separately. */
-  __u64 lo = kwalk_unknown_zero;
-  __u64 hi = (ktext.orc_ip_end - base) / sizeof(__s32) + kwalk_unknown_zero;
-  __s64 found = -1;
-  for (int i = 0; i < 32 && lo < hi; i++) {
-    __u64 mid = lo + (hi - lo) / 2;
-    __s32 rel;
-    if (bpf_probe_read_kernel(&rel, sizeof(rel), (void *)(base + mid * 4)))
-      return NULL;
-    if (base + mid * 4 + (__s64)rel <= addr) {
-      found = mid;
-      lo = mid + 1;
-    } else {
-      hi = mid;
-    }
-  }
-  if (found < 0 || lo < hi)
+  struct orc_search c = {
+      .addr = addr,
+      .lo = kwalk_unknown_zero,
+      .hi = (ktext.orc_ip_end - ktext.orc_ip_start) / sizeof(__s32) +
+            kwalk_unknown_zero,
+      .found = -1,
+  };
+  bpf_loop(32, orc_search_step, &c, 0);
+  __s64 found = c.found;
+  if (found < 0 || c.lo < c.hi)
     return NULL;
   struct orc_raw raw;
   if (bpf_probe_read_kernel(&raw, sizeof(raw),

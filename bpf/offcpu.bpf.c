@@ -100,10 +100,11 @@ struct {
   __uint(max_entries, 64 * 1024);
 } new_processes SEC(".maps");
 
-/* (process, user stack) pairs already announced. */
+/* (process, user stack) pairs already announced; one forgotten is announced
+ * again, which costs a maps read. */
 struct {
   __uint(type, BPF_MAP_TYPE_LRU_HASH);
-  __uint(max_entries, 65536);
+  __uint(max_entries, 16384);
   __type(key, struct offcpu_new_stack);
   __type(value, __u8);
 } seen_stacks SEC(".maps");
