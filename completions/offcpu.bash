@@ -11,6 +11,8 @@ _offcpu() {
       COMPREPLY=($(compgen -W "text folded svg pprof" -- "$cur")); return ;;
     -o|--output)
       _filedir; return ;;
+    --kernel-unwind)
+      COMPREPLY=($(compgen -W "auto orc switch-out" -- "$cur")); return ;;
     --attach)
       COMPREPLY=($(compgen -W "auto tp_btf raw_tp fentry kprobe tracepoint" -- "$cur")); return ;;
   esac
@@ -33,7 +35,7 @@ _offcpu() {
       fi ;;
     *)
       if [[ $cur == -* ]]; then
-        COMPREPLY=($(compgen -W "$common -p --pid -t --tid -u --user-threads-only -k --kernel-threads-only -m --min-block-time -M --max-block-time --state -U --user-stacks-only -K --kernel-stacks-only -q --quiet -v --verbose -V --version --stack-storage-size --perf-max-stack-depth --max-entries --kernel-stack-at-switch-in" -- "$cur"))
+        COMPREPLY=($(compgen -W "$common -p --pid -t --tid -u --user-threads-only -k --kernel-threads-only -m --min-block-time -M --max-block-time --state -U --user-stacks-only -K --kernel-stacks-only -q --quiet -v --verbose -V --version --stack-storage-size --perf-max-stack-depth --max-entries --kernel-unwind --verify-kernel-unwind" -- "$cur"))
       else
         COMPREPLY=($(compgen -W "rwsem flamegraph" -- "$cur"))
       fi ;;
