@@ -80,7 +80,7 @@ struct {
 /* Frames of the kernel's own walk, for splicing and verifying. */
 struct {
   __uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-  __uint(max_entries, 1);
+  __uint(max_entries, 2); /* SCRATCH_HOOK, SCRATCH_ITER */
   __type(key, __u32);
   __type(value, struct offcpu_stack);
 } kernel_walk_scratch SEC(".maps");
@@ -373,7 +373,8 @@ static long verify_step(__u32 i, void *data) {
  * missing from it. */
 static __always_inline __u32 walk_kernel_stack(struct task_struct *t,
                                                struct offcpu_stack *s,
-                                               __u32 max, bool *partial) {
+                                               __u32 max, bool *partial,
+                                               __u32 slot) {
   *partial = false;
   __u64 frame = BPF_CORE_READ(t, thread.sp);
   struct inactive_task_frame *f = (struct inactive_task_frame *)frame;
@@ -398,8 +399,7 @@ static __always_inline __u32 walk_kernel_stack(struct task_struct *t,
   if (w.status != KWALK_SPLICE && !kwalk_verify)
     return w.n;
 
-  __u32 zero = 0;
-  struct offcpu_stack *k = bpf_map_lookup_elem(&kernel_walk_scratch, &zero);
+  struct offcpu_stack *k = bpf_map_lookup_elem(&kernel_walk_scratch, &slot);
   if (!k)
     return 0;
   long bytes = bpf_get_task_stack(t, k->ips, stack_bytes(), 0);
@@ -439,13 +439,15 @@ static __always_inline __u32 walk_kernel_stack(struct task_struct *t,
  * else bpf_get_task_stack (5.9+), flagged as lacking __sched frames. Either
  * starts at __schedule: none of the tracer's own frames are in it. */
 static __always_inline __u64 take_frozen_kernel_stack(struct task_struct *t,
-                                                      __u32 *flags) {
-  struct offcpu_stack *s = scratch_stack();
+                                                      __u32 *flags,
+                                                      __u32 slot) {
+  struct offcpu_stack *s = scratch_stack(slot);
   if (!s)
     return OFFCPU_STACK_MISSED;
   if (kwalk_orc) {
     bool partial = false;
-    __u32 n = walk_kernel_stack(t, s, stack_bytes() / sizeof(__u64), &partial);
+    __u32 n =
+        walk_kernel_stack(t, s, stack_bytes() / sizeof(__u64), &partial, slot);
     if (partial)
       *flags |= OFFCPU_KSTACK_NOSCHED;
     return store_stack(s, (long)n * sizeof(__u64), false);

@@ -222,10 +222,10 @@ static __always_inline void charge(const struct offcpu_key *key, __u64 delta) {
 }
 
 /* Ends a wait: applies -m/-M, takes the kernel stack if it was deferred and
- * adds the wait to its key. */
+ * adds the wait to its key. `slot`: the caller's scratch buffers. */
 static __always_inline void end_wait(struct task_struct *t, __u32 pid,
                                      struct offcpu_start *rec, __u64 end,
-                                     bool trusted) {
+                                     bool trusted, __u32 slot) {
   __u64 start = rec->start_ns;
   struct offcpu_key key = {};
 
@@ -249,7 +249,7 @@ static __always_inline void end_wait(struct task_struct *t, __u32 pid,
     return;
   }
   if (trusted && kstack_at_switch_in && want_kernel_stacks)
-    key.kernel_stack = take_frozen_kernel_stack(t, &key.flags);
+    key.kernel_stack = take_frozen_kernel_stack(t, &key.flags, slot);
   if (claim && __sync_val_compare_and_swap(&rec->start_ns, start, 0) != start)
     return;
   BPF_CORE_READ_STR_INTO(&key.comm, t, comm);
@@ -267,7 +267,8 @@ static __always_inline void on_switch(void *ctx, struct task_struct *prev,
   if (next_pid != 0) {
     struct offcpu_start *rec = find_start(next, next_pid, trusted);
     if (rec && rec->start_ns)
-      end_wait(next, next_pid, rec, stop && now > stop ? stop : now, trusted);
+      end_wait(next, next_pid, rec, stop && now > stop ? stop : now, trusted,
+               SCRATCH_HOOK);
   }
 
   /* The task switched out: open a wait if it passes the filters. A dying
@@ -363,7 +364,7 @@ int offcpu_seed_open(struct bpf_iter__task *ctx) {
   if (want_user_stacks && !(task->flags & PF_KTHREAD) && task->mm)
     rec.user_stack = OFFCPU_STACK_MISSED; /* until pass 2 walks it */
   if (want_kernel_stacks && !kstack_at_switch_in)
-    rec.kernel_stack = take_frozen_kernel_stack(task, &rec.flags);
+    rec.kernel_stack = take_frozen_kernel_stack(task, &rec.flags, SCRATCH_ITER);
   if (!save_start(task, pid, &rec, true))
     count_loss(OFFCPU_LOST_START_STORE);
   return 0;
@@ -400,6 +401,6 @@ int offcpu_flush(struct bpf_iter__task *ctx) {
     return 0;
   struct offcpu_start *rec = find_start(task, pid, true);
   if (rec && rec->start_ns)
-    end_wait(task, pid, rec, stop_ns, true);
+    end_wait(task, pid, rec, stop_ns, true, SCRATCH_ITER);
   return 0;
 }

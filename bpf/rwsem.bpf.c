@@ -112,7 +112,7 @@ static __always_inline void wait_begin(void *ctx, __u64 lock, __u32 side) {
   if (want_user_stacks)
     rec.user_stack = user_fp_walk
                          ? walk_user_stack_fp(bpf_get_current_task_btf(), false)
-                                  : take_current_stack(ctx, BPF_F_USER_STACK);
+                         : take_current_stack(ctx, BPF_F_USER_STACK);
   if (want_kernel_stacks)
     rec.kernel_stack = take_current_stack(ctx, 0);
   if (bpf_map_update_elem(&starts, &pid, &rec, BPF_NOEXIST) == -7 /* E2BIG */)

@@ -27,9 +27,15 @@ struct {
   __type(value, struct offcpu_stack);
 } stacks SEC(".maps");
 
+/* Per-CPU work buffers, one per context that can run on a CPU at once:
+ * SCRATCH_HOOK for the tracing hooks, SCRATCH_ITER for task iterators. An
+ * iterator can be preempted (and the sleepable one sleeps on page faults),
+ * and the sched_switch hook then runs on that same CPU. */
+#define SCRATCH_HOOK 0
+#define SCRATCH_ITER 1
 struct {
   __uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-  __uint(max_entries, 1);
+  __uint(max_entries, 2);
   __type(key, __u32);
   __type(value, struct offcpu_stack);
 } stack_scratch SEC(".maps");
@@ -46,9 +52,8 @@ static __always_inline __u32 stack_bytes(void) {
   return depth * sizeof(__u64);
 }
 
-static __always_inline struct offcpu_stack *scratch_stack(void) {
-  __u32 zero = 0;
-  return bpf_map_lookup_elem(&stack_scratch, &zero);
+static __always_inline struct offcpu_stack *scratch_stack(__u32 slot) {
+  return bpf_map_lookup_elem(&stack_scratch, &slot);
 }
 
 static __always_inline __u64 mix64(__u64 h) {
@@ -128,13 +133,12 @@ static __always_inline __u64 store_stack(struct offcpu_stack *s, long bytes,
 
 /* Stack of the current task: user (BPF_F_USER_STACK) or kernel. */
 static __always_inline __u64 take_current_stack(void *ctx, __u64 flags) {
-  struct offcpu_stack *s = scratch_stack();
+  struct offcpu_stack *s = scratch_stack(SCRATCH_HOOK);
   if (!s)
     return OFFCPU_STACK_MISSED;
   long bytes = bpf_get_stack(ctx, s->ips, stack_bytes(), flags);
   return store_stack(s, bytes, flags & BPF_F_USER_STACK);
 }
-
 
 struct walk_loop {
   struct offcpu_stack *s;
@@ -154,9 +158,10 @@ static __always_inline long walk_step(__u32 i, struct walk_loop *c,
     return 0; /* frame 0 is the user IP, already stored */
   if (idx >= c->max || idx >= OFFCPU_MAX_STACK_DEPTH || !c->fp)
     return 1;
-  long err = other_task ? bpf_copy_from_user_task(frame, sizeof(frame),
-                                                  (void *)c->fp, c->task, 0)
-                        : bpf_probe_read_user(frame, sizeof(frame), (void *)c->fp);
+  long err = other_task
+                 ? bpf_copy_from_user_task(frame, sizeof(frame), (void *)c->fp,
+                                           c->task, 0)
+                 : bpf_probe_read_user(frame, sizeof(frame), (void *)c->fp);
   if (err || !frame[1])
     return 1;
   c->s->ips[idx] = frame[1];
@@ -182,7 +187,9 @@ static long walk_step_other(__u32 i, void *data) {
  * through perf's callchain buffers. Needs bpf_task_pt_regs (5.15+). */
 static __always_inline __u64 walk_user_stack_fp(struct task_struct *t,
                                                 bool other_task) {
-  struct offcpu_stack *s = scratch_stack();
+  /* Another task's stack is walked from an iterator only. */
+  struct offcpu_stack *s =
+      scratch_stack(other_task ? SCRATCH_ITER : SCRATCH_HOOK);
   if (!s)
     return OFFCPU_STACK_MISSED;
   struct pt_regs *regs = (struct pt_regs *)bpf_task_pt_regs(t);
@@ -199,8 +206,8 @@ static __always_inline __u64 walk_user_stack_fp(struct task_struct *t,
     return store_stack(s, 0, true);
   c.n = 1;
   if (use_bpf_loop) {
-    bpf_loop(OFFCPU_MAX_STACK_DEPTH, other_task ? walk_step_other : walk_step_current,
-             &c, 0);
+    bpf_loop(OFFCPU_MAX_STACK_DEPTH,
+             other_task ? walk_step_other : walk_step_current, &c, 0);
   } else {
     for (int i = 1; i < OFFCPU_MAX_STACK_DEPTH; i++)
       if (walk_step(i, &c, other_task))
