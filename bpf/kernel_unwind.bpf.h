@@ -207,9 +207,8 @@ __noinline int kwalk_unwind(struct kframe *f) {
   if (!f)
     return KWALK_SPLICE;
   __u64 ip = f->ip;
-  if (ip < ktext.text_start || ip >= ktext.text_end || ip == ktext.graph_ret ||
-      ip == ktext.rethook_ret)
-    return KWALK_SPLICE; /* module code, or a return trampoline */
+  if (ip < ktext.text_start || ip >= ktext.text_end)
+    return KWALK_SPLICE; /* module code: its ORC tables are its own */
 
   /* A return address points after its call, which may be the last
    * instruction of the function: look up the call itself. */
@@ -296,6 +295,12 @@ static long kwalk_step(__u32 i, void *data) {
   }
   if (ip < 0xffff800000000000ULL) {
     w->status = KWALK_DONE; /* not a kernel address: nothing more to store */
+    return 1;
+  }
+  /* ftrace's function-graph tracer or a kretprobe replaced this return
+   * address; the kernel's walk knows the original. */
+  if (ip == ktext.graph_ret || ip == ktext.rethook_ret) {
+    w->status = KWALK_SPLICE;
     return 1;
   }
   w->s->ips[n] = ip;
