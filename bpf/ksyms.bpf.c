@@ -10,6 +10,7 @@
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
+/* Comes with the ORC layout filled in; the addresses are written here. */
 struct offcpu_kernel_text found = {};
 
 #define RESOLVE(field, name)                                                   \

@@ -86,6 +86,8 @@ std::optional<offcpu_kernel_text> probe_kernel_text(const btf *b,
            std::strerror(errno);
     return std::nullopt;
   }
+  // The program fills in the addresses; the layout read above stays.
+  skel->bss->found = text;
   LIBBPF_OPTS(bpf_test_run_opts, run);
   int err = bpf_prog_test_run_opts(
       bpf_program__fd(skel->progs.resolve_kernel_text), &run);
@@ -105,19 +107,7 @@ std::optional<offcpu_kernel_text> probe_kernel_text(const btf *b,
            "and CONFIG_KALLSYMS_ALL are needed)";
     return std::nullopt;
   }
-  text.text_start = f.text_start;
-  text.text_end = f.text_end;
-  text.sched_start = f.sched_start;
-  text.sched_end = f.sched_end;
-  text.lock_start = f.lock_start;
-  text.lock_end = f.lock_end;
-  text.orc_ip_start = f.orc_ip_start;
-  text.orc_ip_end = f.orc_ip_end;
-  text.orc_start = f.orc_start;
-  text.fork_ret = f.fork_ret;
-  text.graph_ret = f.graph_ret;
-  text.rethook_ret = f.rethook_ret;
-  return text;
+  return f;
 #endif
 }
 
