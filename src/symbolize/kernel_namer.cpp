@@ -33,6 +33,8 @@ name_kernel_addresses(const std::vector<uint64_t> &addrs, std::string *why) {
   }
   std::sort(queries.begin(), queries.end());
   queries.erase(std::unique(queries.begin(), queries.end()), queries.end());
+  if (queries.empty())
+    return KernelSymbols{};
 
   std::unique_ptr<ksyms_bpf, KsymsDeleter> skel(ksyms_bpf__open());
   if (!skel) {
