@@ -103,8 +103,8 @@ std::optional<offcpu_kernel_text> probe_kernel_text(const btf *b,
                  f.orc_ip_start < f.orc_ip_end && f.orc_start &&
                  (f.orc_ip_end - f.orc_ip_start) % 4 == 0;
   if (!ordered) {
-    *why = "kernel symbols of the ORC tables not found (CONFIG_UNWINDER_ORC "
-           "and CONFIG_KALLSYMS_ALL are needed)";
+    *why = "no ORC unwind tables in the kernel's symbols (a kernel built "
+           "without CONFIG_UNWINDER_ORC)";
     return std::nullopt;
   }
   return f;

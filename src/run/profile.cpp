@@ -90,22 +90,6 @@ void collect_with_progress(OffcpuSession &session, const ProfileOptions &opts,
   fputs("\r\033[K", stderr);
 }
 
-// Named by the kernel where it can (see kernel_namer.h), else from all of
-// /proc/kallsyms.
-KernelSymbols kernel_symbols_for(const std::vector<uint64_t> &addrs,
-                                 bool verbose) {
-  std::string why;
-  if (auto named = name_kernel_addresses(addrs, &why))
-    return std::move(*named);
-  if (verbose)
-    note("kernel frames named from /proc/kallsyms: " + why);
-  KernelSymbols ks = KernelSymbols::load(system_files());
-  if (ks.addresses_hidden())
-    note("warning: /proc/kallsyms shows no addresses; kernel frames will be "
-         "[unknown] (kernel.kptr_restrict)");
-  return ks;
-}
-
 } // namespace
 
 std::string describe_losses(const std::array<uint64_t, OFFCPU_LOST_NR> &lost,
@@ -191,8 +175,14 @@ int run_profile(const ProfileOptions &opts) {
   session->stop();
   RawProfile raw = session->drain();
 
+  std::string fallback;
   symbolizer.set_kernel_symbols(kernel_symbols_for(
-      kernel_addresses(raw.counts, raw.stacks), opts.verbose));
+      kernel_addresses(raw.counts, raw.stacks), {}, system_files(), &fallback));
+  if (!fallback.empty() && opts.verbose)
+    note("kernel frames named from /proc/kallsyms: " + fallback);
+  if (symbolizer.kernel_symbols().addresses_hidden())
+    note("warning: /proc/kallsyms shows no addresses; kernel frames will be "
+         "[unknown] (kernel.kptr_restrict)");
   StackSelection show{!opts.kernel_stacks_only, !opts.user_stacks_only};
   std::vector<Sample> samples = symbolize_profile(raw, symbolizer, show);
   merge_partial_kernel_stacks(samples);

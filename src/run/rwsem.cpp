@@ -14,6 +14,7 @@
 #include "probe/features.h"
 #include "run/emit.h"
 #include "run/profile.h"
+#include "symbolize/kernel_namer.h"
 #include "util/error.h"
 #include "util/output.h"
 #include "util/output_file.h"
@@ -59,6 +60,27 @@ std::string clock_time() {
 bool whole_run_format(const RwsemOptions &o) {
   return o.output.format == OutputFormat::Svg ||
          o.output.format == OutputFormat::Pprof;
+}
+
+// Names one interval's kernel frames and locks (see kernel_namer.h). Where
+// the kernel cannot, all of /proc/kallsyms is read once and kept.
+void name_kernel(const RawLockWaits &raw, Symbolizer &sym, bool &on_kallsyms,
+                 bool verbose) {
+  if (on_kallsyms)
+    return;
+  std::vector<uint64_t> locks;
+  for (const auto &kv : raw.waits)
+    if (!(kv.first.flags & RWSEM_LOCK_IS_MMAP))
+      locks.push_back(kv.first.lock);
+  std::string fallback;
+  sym.set_kernel_symbols(
+      kernel_symbols_for(kernel_addresses(raw.waits, raw.stacks), locks,
+                         system_files(), &fallback));
+  if (fallback.empty())
+    return;
+  on_kallsyms = true;
+  if (verbose)
+    note("kernel frames named from /proc/kallsyms: " + fallback);
 }
 
 // Writes one interval's report (text or folded), or keeps the samples for
@@ -150,8 +172,8 @@ int run_rwsem(const RwsemOptions &opts) {
        (opts.include_read ? "read and write" : "write") + " waits of " + who +
        "... Hit Ctrl-C to end.");
 
-  Symbolizer symbolizer(system_files(),
-                        KernelSymbols::load(system_files(), true));
+  Symbolizer symbolizer(system_files(), KernelSymbols{});
+  bool on_kallsyms = false;
   symbolizer.add_debug_dirs(opts.output.debug_dirs);
   const int64_t wall_start = wall_clock_ns();
   std::vector<Sample> whole_run;
@@ -172,6 +194,7 @@ int run_rwsem(const RwsemOptions &opts) {
                  (opts.duration_s && now - start >= *opts.duration_s - 1e-3);
     RawLockWaits raw = final ? session->stop_and_drain() : session->drain();
     lost = raw.lost;
+    name_kernel(raw, symbolizer, on_kallsyms, opts.verbose);
     if (!report(raw, symbolizer, opts, now - last, out, whole_run))
       return kExitOk; // stdout closed: nobody is listening
     last = now;

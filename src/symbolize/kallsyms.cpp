@@ -118,11 +118,12 @@ KernelSymbols KernelSymbols::load(const FileReader &files, bool with_data) {
   return ks;
 }
 
-KernelSymbols KernelSymbols::from_printed(
-    const std::vector<std::pair<uint64_t, std::string>> &printed) {
+KernelSymbols
+KernelSymbols::from_printed(const std::vector<PrintedSymbol> &printed) {
   KernelSymbols ks;
-  for (const auto &[addr, text] : printed) {
-    std::string_view s = text, module;
+  for (const PrintedSymbol &p : printed) {
+    const uint64_t addr = p.addr;
+    std::string_view s = p.text, module;
     size_t bracket = s.find(" [");
     if (bracket != std::string_view::npos) {
       module = s.substr(bracket + 2);
@@ -153,15 +154,17 @@ KernelSymbols KernelSymbols::from_printed(
       if (it == ks.modules_.end())
         ks.modules_.emplace_back(module);
     }
-    ks.code_.push_back(e);
+    (p.data ? ks.data_ : ks.code_).push_back(e);
   }
-  std::sort(ks.code_.begin(), ks.code_.end(),
-            [](const Entry &a, const Entry &b) { return a.addr < b.addr; });
-  ks.code_.erase(std::unique(ks.code_.begin(), ks.code_.end(),
-                             [](const Entry &a, const Entry &b) {
-                               return a.addr == b.addr;
-                             }),
-                 ks.code_.end());
+  for (std::vector<Entry> *v : {&ks.code_, &ks.data_}) {
+    std::sort(v->begin(), v->end(),
+              [](const Entry &a, const Entry &b) { return a.addr < b.addr; });
+    v->erase(std::unique(v->begin(), v->end(),
+                         [](const Entry &a, const Entry &b) {
+                           return a.addr == b.addr;
+                         }),
+             v->end());
+  }
   return ks;
 }
 

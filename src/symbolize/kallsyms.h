@@ -12,6 +12,13 @@
 
 namespace offcpu {
 
+// An address as the kernel printed it with %pS ("func+0x1c/0x60 [mod]").
+struct PrintedSymbol {
+  uint64_t addr = 0;
+  std::string text;
+  bool data = false; // a data address (a lock), not code
+};
+
 // A view into KernelSymbols' storage: valid while it lives.
 struct KernelSymbol {
   uint64_t addr = 0;
@@ -28,8 +35,7 @@ public:
   // From addresses the kernel printed with %pS ("func+0x1c/0x60 [mod]"):
   // knows the symbols holding those addresses only. Unparsable ones (an
   // unknown address prints as plain hex) are left out.
-  static KernelSymbols
-  from_printed(const std::vector<std::pair<uint64_t, std::string>> &printed);
+  static KernelSymbols from_printed(const std::vector<PrintedSymbol> &printed);
 
   // The code symbol whose range holds addr (up to the next symbol).
   std::optional<KernelSymbol> find(uint64_t addr) const;

@@ -13,9 +13,18 @@
 
 namespace offcpu {
 
-// Symbols holding `addrs` (and addr - 1, for return addresses); nullopt with
-// the reason in *why when the kernel cannot run the namer.
+// Symbols holding the code addresses `addrs` (and addr - 1, for return
+// addresses) and the data addresses `data` (locks); nullopt with the reason
+// in *why when the kernel cannot run the namer.
 std::optional<KernelSymbols>
-name_kernel_addresses(const std::vector<uint64_t> &addrs, std::string *why);
+name_kernel_addresses(const std::vector<uint64_t> &addrs, std::string *why,
+                      const std::vector<uint64_t> &data = {});
+
+// The same, falling back to all of /proc/kallsyms (read through `files`);
+// *fallback then says why (else it is empty).
+KernelSymbols kernel_symbols_for(const std::vector<uint64_t> &addrs,
+                                 const std::vector<uint64_t> &data,
+                                 const FileReader &files,
+                                 std::string *fallback);
 
 } // namespace offcpu

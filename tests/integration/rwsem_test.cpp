@@ -8,6 +8,8 @@
 #include <unistd.h>
 
 #include <cstdlib>
+#include <fstream>
+#include <iterator>
 #include <regex>
 
 #include "support/folded_parse.h"
@@ -32,9 +34,12 @@ std::string renamed_workload(const std::string &dir, const std::string &name) {
 
 class Churn {
 public:
-  explicit Churn(const std::string &path, int threads = 4) {
-    proc_ = std::make_unique<test::Subprocess>(
-        std::vector<std::string>{path, std::to_string(threads)});
+  explicit Churn(const std::string &path, int threads = 4,
+                 std::vector<std::string> mode = {}) {
+    std::vector<std::string> args = {path};
+    args.insert(args.end(), mode.begin(), mode.end());
+    args.push_back(std::to_string(threads));
+    proc_ = std::make_unique<test::Subprocess>(args);
     auto line = proc_->read_line(10);
     if (!line || line->rfind("ready ", 0) != 0)
       throw std::runtime_error("churn workload did not start");
@@ -178,6 +183,28 @@ TEST_F(Rwsem, IntervalReportsAndLockNames) {
   EXPECT_TRUE(std::regex_search(
       r.out,
       std::regex("\\d+ waits, total \\d+ us, max \\d+ us, avg \\d+ us")));
+}
+
+// A kernel-global rwsem (uts_sem, taken for writing by sethostname): named
+// after its kernel symbol where the kernel's symbols include data
+// (CONFIG_KALLSYMS_ALL), else shown by address.
+TEST_F(Rwsem, GlobalLockNamedOrShownByAddress) {
+  Churn traced(WORKLOAD_MMAP_CHURN, 4, {"--uts"});
+  auto r = test::run(
+      {OFFCPU_BIN, "rwsem", "-p", std::to_string(traced.pid()), "-i", "0", "2"},
+      60);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("__x64_sys_sethostname"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("churn_hostname"), std::string::npos) << r.out;
+  std::ifstream in("/proc/kallsyms");
+  std::string kallsyms((std::istreambuf_iterator<char>(in)),
+                       std::istreambuf_iterator<char>());
+  if (kallsyms.find(" uts_sem\n") != std::string::npos)
+    EXPECT_NE(r.out.find("write wait on uts_sem"), std::string::npos) << r.out;
+  else
+    EXPECT_TRUE(std::regex_search(
+        r.out, std::regex("write wait on 0xffffffff[0-9a-f]{8}\n")))
+        << r.out;
 }
 
 TEST_F(Rwsem, WaitsForAProcessThatStartsLater) {

@@ -113,7 +113,8 @@ TEST(Kallsyms, FromPrintedSymbols) {
        {0xffffffff81000010, "broken+0x20/0x10"},         // offset past it
        {0xffffffff81000020, "no_offset"},                // not %pS
        {0xffffffff81000030, "bad+0xzz/0x10"},            // not hex
-       {0xffffffff81000040, "unclosed+0x1/0x10 [mod"}}); // bad module
+       {0xffffffff81000040, "unclosed+0x1/0x10 [mod"},   // bad module
+       {0xffffffff82001008, "uts_sem+0x8/0x28", true}}); // a lock
   auto s = ks.find(0xffffffff8100301f);
   ASSERT_TRUE(s);
   EXPECT_EQ(s->name, "schedule");
@@ -126,6 +127,9 @@ TEST(Kallsyms, FromPrintedSymbols) {
   EXPECT_EQ(s->name, "nfs_wait");
   EXPECT_EQ(s->module, "nfs");
   EXPECT_EQ(ks.size(), 3u);
+  s = ks.find_data(0xffffffff82001010);
+  ASSERT_TRUE(s);
+  EXPECT_EQ(s->name, "uts_sem");
 }
 
 // The kernel's %pS names, through the BPF namer, must be the names

@@ -3,11 +3,16 @@
 // churn_mappings(). For offcpu rwsem's integration tests. Built with frame
 // pointers; the system calls are made with inline `syscall` from the named
 // function, so the user stack is exact (glibc has no frame pointers).
-//   mmap_churn [THREADS]    prints "ready PID", runs until killed
+// With --uts, the threads fight over a kernel-global rwsem instead, uts_sem,
+// by setting the host name (in a UTS namespace of their own, so the host's
+// name is untouched): for lock names resolved to kernel data symbols.
+//   mmap_churn [--uts] [THREADS]    prints "ready PID", runs until killed
 #define _GNU_SOURCE
 #include <pthread.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -15,7 +20,8 @@
 #define NOINLINE __attribute__((noinline))
 #define CHUNK (256 * 1024)
 
-static long raw_syscall6(long nr, long a, long b, long c, long d, long e, long f) {
+static long raw_syscall6(long nr, long a, long b, long c, long d, long e,
+                         long f) {
   long ret;
   register long r10 __asm__("r10") = d;
   register long r8 __asm__("r8") = e;
@@ -38,6 +44,12 @@ NOINLINE void churn_mappings(void) {
   __asm__ volatile("" ::: "memory");
 }
 
+NOINLINE void churn_hostname(void) {
+  static const char name[] = "offcpu-uts-churn";
+  raw_syscall6(SYS_sethostname, (long)name, sizeof(name) - 1, 0, 0, 0, 0);
+  __asm__ volatile("" ::: "memory");
+}
+
 static void *churn_thread(void *arg) {
   (void)arg;
   for (;;)
@@ -45,11 +57,23 @@ static void *churn_thread(void *arg) {
   return NULL;
 }
 
+static void *hostname_thread(void *arg) {
+  (void)arg;
+  for (;;)
+    churn_hostname();
+  return NULL;
+}
+
 int main(int argc, char **argv) {
-  int threads = argc > 1 ? atoi(argv[1]) : 4;
+  int uts = argc > 1 && strcmp(argv[1], "--uts") == 0;
+  if (uts && unshare(CLONE_NEWUTS)) {
+    perror("unshare(CLONE_NEWUTS)");
+    return 1;
+  }
+  int threads = argc > 1 + uts ? atoi(argv[1 + uts]) : 4;
   for (int i = 0; i < threads; i++) {
     pthread_t t;
-    if (pthread_create(&t, NULL, churn_thread, NULL)) {
+    if (pthread_create(&t, NULL, uts ? hostname_thread : churn_thread, NULL)) {
       perror("pthread_create");
       return 1;
     }
