@@ -195,18 +195,28 @@ bool kallsyms_has(const std::string &text, const std::string &name) {
 RwsemFeatures probe_rwsem_features() {
   RwsemFeatures f;
   std::unique_ptr<btf, BtfDeleter> b(btf__load_vmlinux_btf());
-  auto kallsyms = system_files().read("/proc/kallsyms", 256u << 20);
-  std::string syms = kallsyms ? *kallsyms : std::string();
+  // A function is there if BTF describes it; else /proc/kallsyms (~50 ms of
+  // kernel time to format) decides, read only if needed.
+  std::optional<std::string> kallsyms;
+  auto exists = [&](const char *name) {
+    if (b && btf__find_by_name_kind(b.get(), name, BTF_KIND_FUNC) >= 0)
+      return true;
+    if (!kallsyms) {
+      auto text = system_files().read("/proc/kallsyms", 256u << 20);
+      kallsyms = text ? *text : std::string();
+    }
+    return kallsyms_has(*kallsyms, name);
+  };
   // 4.20 renamed rwsem_down_write_failed to rwsem_down_write_slowpath.
   for (const char *name :
        {"rwsem_down_write_slowpath", "rwsem_down_write_failed"})
-    if (f.write_slowpath.empty() && kallsyms_has(syms, name))
+    if (f.write_slowpath.empty() && exists(name))
       f.write_slowpath = name;
   for (const char *name :
        {"rwsem_down_read_slowpath", "rwsem_down_read_failed"})
-    if (f.read_slowpath.empty() && kallsyms_has(syms, name))
+    if (f.read_slowpath.empty() && exists(name))
       f.read_slowpath = name;
-  f.down_write = kallsyms_has(syms, "down_write");
+  f.down_write = exists("down_write");
   f.kprobes = access("/sys/bus/event_source/devices/kprobe", F_OK) == 0;
   if (b) {
     f.btf = true;
