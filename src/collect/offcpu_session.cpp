@@ -67,13 +67,9 @@ int try_load(offcpu_bpf *skel, const ProfileOptions &o, const OffcpuPlan &p) {
   bpf_map__set_max_entries(m.filter_tids, std::max<uint32_t>(1, o.tids.size()));
   bpf_map__set_max_entries(m.stacks, o.stack_storage_size);
   bpf_map__set_max_entries(m.counts, o.max_entries);
-  // Preallocated, these two cost ~20 MB of kernel memory and a few ms to
-  // clear at start, for entries most runs never fill. Before 6.1 tracing
-  // programs may only use preallocated hash maps.
-  if (p.dynamic_maps) {
-    bpf_map__set_map_flags(m.stacks, BPF_F_NO_PREALLOC);
-    bpf_map__set_map_flags(m.counts, BPF_F_NO_PREALLOC);
-  }
+  // Both stay preallocated (a few ms at start): allocating on insert
+  // (6.1+) fails with ENOMEM in bursts of new stacks, as measured under
+  // perf bench sched pipe, and a stack would be lost.
   // One in-flight wait per thread that is blocked; sized for large hosts.
   bpf_map__set_max_entries(m.starts_hash, p.task_storage ? 1 : 262144);
   bpf_map__set_autocreate(m.starts_task, p.task_storage);

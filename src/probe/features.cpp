@@ -69,8 +69,6 @@ KernelFeatures probe_kernel_features() {
       has_enum_value(b.get(), "bpf_func_id", "BPF_FUNC_copy_from_user_task");
   f.bpf_loop = has_enum_value(b.get(), "bpf_func_id", "BPF_FUNC_loop");
   f.ringbuf = has_enum_value(b.get(), "bpf_map_type", "BPF_MAP_TYPE_RINGBUF");
-  f.mem_alloc =
-      btf__find_by_name_kind(b.get(), "bpf_mem_alloc", BTF_KIND_STRUCT) >= 0;
   // Only where the walker could be used: it needs tp_btf, bpf_loop and
   // task storage too (see offcpu_plans).
   if (f.tp_btf_sched_switch && f.bpf_loop && f.task_storage && f.get_task_stack)
@@ -113,7 +111,6 @@ std::vector<OffcpuPlan> offcpu_plans(const KernelFeatures &f,
     p.kstack_at_switch_in = orc && unwind != KernelUnwind::SwitchOut;
     if (p.kstack_at_switch_in)
       p.kernel_text = *f.kernel_text;
-    p.dynamic_maps = f.mem_alloc;
     p.seed_open_waits = f.task_iter && f.get_task_stack;
     p.seed_user_stacks = p.seed_open_waits && f.user_walk_other_task;
     p.flush_open_waits = f.task_iter;
@@ -135,7 +132,6 @@ std::vector<OffcpuPlan> offcpu_plans(const KernelFeatures &f,
     p.seed_open_waits = f.task_iter && f.get_task_stack;
     p.seed_user_stacks = p.seed_open_waits && f.user_walk_other_task;
     p.flush_open_waits = f.task_iter;
-    p.dynamic_maps = f.mem_alloc;
     plans.push_back(p);
   }
   return plans;
@@ -151,7 +147,6 @@ std::string OffcpuPlan::describe() const {
   s += bpf_loop ? ", bpf_loop" : ", bounded loops";
   s += announce_processes ? ", new processes announced"
                           : ", exited processes not named (no ring buffer)";
-  s += dynamic_maps ? ", maps allocated on insert" : ", maps preallocated";
   s += task_storage ? ", start times in task storage"
                     : ", start times in a hash map";
   s += seed_open_waits ? (seed_user_stacks
@@ -176,7 +171,6 @@ std::string describe_features(const KernelFeatures &f) {
   s += std::string(", cross-task user walk ") + yn(f.user_walk_other_task);
   s += std::string(", kprobes ") + yn(f.kprobes);
   s += std::string(", bpf_loop ") + yn(f.bpf_loop);
-  s += std::string(", bpf_mem_alloc ") + yn(f.mem_alloc);
   s += std::string(", ORC walker ") +
        (f.kernel_text ? std::string("yes")
                       : "no (" + f.kernel_text_missing + ")");

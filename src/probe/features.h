@@ -26,8 +26,6 @@ struct KernelFeatures {
   bool kprobes = false;   // CONFIG_KPROBES (kprobe_events present)
   bool bpf_loop = false;  // bpf_loop helper, 5.17+
   bool ringbuf = false;   // BPF_MAP_TYPE_RINGBUF, 5.8+
-  bool mem_alloc = false; // bpf_mem_alloc, 6.1+: tracing programs may use
-                          // hash maps that allocate on insert
   // What the ORC kernel-stack walker needs (x86-64 ORC kernels, 5.16+);
   // kernel_text_missing says why when it is absent.
   std::optional<offcpu_kernel_text> kernel_text;
@@ -52,7 +50,6 @@ struct OffcpuPlan {
   bool seed_open_waits = true;    // iterator opens waits at attach time
   bool seed_user_stacks = true;   // and a sleepable one walks their user stacks
   bool flush_open_waits = true;   // iterator charges open waits at stop
-  bool dynamic_maps = false;      // stack and count maps allocate on insert
   std::string describe() const;
 };
 
