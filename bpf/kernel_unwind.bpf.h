@@ -218,13 +218,14 @@ __noinline int kwalk_unwind(struct kframe *f) {
   if (o->type == ORC_TYPE_END_OF_STACK)
     return KWALK_DONE;
 
-  __u64 cfa;
+  __u64 base;
   if (o->sp_reg == ORC_REG_SP)
-    cfa = f->sp + o->sp_offset;
+    base = f->sp;
   else if (o->sp_reg == ORC_REG_BP)
-    cfa = f->bp + o->sp_offset;
+    base = f->bp;
   else
     return KWALK_SPLICE; /* indirect or entry-code registers */
+  __u64 cfa = base + o->sp_offset;
 
   __u64 next_ip, next_sp, next_bp = f->bp, regs_bp = 0;
   bool have_regs_bp = false;
@@ -252,17 +253,19 @@ __noinline int kwalk_unwind(struct kframe *f) {
     return KWALK_SPLICE; /* REGS_PARTIAL: IRQ entry code, not a sleeper's */
   }
 
-  if (o->bp_reg == ORC_REG_UNDEFINED) {
-    if (have_regs_bp)
-      next_bp = regs_bp;
-  } else if (o->bp_reg == ORC_REG_PREV_SP) {
-    if (!stack_word(f, cfa + o->bp_offset, &next_bp))
+  if (o->bp_reg != ORC_REG_UNDEFINED) {
+    /* Saved relative to the caller's SP, or to this frame's BP. */
+    __u64 at;
+    if (o->bp_reg == ORC_REG_PREV_SP)
+      at = cfa;
+    else if (o->bp_reg == ORC_REG_BP)
+      at = f->bp;
+    else
       return KWALK_SPLICE;
-  } else if (o->bp_reg == ORC_REG_BP) {
-    if (!stack_word(f, f->bp + o->bp_offset, &next_bp))
+    if (!stack_word(f, at + o->bp_offset, &next_bp))
       return KWALK_SPLICE;
-  } else {
-    return KWALK_SPLICE;
+  } else if (have_regs_bp) {
+    next_bp = regs_bp;
   }
 
   if (next_sp <= f->sp) /* bad data would loop: callers are above */
@@ -373,6 +376,65 @@ static long verify_step(__u32 i, void *data) {
   return 0;
 }
 
+/* The own walk from frame *f into s: frames stored, how it ended. A global
+ * function, as are the two below, so the verifier checks each once rather
+ * than once per path through the code around it. */
+struct kwalk_result {
+  __u32 n;
+  __u32 status;
+  __u32 stopped_in_sched;
+  __u32 pad;
+};
+
+__noinline int kwalk_frames(const struct kframe *f, struct offcpu_stack *s,
+                            __u32 max, struct kwalk_result *r) {
+  if (!f || !s || !r)
+    return 0;
+  struct kwalk w = {.s = s, .f = *f, .max = max};
+  bpf_loop(OFFCPU_MAX_STACK_DEPTH, kwalk_step, &w, 0);
+  r->n = w.n;
+  r->status = w.status;
+  r->stopped_in_sched = w.stopped_in_sched;
+  return 0;
+}
+
+/* Checks the own walk (r, frames in own) against the kernel's (`bytes` of
+ * frames in kernel, without __sched ones) and, where the own walk handed
+ * over, appends the kernel's frames from that point. Returns the frame count
+ * in own; bit 32 set when __sched frames may be missing from them. */
+__noinline __u64 kwalk_splice(struct offcpu_stack *own,
+                              const struct offcpu_stack *kernel, long bytes,
+                              const struct kwalk_result *r, __u32 max) {
+  if (!own || !kernel || !r)
+    return 0;
+  __u32 m = bytes > 0 ? bytes / sizeof(__u64) : 0;
+  struct verify_loop v = {
+      .own = own, .kernel = kernel, .n = r->n, .m = m, .j = kwalk_unknown_zero};
+  bpf_loop(OFFCPU_MAX_STACK_DEPTH, verify_step, &v, 0);
+  /* A complete own walk must account for every kernel frame (both are cut
+   * at the same depth, so a truncated one only for its prefix). */
+  if (r->status != KWALK_SPLICE && r->n < max && v.j != m)
+    v.bad = true;
+  if (v.bad) {
+    count_kunwind(OFFCPU_KUNWIND_MISMATCH);
+    /* Trust the kernel: its frames, flagged as lacking __sched ones. */
+    struct splice_loop c = {.out = own, .kernel = kernel, .m = m, .max = max};
+    bpf_loop(OFFCPU_MAX_STACK_DEPTH, splice_step, &c, 0);
+    return c.copied | 1ULL << 32;
+  }
+  if (r->status != KWALK_SPLICE) {
+    count_kunwind(OFFCPU_KUNWIND_VERIFIED);
+    return r->n;
+  }
+  count_kunwind(OFFCPU_KUNWIND_SPLICED);
+  struct splice_loop c = {
+      .out = own, .kernel = kernel, .from = v.j, .m = m, .n = r->n, .max = max};
+  bpf_loop(OFFCPU_MAX_STACK_DEPTH, splice_step, &c, 0);
+  /* Had the own walk stopped inside __sched text, __sched frames between
+   * it and the kernel's next frame would be missing. */
+  return (r->n + c.copied) | (__u64)(r->stopped_in_sched != 0) << 32;
+}
+
 /* Walks the kernel stack of task `t`, which is off CPU, into s. Returns the
  * number of frames, 0 on failure; *partial is set when __sched frames may be
  * missing from it. */
@@ -382,62 +444,31 @@ static __always_inline __u32 walk_kernel_stack(struct task_struct *t,
                                                __u32 slot) {
   *partial = false;
   __u64 frame = BPF_CORE_READ(t, thread.sp);
-  struct inactive_task_frame *f = (struct inactive_task_frame *)frame;
+  struct inactive_task_frame *itf = (struct inactive_task_frame *)frame;
   struct pt_regs *top = (struct pt_regs *)bpf_task_pt_regs(t);
-  struct kwalk w = {
-      .s = s,
-      .f =
-          {
-              .ip = BPF_CORE_READ(f, ret_addr),
-              .sp = frame + bpf_core_type_size(struct inactive_task_frame),
-              .bp = BPF_CORE_READ(f, bp),
-              .stack_lo = (__u64)BPF_CORE_READ(t, stack),
-              .stack_hi = (__u64)top + bpf_core_type_size(struct pt_regs),
-          },
-      .max = max,
+  struct kframe f = {
+      .ip = BPF_CORE_READ(itf, ret_addr),
+      .sp = frame + bpf_core_type_size(struct inactive_task_frame),
+      .bp = BPF_CORE_READ(itf, bp),
+      .stack_lo = (__u64)BPF_CORE_READ(t, stack),
+      .stack_hi = (__u64)top + bpf_core_type_size(struct pt_regs),
   };
-  if (!frame || !top || w.f.sp <= w.f.stack_lo || w.f.sp >= w.f.stack_hi)
+  if (!frame || !top || f.sp <= f.stack_lo || f.sp >= f.stack_hi)
     return 0;
   /* A task that has never run starts in ret_from_fork, not after a call. */
-  w.f.signal = w.f.ip == ktext.fork_ret;
-  bpf_loop(OFFCPU_MAX_STACK_DEPTH, kwalk_step, &w, 0);
-  if (w.status != KWALK_SPLICE && !kwalk_verify)
-    return w.n;
+  f.signal = f.ip == ktext.fork_ret;
+  struct kwalk_result r = {};
+  kwalk_frames(&f, s, max, &r);
+  if (r.status != KWALK_SPLICE && !kwalk_verify)
+    return r.n;
 
   struct offcpu_stack *k = bpf_map_lookup_elem(&kernel_walk_scratch, &slot);
   if (!k)
     return 0;
   long bytes = bpf_get_task_stack(t, k->ips, stack_bytes(), 0);
-  __u32 m = bytes > 0 ? bytes / sizeof(__u64) : 0;
-
-  struct verify_loop v = {
-      .own = s, .kernel = k, .n = w.n, .m = m, .j = kwalk_unknown_zero};
-  bpf_loop(OFFCPU_MAX_STACK_DEPTH, verify_step, &v, 0);
-  /* A complete own walk must account for every kernel frame (both are cut
-   * at the same depth, so a truncated one only for its prefix). */
-  if (w.status != KWALK_SPLICE && w.n < max && v.j != m)
-    v.bad = true;
-  if (v.bad) {
-    count_kunwind(OFFCPU_KUNWIND_MISMATCH);
-    /* Trust the kernel: its frames, flagged as lacking __sched ones. */
-    struct splice_loop c = {.out = s, .kernel = k, .m = m, .max = max};
-    bpf_loop(OFFCPU_MAX_STACK_DEPTH, splice_step, &c, 0);
-    *partial = true;
-    return c.copied;
-  }
-  if (w.status != KWALK_SPLICE) {
-    count_kunwind(OFFCPU_KUNWIND_VERIFIED);
-    return w.n;
-  }
-
-  count_kunwind(OFFCPU_KUNWIND_SPLICED);
-  /* Had the own walk stopped inside __sched text, __sched frames between
-   * it and the kernel's next frame would be missing. */
-  *partial = w.stopped_in_sched;
-  struct splice_loop c = {
-      .out = s, .kernel = k, .from = v.j, .m = m, .n = w.n, .max = max};
-  bpf_loop(OFFCPU_MAX_STACK_DEPTH, splice_step, &c, 0);
-  return w.n + c.copied;
+  __u64 res = kwalk_splice(s, k, bytes, &r, max);
+  *partial = res >> 32;
+  return (__u32)res;
 }
 
 /* Kernel stack of a task that is off CPU: the ORC walk where available,

@@ -85,9 +85,12 @@ static long hash_step(__u32 i, void *data) {
   return 0;
 }
 
-/* Stores the `bytes` of frames in *s; returns its id or OFFCPU_STACK_MISSED. */
-static __always_inline __u64 store_stack(struct offcpu_stack *s, long bytes,
-                                         bool user) {
+/* Stores the `bytes` of frames in *s; returns its id or OFFCPU_STACK_MISSED.
+ * A global function: the verifier checks it once, not once for every path
+ * that leads to one of its callers. */
+__noinline __u64 store_stack(struct offcpu_stack *s, long bytes, bool user) {
+  if (!s)
+    return OFFCPU_STACK_MISSED;
   if (bytes <= 0) {
     count_loss(user ? OFFCPU_LOST_USER_STACK_WALK
                     : OFFCPU_LOST_KERNEL_STACK_WALK);
