@@ -68,11 +68,14 @@ struct orc_slot {
 };
 
 /* Direct-mapped and per CPU: a lookup is an array access, no locking, and a
- * sleeping task's stack only ever holds a few hundred distinct addresses. */
+ * sleeping task's stack only ever holds a few hundred distinct addresses.
+ * One cache per context (SCRATCH_HOOK, SCRATCH_ITER), like the scratch
+ * buffers: the switch hook preempting an iterator mid-update on the same CPU
+ * must not mix two entries. */
 #define ORC_CACHE_SLOTS 4096
 struct {
   __uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-  __uint(max_entries, ORC_CACHE_SLOTS);
+  __uint(max_entries, 2 * ORC_CACHE_SLOTS);
   __type(key, __u32);
   __type(value, struct orc_slot);
 } orc_cache SEC(".maps");
@@ -145,8 +148,9 @@ static long orc_search_step(__u32 i, void *data) {
 
 /* The ORC entry covering `addr` in core kernel text: the last table entry
  * whose address is <= addr (the table is sorted at build time). */
-static __always_inline struct orc_slot *orc_find(__u64 addr) {
-  __u32 idx = mix64(addr) & (ORC_CACHE_SLOTS - 1);
+static __always_inline struct orc_slot *orc_find(__u64 addr, __u32 cache) {
+  __u32 idx =
+      (mix64(addr) & (ORC_CACHE_SLOTS - 1)) + (cache ? ORC_CACHE_SLOTS : 0);
   struct orc_slot *o = bpf_map_lookup_elem(&orc_cache, &idx);
   if (!o)
     return NULL;
@@ -191,7 +195,7 @@ struct kframe {
   __u64 ip, sp, bp;
   __u64 stack_lo, stack_hi;
   __u32 signal; /* ip is not a return address: look it up as is */
-  __u32 pad;
+  __u32 cache;  /* the caller's context: SCRATCH_HOOK or SCRATCH_ITER */
 };
 
 static __always_inline bool stack_word(const struct kframe *f, __u64 addr,
@@ -212,7 +216,7 @@ __noinline int kwalk_unwind(struct kframe *f) {
 
   /* A return address points after its call, which may be the last
    * instruction of the function: look up the call itself. */
-  struct orc_slot *o = orc_find(f->signal ? ip : ip - 1);
+  struct orc_slot *o = orc_find(f->signal ? ip : ip - 1, f->cache);
   if (!o || o->type == ORC_TYPE_UNDEFINED)
     return KWALK_SPLICE;
   if (o->type == ORC_TYPE_END_OF_STACK)
@@ -452,6 +456,7 @@ static __always_inline __u32 walk_kernel_stack(struct task_struct *t,
       .bp = BPF_CORE_READ(itf, bp),
       .stack_lo = (__u64)BPF_CORE_READ(t, stack),
       .stack_hi = (__u64)top + bpf_core_type_size(struct pt_regs),
+      .cache = slot,
   };
   if (!frame || !top || f.sp <= f.stack_lo || f.sp >= f.stack_hi)
     return 0;
