@@ -1,6 +1,9 @@
 #include "collect/offcpu_session.h"
 
 #include <bpf/bpf.h>
+#include <linux/membarrier.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -211,7 +214,12 @@ void OffcpuSession::stop() {
   if (plan_.kstack_at_switch_in) {
     // Stacks are walked when a wait ends: flush while switch-ins still close
     // their own waits (a record is charged by whichever claims it first), so
-    // that no task runs again with its stack unwalked.
+    // that no task runs again with its stack unwalked. First let switch-outs
+    // that read stop_ns before it was set finish opening their waits:
+    // MEMBARRIER_CMD_GLOBAL is synchronize_rcu(), and the hook runs under
+    // RCU. Kernels without it (before 4.3) get a pause instead.
+    if (syscall(__NR_membarrier, MEMBARRIER_CMD_GLOBAL, 0, 0) != 0)
+      usleep(20000);
     flush();
     switch_link_.reset();
   } else {
