@@ -1,6 +1,9 @@
 #include "probe/features.h"
 
 #include <bpf/btf.h>
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "probe/kernel_text.h"
@@ -29,6 +32,30 @@ bool has_enum_value(const btf *b, const char *enum_name, const char *value) {
   return false;
 }
 
+// The kernel's BTF. Mapped where the kernel allows it (6.16+), so that
+// libbpf's one copy is all the memory it takes; else read by libbpf, which
+// holds the 5.5 MB twice while parsing.
+btf *load_kernel_btf() {
+  const char *path = "/sys/kernel/btf/vmlinux";
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  struct stat st {};
+  if (fd >= 0 && fstat(fd, &st) == 0 && st.st_size > 0) {
+    void *p = mmap(nullptr, static_cast<size_t>(st.st_size), PROT_READ,
+                   MAP_PRIVATE, fd, 0);
+    if (p != MAP_FAILED) {
+      btf *b = btf__new(p, static_cast<__u32>(st.st_size));
+      munmap(p, static_cast<size_t>(st.st_size));
+      close(fd);
+      if (b)
+        return b;
+      return btf__load_vmlinux_btf();
+    }
+  }
+  if (fd >= 0)
+    close(fd);
+  return btf__load_vmlinux_btf();
+}
+
 // Parameters of the tracepoint's BTF prototype, including its void *data.
 int tracepoint_params(const btf *b, const char *typedef_name) {
   int id = btf__find_by_name_kind(b, typedef_name, BTF_KIND_TYPEDEF);
@@ -48,7 +75,7 @@ int tracepoint_params(const btf *b, const char *typedef_name) {
 
 KernelFeatures probe_kernel_features() {
   KernelFeatures f;
-  std::unique_ptr<btf, BtfDeleter> b(btf__load_vmlinux_btf());
+  std::unique_ptr<btf, BtfDeleter> b(load_kernel_btf());
   if (!b)
     return f;
   f.btf = true;
@@ -188,7 +215,7 @@ bool kallsyms_has(const std::string &text, const std::string &name) {
 
 RwsemFeatures probe_rwsem_features() {
   RwsemFeatures f;
-  std::unique_ptr<btf, BtfDeleter> b(btf__load_vmlinux_btf());
+  std::unique_ptr<btf, BtfDeleter> b(load_kernel_btf());
   // A function is there if BTF describes it; else /proc/kallsyms (~50 ms of
   // kernel time to format) decides, read only if needed.
   std::optional<std::string> kallsyms;
