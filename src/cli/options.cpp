@@ -283,6 +283,12 @@ CommandLine parse_command_line(int argc, const char *const *argv,
                "also take the kernel's own walk of each stack and count "
                "disagreements (-v); costs more")
       ->group("Limits");
+  std::string loader = "auto";
+  app.add_option("--loader", loader,
+                 "who loads the BPF programs: auto, light (the kernel) or "
+                 "libbpf")
+      ->check(CLI::IsMember({"auto", "light", "libbpf"}))
+      ->group("");
   app.add_option("--kernel-unwind-limit", o.kernel_unwind_limit,
                  "hand kernel stacks over to the kernel's walk after N frames")
       ->check(CLI::Range(1u, 127u))
@@ -398,6 +404,10 @@ CommandLine parse_command_line(int argc, const char *const *argv,
     o.state = parse_state(state);
   if (o.min_block_us > o.max_block_us)
     throw usage_error("--min-block-time must not exceed --max-block-time");
+  if (loader == "light")
+    o.loader = Loader::Light;
+  else if (loader == "libbpf")
+    o.loader = Loader::Libbpf;
   if (unwind == "orc")
     o.kernel_unwind = KernelUnwind::Orc;
   else if (unwind == "switch-out")

@@ -19,6 +19,10 @@ enum class AttachChoice { Auto, TpBtf, RawTp };
 // the task runs again where the kernel allows it, else at switch-out.
 enum class KernelUnwind { Auto, Orc, SwitchOut };
 
+// Who loads the BPF programs: the kernel (light skeleton, nothing parsed
+// here) where it can, else libbpf. The choice is for tests and checks.
+enum class Loader { Auto, Light, Libbpf };
+
 enum class OutputFormat { Text, Folded, Svg, Pprof };
 
 // Where and how results are written; shared by the commands.
@@ -62,6 +66,7 @@ struct ProfileOptions {
   KernelUnwind kernel_unwind = KernelUnwind::Auto;
   bool verify_kernel_unwind = false; // also take the kernel's walk, compare
   uint32_t kernel_unwind_limit = 0;  // test knob: splice after N frames
+  Loader loader = Loader::Auto;
 };
 
 // How `offcpu rwsem` watches the rwsem slow path; Auto picks the best the

@@ -52,19 +52,27 @@ std::string take_libbpf_messages() {
   return s;
 }
 
-void fill_id_set(bpf_map *map, const std::vector<uint32_t> &ids) {
+void fill_id_set(int map_fd, const std::vector<uint32_t> &ids) {
   const uint8_t one = 1;
   for (uint32_t id : ids)
-    if (bpf_map__update_elem(map, &id, sizeof(id), &one, sizeof(one), BPF_ANY))
+    if (bpf_map_update_elem(map_fd, &id, &one, BPF_ANY))
       throw runtime_error(std::string("cannot fill the PID/TID filter map: ") +
                           std::strerror(errno));
 }
 
+void fill_id_set(bpf_map *map, const std::vector<uint32_t> &ids) {
+  fill_id_set(bpf_map__fd(map), ids);
+}
+
 int run_iterator(bpf_program *prog) {
-  BpfLink link(bpf_program__attach_iter(prog, nullptr));
+  return run_iterator(bpf_program__fd(prog));
+}
+
+int run_iterator(int prog_fd) {
+  UniqueFd link(bpf_link_create(prog_fd, 0, BPF_TRACE_ITER, nullptr));
   if (!link)
     return -errno;
-  UniqueFd fd(bpf_iter_create(bpf_link__fd(link.get())));
+  UniqueFd fd(bpf_iter_create(link.get()));
   if (!fd)
     return -errno;
   char buf[256];

@@ -20,6 +20,7 @@ using BpfLink = std::unique_ptr<bpf_link, BpfLinkDeleter>;
 // Runs an iterator program to completion (its side effects are the point).
 // Returns 0 or a negative errno.
 int run_iterator(bpf_program *prog);
+int run_iterator(int prog_fd);
 
 // Every key of a hash map, as they are now (entries may come and go).
 template <typename Key> std::vector<Key> map_keys(int map_fd) {
@@ -37,6 +38,7 @@ template <typename Key> std::vector<Key> map_keys(int map_fd) {
 // Puts each id in a u32 -> u8 set map (the PID/TID filters); throws
 // FatalError if the kernel refuses.
 void fill_id_set(bpf_map *map, const std::vector<uint32_t> &ids);
+void fill_id_set(int map_fd, const std::vector<uint32_t> &ids);
 
 // libbpf's messages go to a buffer; shown with -v or when loading fails.
 void capture_libbpf_messages(bool echo_to_stderr);

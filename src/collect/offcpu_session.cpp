@@ -11,6 +11,7 @@
 #include <cstring>
 #include <functional>
 
+#include "collect/light_loader.h"
 #include "offcpu.skel.h"
 #include "util/error.h"
 #include "util/signals.h"
@@ -37,8 +38,11 @@ std::string load_failure(int err) {
          " (run with -v for the verifier log)";
 }
 
-int try_load(offcpu_bpf *skel, const ProfileOptions &o, const OffcpuPlan &p) {
-  auto *ro = skel->rodata;
+using Rodata = std::remove_pointer_t<decltype(offcpu_bpf::rodata)>;
+using Bss = std::remove_pointer_t<decltype(offcpu_bpf::bss)>;
+
+// The knobs, in either skeleton's .rodata (one layout: one object).
+void set_rodata(Rodata *ro, const ProfileOptions &o, const OffcpuPlan &p) {
   ro->filter_tgid = !o.pids.empty();
   ro->filter_tid = !o.tids.empty();
   ro->user_threads_only = o.user_threads_only;
@@ -61,22 +65,34 @@ int try_load(offcpu_bpf *skel, const ProfileOptions &o, const OffcpuPlan &p) {
   ro->user_fp_walk = p.user_fp_walk;
   ro->use_bpf_loop = p.bpf_loop;
   ro->announce_processes = p.announce_processes;
-  bpf_map__set_autocreate(skel->maps.new_processes, p.announce_processes);
   ro->stack_depth = o.max_stack_depth;
+}
 
-  auto &m = skel->maps;
-  bpf_map__set_max_entries(m.filter_tgids,
-                           std::max<uint32_t>(1, o.pids.size()));
-  bpf_map__set_max_entries(m.filter_tids, std::max<uint32_t>(1, o.tids.size()));
-  bpf_map__set_max_entries(m.stacks, o.stack_storage_size);
-  bpf_map__set_max_entries(m.counts, o.max_entries);
-  // Both stay preallocated (a few ms at start): allocating on insert
-  // (6.1+) fails with ENOMEM in bursts of new stacks, as measured under
-  // perf bench sched pipe, and a stack would be lost.
-  // One in-flight wait per thread that is blocked; sized for large hosts.
-  bpf_map__set_max_entries(m.starts_hash, p.task_storage ? 1 : 262144);
-  bpf_map__set_autocreate(m.starts_task, p.task_storage);
+// Map sizes, by name. The stack and count maps stay preallocated (a few ms
+// at start): allocating on insert (6.1+) failed with ENOMEM in bursts of new
+// stacks under perf bench sched pipe, and a stack was lost.
+std::vector<std::pair<const char *, uint32_t>>
+map_sizes(const ProfileOptions &o, const OffcpuPlan &p) {
+  return {
+      {"filter_tgids", std::max<uint32_t>(1, o.pids.size())},
+      {"filter_tids", std::max<uint32_t>(1, o.tids.size())},
+      {"stacks", o.stack_storage_size},
+      {"counts", o.max_entries},
+      // One in-flight wait per blocked thread; sized for large hosts.
+      {"starts_hash", p.task_storage ? 1u : 262144u},
+  };
+}
 
+Bss *bss_of(const OffcpuSession::Handles &h) {
+  return static_cast<Bss *>(h.bss);
+}
+
+int try_load(offcpu_bpf *skel, const ProfileOptions &o, const OffcpuPlan &p) {
+  set_rodata(skel->rodata, o, p);
+  for (const auto &[name, n] : map_sizes(o, p))
+    bpf_map__set_max_entries(bpf_object__find_map_by_name(skel->obj, name), n);
+  bpf_map__set_autocreate(skel->maps.new_processes, p.announce_processes);
+  bpf_map__set_autocreate(skel->maps.starts_task, p.task_storage);
   bpf_program__set_autoload(skel->progs.offcpu_switch_btf, p.tp_btf);
   bpf_program__set_autoload(skel->progs.offcpu_switch_raw, !p.tp_btf);
   bpf_program__set_autoload(skel->progs.offcpu_seed_open, p.seed_open_waits);
@@ -85,17 +101,81 @@ int try_load(offcpu_bpf *skel, const ProfileOptions &o, const OffcpuPlan &p) {
   return offcpu_bpf__load(skel);
 }
 
+// The light skeleton loads every program and map, so it only serves the
+// plan that uses them all (a modern kernel's).
+bool light_can_serve(const OffcpuPlan &p) {
+  return p.tp_btf && p.task_storage && p.bpf_loop && p.announce_processes &&
+         p.seed_open_waits && p.seed_user_stacks && p.flush_open_waits &&
+         p.user_fp_walk;
+}
+
+int try_load_light(offcpu_light *l, const ProfileOptions &o,
+                   const OffcpuPlan &p) {
+  size_t size = 0;
+  void *ro = offcpu_light_rodata(l, &size);
+  if (!ro || size != sizeof(Rodata))
+    return -EINVAL;
+  set_rodata(static_cast<Rodata *>(ro), o, p);
+  for (const auto &[name, n] : map_sizes(o, p))
+    if (offcpu_light_set_max_entries(l, name, n))
+      return -EINVAL;
+  return offcpu_light_load(l);
+}
+
 } // namespace
 
 void OffcpuSession::SkelDeleter::operator()(offcpu_bpf *skel) const {
   offcpu_bpf__destroy(skel);
 }
 
-OffcpuSession::OffcpuSession(std::unique_ptr<offcpu_bpf, SkelDeleter> skel,
-                             OffcpuPlan plan, bool verbose)
-    : skel_(std::move(skel)), plan_(plan), verbose_(verbose) {}
+void OffcpuSession::LightDeleter::operator()(offcpu_light *l) const {
+  offcpu_light_destroy(l);
+}
+
+OffcpuSession::OffcpuSession(OffcpuPlan plan, bool verbose)
+    : plan_(plan), verbose_(verbose) {}
 
 OffcpuSession::~OffcpuSession() = default;
+
+void OffcpuSession::take(std::unique_ptr<offcpu_bpf, SkelDeleter> skel) {
+  skel_ = std::move(skel);
+  auto fd = [](bpf_program *p) {
+    return bpf_program__autoload(p) ? bpf_program__fd(p) : -1;
+  };
+  h_.switch_prog = fd(plan_.tp_btf ? skel_->progs.offcpu_switch_btf
+                                   : skel_->progs.offcpu_switch_raw);
+  h_.seed_open = fd(skel_->progs.offcpu_seed_open);
+  h_.seed_stacks = fd(skel_->progs.offcpu_seed_stacks);
+  h_.flush = fd(skel_->progs.offcpu_flush);
+  h_.stacks = bpf_map__fd(skel_->maps.stacks);
+  h_.counts = bpf_map__fd(skel_->maps.counts);
+  h_.waits_charged = bpf_map__fd(skel_->maps.waits_charged);
+  h_.new_processes =
+      plan_.announce_processes ? bpf_map__fd(skel_->maps.new_processes) : -1;
+  h_.filter_tgids = bpf_map__fd(skel_->maps.filter_tgids);
+  h_.filter_tids = bpf_map__fd(skel_->maps.filter_tids);
+  h_.bss = skel_->bss;
+}
+
+bool OffcpuSession::take(std::unique_ptr<offcpu_light, LightDeleter> light) {
+  light_ = std::move(light);
+  offcpu_light *l = light_.get();
+  size_t size = 0;
+  h_.bss = offcpu_light_bss(l, &size);
+  if (!h_.bss || size != sizeof(Bss))
+    return false;
+  h_.switch_prog = offcpu_light_prog_fd(l, "offcpu_switch_btf");
+  h_.seed_open = offcpu_light_prog_fd(l, "offcpu_seed_open");
+  h_.seed_stacks = offcpu_light_prog_fd(l, "offcpu_seed_stacks");
+  h_.flush = offcpu_light_prog_fd(l, "offcpu_flush");
+  h_.stacks = offcpu_light_map_fd(l, "stacks");
+  h_.counts = offcpu_light_map_fd(l, "counts");
+  h_.waits_charged = offcpu_light_map_fd(l, "waits_charged");
+  h_.new_processes = offcpu_light_map_fd(l, "new_processes");
+  h_.filter_tgids = offcpu_light_map_fd(l, "filter_tgids");
+  h_.filter_tids = offcpu_light_map_fd(l, "filter_tids");
+  return true;
+}
 
 std::unique_ptr<OffcpuSession>
 OffcpuSession::load(const ProfileOptions &opts,
@@ -103,6 +183,30 @@ OffcpuSession::load(const ProfileOptions &opts,
   if (plans.empty())
     throw runtime_error("no way to attach to sched_switch on this kernel "
                         "(needs BTF-enabled or raw tracepoints)");
+  auto loaded = [&](std::unique_ptr<OffcpuSession> s, const char *loader) {
+    fill_id_set(s->h_.filter_tgids, opts.pids);
+    fill_id_set(s->h_.filter_tids, opts.tids);
+    if (verbose)
+      fprintf(stderr, "offcpu: attach plan: %s; loaded %s\n",
+              s->plan_.describe().c_str(), loader);
+    take_libbpf_messages();
+    return s;
+  };
+  if (opts.loader != Loader::Libbpf && light_can_serve(plans[0])) {
+    std::unique_ptr<offcpu_light, LightDeleter> light(offcpu_light_open());
+    int err = light ? try_load_light(light.get(), opts, plans[0]) : -ENOMEM;
+    std::unique_ptr<OffcpuSession> s(new OffcpuSession(plans[0], verbose));
+    if (err == 0 && s->take(std::move(light)))
+      return loaded(std::move(s),
+                    "by the kernel (light skeleton: no BTF parsed here)");
+    if (verbose)
+      fprintf(stderr,
+              "offcpu: the in-kernel loader failed (%s); loading with "
+              "libbpf\n",
+              errno_text(err).c_str());
+  }
+  if (opts.loader == Loader::Light)
+    throw runtime_error("--loader light is not possible on this kernel");
   int last_err = 0;
   for (const OffcpuPlan &plan : plans) {
     std::unique_ptr<offcpu_bpf, SkelDeleter> skel(offcpu_bpf__open());
@@ -110,13 +214,9 @@ OffcpuSession::load(const ProfileOptions &opts,
       throw runtime_error("cannot open the BPF object: " + errno_text(errno));
     int err = try_load(skel.get(), opts, plan);
     if (err == 0) {
-      fill_id_set(skel->maps.filter_tgids, opts.pids);
-      fill_id_set(skel->maps.filter_tids, opts.tids);
-      if (verbose)
-        fprintf(stderr, "offcpu: attach plan: %s\n", plan.describe().c_str());
-      take_libbpf_messages();
-      return std::unique_ptr<OffcpuSession>(
-          new OffcpuSession(std::move(skel), plan, verbose));
+      std::unique_ptr<OffcpuSession> s(new OffcpuSession(plan, verbose));
+      s->take(std::move(skel));
+      return loaded(std::move(s), "by libbpf");
     }
     last_err = err;
     if (verbose)
@@ -130,18 +230,17 @@ OffcpuSession::load(const ProfileOptions &opts,
 }
 
 void OffcpuSession::attach() {
-  bpf_program *prog = plan_.tp_btf ? skel_->progs.offcpu_switch_btf
-                                   : skel_->progs.offcpu_switch_raw;
-  switch_link_.reset(bpf_program__attach(prog));
+  switch_link_.reset(bpf_raw_tracepoint_open(
+      plan_.tp_btf ? nullptr : "sched_switch", h_.switch_prog));
   if (!switch_link_)
     throw runtime_error("cannot attach to sched_switch: " + errno_text(errno));
   start_ns_ = monotonic_ns();
-  skel_->bss->window_start_ns = start_ns_;
+  bss_of(h_)->window_start_ns = start_ns_;
   // Waits in progress: opened at once, user stacks filled in after.
   if (plan_.seed_open_waits) {
-    int err = run_iterator(skel_->progs.offcpu_seed_open);
+    int err = run_iterator(h_.seed_open);
     if (!err && plan_.seed_user_stacks)
-      err = run_iterator(skel_->progs.offcpu_seed_stacks);
+      err = run_iterator(h_.seed_stacks);
     if (err)
       fprintf(stderr,
               "offcpu: warning: waits in progress at start not all seen: %s\n",
@@ -165,7 +264,7 @@ int on_new_stack(void *ctx, void *data, size_t size) {
 
 std::vector<uint64_t> OffcpuSession::read_stack(uint64_t id) const {
   StackTable table;
-  read_stacks(bpf_map__fd(skel_->maps.stacks), {id}, table);
+  read_stacks(h_.stacks, {id}, table);
   auto it = table.find(id);
   return it == table.end() ? std::vector<uint64_t>{} : std::move(it->second);
 }
@@ -175,8 +274,8 @@ bool OffcpuSession::wait(double seconds, const NewStack &new_stack) {
     return wait_for_stop(seconds);
   if (!ring_) {
     ring_callback_ = new_stack;
-    ring_.reset(ring_buffer__new(bpf_map__fd(skel_->maps.new_processes),
-                                 on_new_stack, &ring_callback_, nullptr));
+    ring_.reset(ring_buffer__new(h_.new_processes, on_new_stack,
+                                 &ring_callback_, nullptr));
     if (!ring_)
       return wait_for_stop(seconds);
   }
@@ -202,11 +301,11 @@ void OffcpuSession::stop() {
     return;
   stop_ns_ = monotonic_ns();
   // From here on switch-ins end their waits at stop_ns and no wait opens.
-  skel_->bss->stop_ns = stop_ns_;
+  bss_of(h_)->stop_ns = stop_ns_;
   auto flush = [&] {
     if (!plan_.flush_open_waits)
       return;
-    int err = run_iterator(skel_->progs.offcpu_flush);
+    int err = run_iterator(h_.flush);
     if (err)
       fprintf(stderr, "offcpu: waits still open at stop were not charged: %s\n",
               errno_text(err).c_str());
@@ -236,12 +335,11 @@ OffcpuSession::Progress OffcpuSession::progress() const {
   if (ncpus > 0) {
     std::vector<uint64_t> per_cpu(static_cast<size_t>(ncpus));
     uint32_t zero = 0;
-    if (bpf_map_lookup_elem(bpf_map__fd(skel_->maps.waits_charged), &zero,
-                            per_cpu.data()) == 0)
+    if (bpf_map_lookup_elem(h_.waits_charged, &zero, per_cpu.data()) == 0)
       for (uint64_t n : per_cpu)
         p.waits += n;
   }
-  p.keys = map_keys<offcpu_key>(bpf_map__fd(skel_->maps.counts)).size();
+  p.keys = map_keys<offcpu_key>(h_.counts).size();
   return p;
 }
 
@@ -249,11 +347,11 @@ RawProfile OffcpuSession::drain() const {
   RawProfile out;
   out.window_ns = stop_ns_ > start_ns_ ? stop_ns_ - start_ns_ : 0;
   for (int i = 0; i < OFFCPU_LOST_NR; i++)
-    out.lost[i] = skel_->bss->lost[i];
+    out.lost[i] = bss_of(h_)->lost[i];
   for (int i = 0; i < OFFCPU_KUNWIND_NR; i++)
-    out.kunwind[i] = skel_->bss->kunwind_stats[i];
+    out.kunwind[i] = bss_of(h_)->kunwind_stats[i];
 
-  int counts_fd = bpf_map__fd(skel_->maps.counts);
+  int counts_fd = h_.counts;
   for (const offcpu_key &key : map_keys<offcpu_key>(counts_fd)) {
     offcpu_value val{};
     if (bpf_map_lookup_elem(counts_fd, &key, &val) == 0)
@@ -265,7 +363,7 @@ RawProfile OffcpuSession::drain() const {
     ids.push_back(kv.first.user_stack);
     ids.push_back(kv.first.kernel_stack);
   }
-  read_stacks(bpf_map__fd(skel_->maps.stacks), ids, out.stacks);
+  read_stacks(h_.stacks, ids, out.stacks);
   return out;
 }
 

@@ -11,8 +11,10 @@
 #include "collect/bpf_util.h"
 #include "collect/raw_profile.h"
 #include "probe/features.h"
+#include "util/fd.h"
 
 struct offcpu_bpf;
+struct offcpu_light;
 
 namespace offcpu {
 
@@ -44,6 +46,14 @@ public:
 
   const OffcpuPlan &plan() const { return plan_; }
 
+  // What the session uses once loaded, from either skeleton.
+  struct Handles {
+    int switch_prog = -1, seed_open = -1, seed_stacks = -1, flush = -1;
+    int stacks = -1, counts = -1, waits_charged = -1, new_processes = -1;
+    int filter_tgids = -1, filter_tids = -1;
+    void *bss = nullptr; // the object's .bss, mapped
+  };
+
   struct Progress {
     uint64_t waits = 0; // waits charged so far
     uint64_t keys = 0;  // distinct thread/stack pairs
@@ -54,13 +64,19 @@ private:
   struct SkelDeleter {
     void operator()(offcpu_bpf *skel) const;
   };
-  OffcpuSession(std::unique_ptr<offcpu_bpf, SkelDeleter> skel, OffcpuPlan plan,
-                bool verbose);
+  struct LightDeleter {
+    void operator()(offcpu_light *l) const;
+  };
+  OffcpuSession(OffcpuPlan plan, bool verbose);
+  void take(std::unique_ptr<offcpu_bpf, SkelDeleter> skel);
+  bool take(std::unique_ptr<offcpu_light, LightDeleter> light);
 
   std::unique_ptr<offcpu_bpf, SkelDeleter> skel_;
+  std::unique_ptr<offcpu_light, LightDeleter> light_;
+  Handles h_;
   OffcpuPlan plan_;
   bool verbose_;
-  BpfLink switch_link_;
+  UniqueFd switch_link_; // closing it detaches
   struct RingDeleter {
     void operator()(ring_buffer *r) const { ring_buffer__free(r); }
   };

@@ -303,6 +303,27 @@ TEST_F(Profile, OrcWalkAgreesWithTheKernelAndHandsOverCleanly) {
   }
 }
 
+// The light skeleton (loaded by the kernel, the default here) and libbpf's
+// regular one (the fallback) run the same programs: same answers.
+TEST_F(Profile, KernelAndLibbpfLoadersAgree) {
+  Workload w;
+  auto light = offcpu({"-p", std::to_string(w.pid()), "-f", "-d", "-v", "2"});
+  auto regular = offcpu({"-p", std::to_string(w.pid()), "-f", "-d", "-v",
+                         "--loader", "libbpf", "2"});
+  EXPECT_NE(light.err.find("loaded by the kernel"), std::string::npos)
+      << light.err;
+  EXPECT_NE(regular.err.find("loaded by libbpf"), std::string::npos)
+      << regular.err;
+  auto a = test::parse_folded(light.out), b = test::parse_folded(regular.out);
+  for (const char *comm : {"sleeper", "piperd", "stuck"}) {
+    expect_near(test::totals_by_comm(a)[comm], kWindowUs, 0.05, comm);
+    expect_near(test::totals_by_comm(b)[comm], kWindowUs, 0.05, comm);
+    EXPECT_EQ(kernel_part(heaviest_with(a, comm, "start_thread")),
+              kernel_part(heaviest_with(b, comm, "start_thread")))
+        << comm;
+  }
+}
+
 TEST_F(Profile, KernelUnwindOrcRefusedWithRawTp) {
   auto r = test::run(
       {OFFCPU_BIN, "--attach", "raw_tp", "--kernel-unwind", "orc", "-f", "1"},
