@@ -11,6 +11,8 @@ _offcpu() {
       COMPREPLY=($(compgen -W "text folded svg pprof" -- "$cur")); return ;;
     -o|--output)
       _filedir; return ;;
+    --loader)
+      COMPREPLY=($(compgen -W "auto light libbpf" -- "$cur")); return ;;
     --kernel-unwind)
       COMPREPLY=($(compgen -W "auto orc switch-out" -- "$cur")); return ;;
     --attach)
@@ -35,7 +37,7 @@ _offcpu() {
       fi ;;
     *)
       if [[ $cur == -* ]]; then
-        COMPREPLY=($(compgen -W "$common -p --pid -t --tid -u --user-threads-only -k --kernel-threads-only -m --min-block-time -M --max-block-time --state -U --user-stacks-only -K --kernel-stacks-only -q --quiet -v --verbose -V --version --stack-storage-size --perf-max-stack-depth --max-entries --kernel-unwind --verify-kernel-unwind" -- "$cur"))
+        COMPREPLY=($(compgen -W "$common -p --pid -t --tid -u --user-threads-only -k --kernel-threads-only -m --min-block-time -M --max-block-time --state -U --user-stacks-only -K --kernel-stacks-only -q --quiet -v --verbose -V --version --stack-storage-size --perf-max-stack-depth --max-entries --kernel-unwind --verify-kernel-unwind --loader" -- "$cur"))
       else
         COMPREPLY=($(compgen -W "rwsem flamegraph" -- "$cur"))
       fi ;;

@@ -285,10 +285,10 @@ CommandLine parse_command_line(int argc, const char *const *argv,
       ->group("Limits");
   std::string loader = "auto";
   app.add_option("--loader", loader,
-                 "who loads the BPF programs: auto, light (the kernel) or "
-                 "libbpf")
+                 "who loads the BPF programs: light (the kernel, nothing "
+                 "parsed here), libbpf, or auto (light where possible)")
       ->check(CLI::IsMember({"auto", "light", "libbpf"}))
-      ->group("");
+      ->group("Limits");
   app.add_option("--kernel-unwind-limit", o.kernel_unwind_limit,
                  "hand kernel stacks over to the kernel's walk after N frames")
       ->check(CLI::Range(1u, 127u))

@@ -14,15 +14,15 @@ struct offcpu_light {
 };
 
 /* Maps and programs by name. */
+// clang-format off
 #define MAPS(X)                                                                \
-  X(stacks)                                                                    \
-  X(stack_scratch) X(orc_cache) X(kernel_walk_scratch) X(waits_charged)        \
-      X(filter_tgids) X(filter_tids) X(starts_task) X(starts_hash) X(counts)   \
-          X(new_processes) X(seen_stacks)
+  X(stacks) X(stack_scratch) X(orc_cache) X(kernel_walk_scratch)               \
+  X(waits_charged) X(filter_tgids) X(filter_tids) X(starts_task)               \
+  X(starts_hash) X(counts) X(new_processes) X(seen_stacks)
 #define PROGS(X)                                                               \
-  X(offcpu_switch_btf)                                                         \
-  X(offcpu_switch_raw) X(offcpu_seed_open) X(offcpu_seed_stacks)               \
-      X(offcpu_flush)
+  X(offcpu_switch_btf) X(offcpu_switch_raw) X(offcpu_seed_open)                \
+  X(offcpu_seed_stacks) X(offcpu_flush)
+// clang-format on
 
 static struct bpf_map_desc *map_desc(struct offcpu_light *l, const char *n) {
 #define MATCH(m)                                                               \

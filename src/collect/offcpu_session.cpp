@@ -90,7 +90,8 @@ Bss *bss_of(const OffcpuSession::Handles &h) {
 int try_load(offcpu_bpf *skel, const ProfileOptions &o, const OffcpuPlan &p) {
   set_rodata(skel->rodata, o, p);
   for (const auto &[name, n] : map_sizes(o, p))
-    bpf_map__set_max_entries(bpf_object__find_map_by_name(skel->obj, name), n);
+    if (bpf_map *m = bpf_object__find_map_by_name(skel->obj, name))
+      bpf_map__set_max_entries(m, n);
   bpf_map__set_autocreate(skel->maps.new_processes, p.announce_processes);
   bpf_map__set_autocreate(skel->maps.starts_task, p.task_storage);
   bpf_program__set_autoload(skel->progs.offcpu_switch_btf, p.tp_btf);
@@ -195,10 +196,13 @@ OffcpuSession::load(const ProfileOptions &opts,
   if (opts.loader != Loader::Libbpf && light_can_serve(plans[0])) {
     std::unique_ptr<offcpu_light, LightDeleter> light(offcpu_light_open());
     int err = light ? try_load_light(light.get(), opts, plans[0]) : -ENOMEM;
-    std::unique_ptr<OffcpuSession> s(new OffcpuSession(plans[0], verbose));
-    if (err == 0 && s->take(std::move(light)))
-      return loaded(std::move(s),
-                    "by the kernel (light skeleton: no BTF parsed here)");
+    if (err == 0) {
+      std::unique_ptr<OffcpuSession> s(new OffcpuSession(plans[0], verbose));
+      if (s->take(std::move(light)))
+        return loaded(std::move(s),
+                      "by the kernel (light skeleton: no BTF parsed here)");
+      err = -EINVAL; // a .bss that is not the object's: never seen
+    }
     if (verbose)
       fprintf(stderr,
               "offcpu: the in-kernel loader failed (%s); loading with "
