@@ -354,6 +354,10 @@ RawProfile OffcpuSession::drain() const {
     out.lost[i] = bss_of(h_)->lost[i];
   for (int i = 0; i < OFFCPU_KUNWIND_NR; i++)
     out.kunwind[i] = bss_of(h_)->kunwind_stats[i];
+  bpf_prog_info info{};
+  __u32 len = sizeof(info);
+  if (bpf_obj_get_info_by_fd(h_.switch_prog, &info, &len) == 0)
+    out.missed_switches = info.recursion_misses;
 
   int counts_fd = h_.counts;
   for (const offcpu_key &key : map_keys<offcpu_key>(counts_fd)) {

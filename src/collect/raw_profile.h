@@ -38,6 +38,9 @@ struct RawProfile {
   StackTable stacks;
   std::array<uint64_t, OFFCPU_LOST_NR> lost{};
   std::array<uint64_t, OFFCPU_KUNWIND_NR> kunwind{}; // kernel-stack walker
+  // Context switches the kernel did not run the hook for (its per-CPU
+  // recursion guard); each may have lost a wait.
+  uint64_t missed_switches = 0;
   uint64_t window_ns = 0;
 };
 

@@ -209,6 +209,10 @@ int run_profile(const ProfileOptions &opts) {
 
   std::string losses =
       describe_losses(raw.lost, opts.stack_storage_size, opts.max_entries);
+  if (raw.missed_switches)
+    losses += "offcpu: warning: " + std::to_string(raw.missed_switches) +
+              " context switches were not seen (the kernel skipped the "
+              "hook: its recursion guard); waits may be missing\n";
   fputs(losses.c_str(), stderr);
   if (opts.verbose) {
     const SymbolizeStats &st = symbolizer.stats();
