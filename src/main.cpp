@@ -1,6 +1,4 @@
 // offcpu: off-CPU time by stack. Parsing and running live in offcpu_core.
-#include <malloc.h>
-
 #include <cstdio>
 #include <exception>
 
@@ -11,11 +9,6 @@
 #include "util/error.h"
 
 int main(int argc, char **argv) {
-  // Large buffers (vmlinux BTF: 5.5 MB, parsed by us and then by libbpf;
-  // ELF symbol tables) always get their own mappings, returned on free.
-  // glibc would otherwise raise this threshold after the first such free and
-  // serve the next from a heap that does not shrink, adding to peak memory.
-  mallopt(M_MMAP_THRESHOLD, 256 * 1024);
   try {
     offcpu::CommandLine cl = offcpu::parse_command_line(argc, argv);
     if (cl.action == offcpu::Action::PrintedHelp) {

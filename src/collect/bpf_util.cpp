@@ -64,10 +64,6 @@ void fill_id_set(bpf_map *map, const std::vector<uint32_t> &ids) {
   fill_id_set(bpf_map__fd(map), ids);
 }
 
-int run_iterator(bpf_program *prog) {
-  return run_iterator(bpf_program__fd(prog));
-}
-
 int run_iterator(int prog_fd) {
   UniqueFd link(bpf_link_create(prog_fd, 0, BPF_TRACE_ITER, nullptr));
   if (!link)

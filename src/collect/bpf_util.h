@@ -19,7 +19,6 @@ using BpfLink = std::unique_ptr<bpf_link, BpfLinkDeleter>;
 
 // Runs an iterator program to completion (its side effects are the point).
 // Returns 0 or a negative errno.
-int run_iterator(bpf_program *prog);
 int run_iterator(int prog_fd);
 
 // Every key of a hash map, as they are now (entries may come and go).
