@@ -97,11 +97,12 @@ const volatile bool announce_processes = true;
 
 struct {
   __uint(type, BPF_MAP_TYPE_RINGBUF);
-  __uint(max_entries, 64 * 1024);
+  __uint(max_entries, 256 * 1024); /* ~10,000 announcements in flight */
 } new_processes SEC(".maps");
 
 /* (process, user stack) pairs already announced; one forgotten is announced
- * again, which costs a maps read. */
+ * again, which costs a maps read. The value is unused (the key is what
+ * matters); parent tgids are looked up at announcement. */
 struct {
   __uint(type, BPF_MAP_TYPE_LRU_HASH);
   __uint(max_entries, 16384);
@@ -109,9 +110,21 @@ struct {
   __type(value, __u8);
 } seen_stacks SEC(".maps");
 
+/* A process forked and not exec'd since has its parent's image: exec
+ * bumps self_exec_id, which fork copied from the parent along with
+ * parent_exec_id. */
+static __always_inline __u32 same_image_parent(struct task_struct *t) {
+  if (BPF_CORE_READ(t, self_exec_id) != BPF_CORE_READ(t, parent_exec_id))
+    return 0;
+  return BPF_CORE_READ(t, real_parent, tgid);
+}
+
 /* Once per process and user stack, so a process that execs or maps a
- * library later is read again with the mappings that stack was taken under. */
-static __always_inline void announce(__u32 tgid, __u64 user_stack) {
+ * library later is read again with the mappings that stack was taken under.
+ * When the ring is full the pair is forgotten again (and counted), so the
+ * next wait on that stack announces it. */
+static __always_inline void announce(struct task_struct *t, __u32 tgid,
+                                     __u64 user_stack) {
   if (!announce_processes || user_stack == OFFCPU_NO_STACK ||
       user_stack == OFFCPU_STACK_MISSED)
     return;
@@ -123,10 +136,14 @@ static __always_inline void announce(__u32 tgid, __u64 user_stack) {
     return; /* another CPU announced it */
   struct offcpu_new_stack *slot =
       bpf_ringbuf_reserve(&new_processes, sizeof(*slot), 0);
-  if (slot) {
-    *slot = key;
-    bpf_ringbuf_submit(slot, 0);
+  if (!slot) {
+    bpf_map_delete_elem(&seen_stacks, &key);
+    count_loss(OFFCPU_LOST_ANNOUNCE);
+    return;
   }
+  *slot = key;
+  slot->parent = same_image_parent(t);
+  bpf_ringbuf_submit(slot, 0);
 }
 
 struct task_struct___pre514 {
@@ -291,7 +308,7 @@ static __always_inline void on_switch(void *ctx, struct task_struct *prev,
       rec.user_stack = walk_user_stack_fp(bpf_get_current_task_btf(), false);
     else
       rec.user_stack = take_current_stack(ctx, BPF_F_USER_STACK);
-    announce(tgid, rec.user_stack);
+    announce(prev, tgid, rec.user_stack);
   }
   if (want_kernel_stacks && !(trusted && kstack_at_switch_in))
     rec.kernel_stack = take_current_stack(ctx, 0);
@@ -381,7 +398,7 @@ int offcpu_seed_stacks(struct bpf_iter__task *ctx) {
       rec->user_stack != OFFCPU_STACK_MISSED)
     return 0;
   __u64 stack = walk_user_stack_fp(task, true);
-  announce(rec->tgid, stack);
+  announce(task, rec->tgid, stack);
   /* The task may have woken meanwhile and consumed the record; then this
    * write is to a closed record and harmless. */
   rec->user_stack = stack;

@@ -25,6 +25,7 @@ enum offcpu_loss {
   OFFCPU_LOST_START_STORE,        /* could not record when a task blocked */
   OFFCPU_LOST_USER_STACK_WALK,    /* user stack walk failed or empty */
   OFFCPU_LOST_KERNEL_STACK_WALK,  /* kernel stack walk failed or empty */
+  OFFCPU_LOST_ANNOUNCE,           /* announcement ring full: told later */
   OFFCPU_LOST_NR,
 };
 
@@ -85,7 +86,9 @@ struct offcpu_start {
  * user stack: user space reads its maps while the stack is current. */
 struct offcpu_new_stack {
   __u32 tgid;
-  __u32 pad;
+  /* The process it was forked from, if it has not exec'd since (the same
+   * image: its maps can stand in once this one is gone); else 0. */
+  __u32 parent;
   __u64 user_stack;
 };
 

@@ -15,6 +15,7 @@ namespace offcpu {
 namespace {
 
 constexpr uint32_t kMaxStackDepth = OFFCPU_MAX_STACK_DEPTH;
+constexpr size_t kMaxOutputs = 16;
 
 double parse_duration(const std::string &text) {
   char *end = nullptr;
@@ -192,6 +193,9 @@ void finish_output_options(OutputOptions &o, const OutputArgs &a) {
       throw usage_error("-o needs a file name");
     o.targets.push_back({p, format_for_path(p, o.format)});
   }
+  if (o.targets.size() > kMaxOutputs)
+    throw usage_error("at most " + std::to_string(kMaxOutputs) +
+                      " -o files per run");
   if (!o.targets.empty())
     o.path = o.targets.front().path;
 }

@@ -4,6 +4,8 @@
 #include <cstdio>
 #include <cstring>
 
+#include "util/utf8.h"
+
 namespace offcpu {
 
 // A global rw_semaphore sits inside its symbol; farther than this from the
@@ -35,6 +37,10 @@ std::string describe_lock(uint64_t addr, uint32_t flags,
 std::vector<LockSample> symbolize_lock_waits(const RawLockWaits &raw,
                                              Symbolizer &sym,
                                              StackSelection show) {
+  if (show.user)
+    for (const auto &kv : raw.waits)
+      if (const auto *ips = find_stack(raw.stacks, kv.first.user_stack))
+        sym.expect_user_stack(kv.first.tgid, kv.first.user_stack, *ips);
   std::vector<LockSample> out;
   out.reserve(raw.waits.size());
   for (const auto &[key, val] : raw.waits) {
@@ -42,14 +48,15 @@ std::vector<LockSample> symbolize_lock_waits(const RawLockWaits &raw,
     Sample &s = ls.wait;
     s.tgid = key.tgid;
     s.pid = key.pid;
-    s.comm.assign(key.comm, strnlen(key.comm, sizeof(key.comm)));
+    s.comm = valid_utf8({key.comm, strnlen(key.comm, sizeof(key.comm))});
     s.total_ns = val.total_ns;
     s.count = val.count;
     name_sample_stacks(s, key.user_stack, key.kernel_stack, raw.stacks, sym,
                        show);
     ls.max_ns = val.max_ns;
     ls.write = key.flags & RWSEM_WAIT_WRITE;
-    ls.lock = describe_lock(key.lock, key.flags, sym.kernel_symbols());
+    ls.lock =
+        valid_utf8(describe_lock(key.lock, key.flags, sym.kernel_symbols()));
     out.push_back(std::move(ls));
   }
   return out;

@@ -19,6 +19,9 @@
 namespace offcpu {
 namespace {
 
+// Deferred work between two polls of the announcement ring.
+constexpr uint64_t kIdleSliceNs = 20000000;
+
 std::string errno_text(int err) {
   return std::strerror(err < 0 ? -err : err);
 }
@@ -258,8 +261,8 @@ int on_new_stack(void *ctx, void *data, size_t size) {
   if (size >= sizeof(offcpu_new_stack)) {
     offcpu_new_stack ev;
     std::memcpy(&ev, data, sizeof(ev));
-    (*static_cast<const OffcpuSession::NewStack *>(ctx))(ev.tgid,
-                                                         ev.user_stack);
+    (*static_cast<const OffcpuSession::NewStack *>(ctx))(ev.tgid, ev.user_stack,
+                                                         ev.parent);
   }
   return 0;
 }
@@ -273,29 +276,39 @@ std::vector<uint64_t> OffcpuSession::read_stack(uint64_t id) const {
   return it == table.end() ? std::vector<uint64_t>{} : std::move(it->second);
 }
 
-bool OffcpuSession::wait(double seconds, const NewStack &new_stack) {
-  if (!plan_.announce_processes)
-    return wait_for_stop(seconds);
-  if (!ring_) {
+bool OffcpuSession::wait(double seconds, const NewStack &new_stack,
+                         const IdleWork &idle) {
+  if (plan_.announce_processes && !ring_) {
     ring_callback_ = new_stack;
     ring_.reset(ring_buffer__new(h_.new_processes, on_new_stack,
                                  &ring_callback_, nullptr));
-    if (!ring_)
-      return wait_for_stop(seconds);
   }
   const uint64_t deadline =
       seconds < 0 ? 0 : monotonic_ns() + static_cast<uint64_t>(seconds * 1e9);
+  bool work_left = true;
   while (!stop_requested()) {
-    int timeout_ms = 50;
-    if (seconds >= 0) {
-      uint64_t now = monotonic_ns();
+    uint64_t now = monotonic_ns();
+    if (seconds >= 0 && now >= deadline)
+      return false;
+    // A slice of deferred work, then the ring again: announcements are
+    // handled within one slice of arriving.
+    if (work_left && idle)
+      work_left = !idle(now + kIdleSliceNs);
+    int timeout_ms = work_left ? 0 : 50;
+    if (seconds >= 0 && !work_left) {
+      now = monotonic_ns();
       if (now >= deadline)
         return false;
       timeout_ms = static_cast<int>(
           std::min<uint64_t>(50, (deadline - now) / 1000000 + 1));
     }
-    ring_buffer__poll(ring_.get(),
-                      timeout_ms); // EINTR on a signal: loop checks
+    if (ring_) {
+      // EINTR on a signal: the loop checks.
+      if (ring_buffer__poll(ring_.get(), timeout_ms) > 0)
+        work_left = true; // new stacks may have brought files to parse
+    } else if (timeout_ms > 0) {
+      wait_for_stop(timeout_ms / 1000.0);
+    }
   }
   return true;
 }

@@ -33,9 +33,14 @@ public:
   void attach();
   // Waits up to `seconds` (< 0: no limit) or until a stop is requested,
   // handing each (process, user stack) seen for the first time to
-  // `new_stack` while that stack is current. True when stopped by a signal.
-  using NewStack = std::function<void(uint32_t tgid, uint64_t user_stack)>;
-  bool wait(double seconds, const NewStack &new_stack);
+  // `new_stack` while that stack is current (`parent`: see
+  // offcpu_new_stack). Between polls, `idle(deadline_ns)` does deferred
+  // work in slices; it returns true when none is left. True when stopped
+  // by a signal.
+  using NewStack =
+      std::function<void(uint32_t tgid, uint64_t user_stack, uint32_t parent)>;
+  using IdleWork = std::function<bool(uint64_t deadline_ns)>;
+  bool wait(double seconds, const NewStack &new_stack, const IdleWork &idle);
   // A stored stack's frames (leaf first); empty if unknown.
   std::vector<uint64_t> read_stack(uint64_t id) const;
   // Ends the window: waits end now; the switch hook is detached and waits

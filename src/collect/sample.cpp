@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cstring>
 
+#include "util/utf8.h"
+
 namespace offcpu {
 
 bool is_tracer_frame(const std::string &name) {
@@ -30,7 +32,7 @@ name_kernel_stack(const std::vector<uint64_t> &ips, Symbolizer &sym,
   leaf_first.reserve(ips.size());
   for (size_t i = 0; i < ips.size(); i++) {
     const ModuleInfo *m = nullptr;
-    leaf_first.push_back(sym.kernel_frame(ips[i], i > 0, &m));
+    leaf_first.push_back(valid_utf8(sym.kernel_frame(ips[i], i > 0, &m)));
     mods.push_back(m);
   }
   // Stacks taken inside the tracepoint begin with the tracer's frames;
@@ -60,7 +62,7 @@ name_user_stack(uint32_t tgid, uint64_t stack_id,
   sym.select_stack(tgid, stack_id);
   for (size_t i = ips.size(); i-- > 0;) {
     const ModuleInfo *m = nullptr;
-    root_first.push_back(sym.user_frame(tgid, ips[i], i > 0, &m));
+    root_first.push_back(valid_utf8(sym.user_frame(tgid, ips[i], i > 0, &m)));
     if (modules)
       modules->push_back(m);
   }
@@ -86,13 +88,17 @@ void name_sample_stacks(Sample &s, uint64_t user_stack, uint64_t kernel_stack,
 
 std::vector<Sample> symbolize_profile(const RawProfile &raw, Symbolizer &sym,
                                       StackSelection show) {
+  if (show.user)
+    for (const auto &kv : raw.counts)
+      if (const auto *ips = find_stack(raw.stacks, kv.first.user_stack))
+        sym.expect_user_stack(kv.first.tgid, kv.first.user_stack, *ips);
   std::vector<Sample> out;
   out.reserve(raw.counts.size());
   for (const auto &[key, val] : raw.counts) {
     Sample s;
     s.tgid = key.tgid;
     s.pid = key.pid;
-    s.comm.assign(key.comm, strnlen(key.comm, sizeof(key.comm)));
+    s.comm = valid_utf8({key.comm, strnlen(key.comm, sizeof(key.comm))});
     s.total_ns = val.total_ns;
     s.count = val.count;
     s.kernel_nosched = key.flags & OFFCPU_KSTACK_NOSCHED;

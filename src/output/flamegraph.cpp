@@ -8,6 +8,7 @@
 
 #include "output/folded.h"
 #include "util/parse.h"
+#include "util/utf8.h"
 
 namespace offcpu {
 namespace {
@@ -132,9 +133,9 @@ struct Renderer {
     size_t chars = static_cast<size_t>((width - 6) / (kFontSize * kFontWidth));
     if (chars < 3)
       return "";
-    if (name.size() <= chars)
+    if (utf8_length(name) <= chars)
       return name;
-    return name.substr(0, chars - 2) + "..";
+    return std::string(utf8_prefix(name, chars - 2)) + "..";
   }
 };
 
@@ -299,7 +300,7 @@ std::vector<FoldedStack> parse_folded_stacks(std::string_view text,
     std::string_view frames = line.substr(0, space);
     while (true) {
       size_t semi = frames.find(';');
-      s.frames.emplace_back(frames.substr(0, semi));
+      s.frames.push_back(valid_utf8(frames.substr(0, semi)));
       if (semi == std::string_view::npos)
         break;
       frames.remove_prefix(semi + 1);

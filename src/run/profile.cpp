@@ -8,6 +8,7 @@
 #include <cstring>
 #include <memory>
 
+#include "collect/map_budget.h"
 #include "collect/offcpu_session.h"
 #include "collect/sample.h"
 #include "output/folded.h"
@@ -56,21 +57,24 @@ std::string target_description(const ProfileOptions &o) {
 // while they exist.
 void collect_with_progress(OffcpuSession &session, const ProfileOptions &opts,
                            Symbolizer &symbolizer) {
-  auto remember = [&](uint32_t tgid, uint64_t stack) {
-    symbolizer.note_user_stack(tgid, stack, session.read_stack(stack));
+  auto remember = [&](uint32_t tgid, uint64_t stack, uint32_t parent) {
+    symbolizer.note_user_stack(tgid, stack, session.read_stack(stack), parent);
+  };
+  auto parse = [&](uint64_t deadline) {
+    return symbolizer.parse_pending(deadline);
   };
   const double total = opts.duration_s ? *opts.duration_s : -1.0;
   bool progress =
       !opts.output.quiet && isatty(STDERR_FILENO) && (total < 0 || total >= 2);
   if (!progress) {
-    session.wait(total, remember);
+    session.wait(total, remember, parse);
     return;
   }
   const uint64_t start = monotonic_ns();
   for (;;) {
     double elapsed = static_cast<double>(monotonic_ns() - start) / 1e9;
     double step = total < 0 ? 1.0 : std::min(1.0, total - elapsed);
-    if (step <= 0 || session.wait(step, remember))
+    if (step <= 0 || session.wait(step, remember, parse))
       break;
     elapsed = static_cast<double>(monotonic_ns() - start) / 1e9;
     OffcpuSession::Progress p = session.progress();
@@ -114,6 +118,9 @@ std::string describe_losses(const std::array<uint64_t, OFFCPU_LOST_NR> &lost,
        "user stacks could not be walked (shown as [Missed User Stack])");
   line(lost[OFFCPU_LOST_KERNEL_STACK_WALK],
        "kernel stacks could not be walked (shown as [Missed Kernel Stack])");
+  line(lost[OFFCPU_LOST_ANNOUNCE],
+       "new stacks announced late (announcement ring full): a process that "
+       "exited before blocking on the same stack again may show [unknown]");
   return out;
 }
 
@@ -122,6 +129,9 @@ int run_profile(const ProfileOptions &opts) {
   require_bpf_privileges();
   capture_libbpf_messages(opts.verbose);
 
+  check_map_budget({opts.stack_storage_size, opts.max_entries,
+                    sizeof(offcpu_key) + sizeof(offcpu_value)},
+                   system_files());
   const uint64_t t_start = monotonic_ns();
   KernelFeatures features = probe_kernel_features();
   const uint64_t t_probed = monotonic_ns();
@@ -213,6 +223,7 @@ int run_profile(const ProfileOptions &opts) {
     losses += "offcpu: warning: " + std::to_string(raw.missed_switches) +
               " context switches were not seen (the kernel skipped the "
               "hook: its recursion guard); waits may be missing\n";
+  losses += symbolizer.describe_losses();
   fputs(losses.c_str(), stderr);
   if (opts.verbose) {
     const SymbolizeStats &st = symbolizer.stats();

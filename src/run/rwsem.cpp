@@ -9,6 +9,7 @@
 #include <cstring>
 
 #include "collect/lock_sample.h"
+#include "collect/map_budget.h"
 #include "collect/rwsem_session.h"
 #include "output/lock_text.h"
 #include "probe/features.h"
@@ -140,6 +141,9 @@ int run_rwsem(const RwsemOptions &opts) {
   install_stop_handlers();
   require_bpf_privileges();
   capture_libbpf_messages(opts.verbose);
+  check_map_budget({opts.stack_storage_size, opts.max_entries,
+                    sizeof(rwsem_key) + sizeof(rwsem_value)},
+                   system_files());
   RwsemFeatures features = probe_rwsem_features();
   if (!features.btf)
     throw runtime_error(
@@ -215,9 +219,10 @@ int run_rwsem(const RwsemOptions &opts) {
       return kExitOk;
   }
   out.commit();
-  fputs(
-      describe_losses(lost, opts.stack_storage_size, opts.max_entries).c_str(),
-      stderr);
+  fputs((describe_losses(lost, opts.stack_storage_size, opts.max_entries) +
+         symbolizer.describe_losses())
+            .c_str(),
+        stderr);
   if (opts.verbose) {
     note("traced from " + std::to_string(session->attached_ns()) + " to " +
          std::to_string(session->stopped_ns()) + " ns (CLOCK_MONOTONIC)");

@@ -8,9 +8,11 @@
 #include <zlib.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cstring>
 
 #include "util/fd.h"
+#include "util/safe_file.h"
 
 namespace offcpu {
 namespace {
@@ -20,6 +22,10 @@ constexpr size_t kMaxSections = 1u << 16;
 constexpr size_t kMaxSymbols = 1u << 22;
 constexpr size_t kMaxSymbolName = 4096;
 constexpr size_t kMaxMiniDebugInfo = size_t{64} << 20;
+// A symbol table (and its strings) larger than this is not read: it would
+// be held in memory whole. kMaxSymbols entries of 24 bytes fit well below.
+constexpr uint64_t kMaxTableBytes = uint64_t{512} << 20;
+constexpr uint64_t kMaxNoteBytes = 1u << 20;
 
 struct ElfDeleter {
   void operator()(Elf *e) const { elf_end(e); }
@@ -69,8 +75,19 @@ bool is_function(const GElf_Sym &sym) {
          sym.st_shndx != SHN_UNDEF && sym.st_value != 0;
 }
 
+// Whether section `index` exists and is at most `limit` bytes: libelf reads
+// a section whole the first time it is used.
+bool section_at_most(Elf *elf, size_t index, uint64_t limit) {
+  GElf_Shdr shdr;
+  Elf_Scn *scn = elf_getscn(elf, index);
+  return scn && gelf_getshdr(scn, &shdr) && shdr.sh_size <= limit;
+}
+
 void read_symbols(Elf *elf, Elf_Scn *scn, const GElf_Shdr &shdr,
                   std::vector<ElfSymbol> &out) {
+  if (shdr.sh_size > kMaxTableBytes ||
+      !section_at_most(elf, shdr.sh_link, kMaxTableBytes))
+    return;
   Elf_Data *data = elf_getdata(scn, nullptr);
   if (!data || shdr.sh_entsize == 0)
     return;
@@ -91,18 +108,24 @@ void read_symbols(Elf *elf, Elf_Scn *scn, const GElf_Shdr &shdr,
 } // namespace
 
 std::unique_ptr<ElfFile> ElfFile::open(const std::string &path) {
+  FilePolicy any;
+  any.follow_last_symlink = true;
+  any.max_size = UINT64_MAX;
+  CheckedFile f = open_checked(path, any);
+  return f ? open_fd(f.fd.get()) : nullptr;
+}
+
+std::unique_ptr<ElfFile> ElfFile::open_fd(int fd) {
   if (!libelf_ready())
-    return nullptr;
-  UniqueFd fd(
-      ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK));
-  if (!fd)
     return nullptr;
   struct stat st {};
   // Regular files only: a FIFO or device could block or never end.
-  if (fstat(fd.get(), &st) != 0 || !S_ISREG(st.st_mode))
+  if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode))
     return nullptr;
-  std::unique_ptr<Elf, ElfDeleter> elf(
-      elf_begin(fd.get(), ELF_C_READ_MMAP, nullptr));
+  // ELF_C_READ reads with pread, never through a mapping: the file's owner
+  // may truncate it while we read, which would raise SIGBUS on a mapping.
+  // libelf also checks every section against the file's size.
+  std::unique_ptr<Elf, ElfDeleter> elf(elf_begin(fd, ELF_C_READ, nullptr));
   if (!elf || elf_kind(elf.get()) != ELF_K_ELF)
     return nullptr;
   return from_elf(elf.get());
@@ -131,7 +154,8 @@ std::unique_ptr<ElfFile> ElfFile::from_elf(void *handle) {
 
   std::vector<ElfSymbol> symtab, dynsym;
   size_t shstrndx = 0;
-  if (elf_getshdrstrndx(elf, &shstrndx) != 0)
+  if (elf_getshdrstrndx(elf, &shstrndx) != 0 ||
+      !section_at_most(elf, shstrndx, kMaxNoteBytes))
     shstrndx = 0;
   Elf_Scn *scn = nullptr;
   size_t sections = 0;
@@ -144,11 +168,14 @@ std::unique_ptr<ElfFile> ElfFile::from_elf(void *handle) {
       read_symbols(elf, scn, shdr, symtab);
     } else if (shdr.sh_type == SHT_DYNSYM) {
       read_symbols(elf, scn, shdr, dynsym);
-    } else if (shdr.sh_type == SHT_NOTE && file->build_id_.empty()) {
+    } else if (shdr.sh_type == SHT_NOTE && file->build_id_.empty() &&
+               shdr.sh_size <= kMaxNoteBytes) {
       file->build_id_ = read_build_id(elf, scn);
     } else if (shdr.sh_type == SHT_PROGBITS && shstrndx != 0) {
       const char *name = elf_strptr(elf, shstrndx, shdr.sh_name);
-      if (name && std::strcmp(name, ".gnu_debugdata") == 0) {
+      if (shdr.sh_size > kMaxMiniDebugInfo) {
+        // Neither section below is ever this large in a real file.
+      } else if (name && std::strcmp(name, ".gnu_debugdata") == 0) {
         Elf_Data *data = elf_getdata(scn, nullptr);
         if (data && data->d_buf && data->d_size > 0 &&
             data->d_size < kMaxMiniDebugInfo)
@@ -220,19 +247,24 @@ const ElfSymbol *ElfFile::find(uint64_t vaddr) const {
   return nullptr;
 }
 
-std::optional<uint32_t> file_crc32(const std::string &path) {
-  UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK));
-  struct stat st {};
-  if (!fd || fstat(fd.get(), &st) != 0 || !S_ISREG(st.st_mode))
-    return std::nullopt;
+std::optional<uint32_t> file_crc32(int fd, uint64_t max_bytes,
+                                   const std::function<bool()> &give_up) {
   uLong crc = crc32(0L, Z_NULL, 0);
   unsigned char buf[65536];
-  for (;;) {
-    ssize_t n = ::read(fd.get(), buf, sizeof(buf));
+  uint64_t done = 0;
+  for (unsigned chunk = 0;; chunk++) {
+    if (chunk % 64 == 63 && give_up && give_up())
+      return std::nullopt;
+    ssize_t n = ::pread(fd, buf, sizeof(buf), static_cast<off_t>(done));
+    if (n < 0 && errno == EINTR)
+      continue;
     if (n < 0)
       return std::nullopt;
     if (n == 0)
       break;
+    done += static_cast<uint64_t>(n);
+    if (done > max_bytes)
+      return std::nullopt;
     crc = crc32(crc, buf, static_cast<uInt>(n));
   }
   return static_cast<uint32_t>(crc);

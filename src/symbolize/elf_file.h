@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -18,8 +19,12 @@ struct ElfSymbol {
 
 class ElfFile {
 public:
-  // Null if the path cannot be opened or is not an ELF file.
+  // Null if the path cannot be opened or is not an ELF file. For trusted
+  // paths (tests, tools); files of other users come through open_fd.
   static std::unique_ptr<ElfFile> open(const std::string &path);
+  // An ELF file already opened (and checked: util/safe_file.h). Read with
+  // pread only: the owner truncating it meanwhile cannot crash us.
+  static std::unique_ptr<ElfFile> open_fd(int fd);
   // An ELF image in memory (MiniDebugInfo); the bytes are not kept.
   static std::unique_ptr<ElfFile> open_memory(std::string image);
 
@@ -60,7 +65,9 @@ private:
   std::string minidebuginfo_;
 };
 
-// CRC-32 of a whole file as .gnu_debuglink records it; nullopt if unreadable.
-std::optional<uint32_t> file_crc32(const std::string &path);
+// CRC-32 of a whole file as .gnu_debuglink records it; nullopt if
+// unreadable, longer than max_bytes, or `give_up` (asked every 4 MiB) says so.
+std::optional<uint32_t> file_crc32(int fd, uint64_t max_bytes,
+                                   const std::function<bool()> &give_up = {});
 
 } // namespace offcpu

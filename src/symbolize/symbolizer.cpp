@@ -1,42 +1,82 @@
 #include "symbolize/symbolizer.h"
 
-#include <unistd.h>
+#include <time.h>
 
+#include <algorithm>
 #include <cinttypes>
 #include <cstdio>
 
 #include "symbolize/demangle.h"
 #include "symbolize/xz.h"
+#include "util/parse.h"
+#include "util/signals.h"
 
 namespace offcpu {
 namespace {
 
 constexpr std::size_t kMaxMapsBytes = 64u << 20;
-constexpr std::size_t kMaxPerfMapBytes = 256u << 20;
+// A perf map is scanned up to this much; JIT maps of huge heaps reach tens
+// of MB. The scan keeps only the names it needs, whatever the size.
+constexpr uint64_t kMaxPerfMapBytes = uint64_t{256} << 20;
+// A debug file is larger than its stripped binary, but not without bound:
+// anything beyond this is not read, let alone CRC'd (a sparse 20 GB file
+// named like a debug file would otherwise cost a minute).
+constexpr uint64_t kDebugFileFloor = uint64_t{64} << 20;
+constexpr uint64_t kDebugFileRatio = 32;
+constexpr uint64_t kMaxDebugFileBytes = uint64_t{4} << 30;
+constexpr uint64_t kMaxCrcNs = 1000000000; // per debug file
 
-// The process's PID in its own PID namespace (the number a JIT running in a
-// container puts in its perf map's name): last field of NSpid.
-std::string namespace_pid(const FileReader &files, const std::string &pid_dir,
-                          uint32_t tgid) {
-  auto status = files.read(pid_dir + "/status", 1u << 16);
-  if (status) {
-    size_t at = status->find("\nNSpid:");
-    if (at != std::string::npos) {
-      size_t end = status->find('\n', at + 1);
-      std::string line =
-          status->substr(at + 7, end == std::string::npos ? end : end - at - 7);
-      size_t last = line.find_last_of(" \t");
-      std::string ns = line.substr(last == std::string::npos ? 0 : last + 1);
-      if (!ns.empty() &&
-          ns.find_first_not_of("0123456789") == std::string::npos)
-        return ns;
-    }
-  }
-  return std::to_string(tgid);
+uint64_t now_ns() {
+  timespec ts{};
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<uint64_t>(ts.tv_sec) * 1000000000u +
+         static_cast<uint64_t>(ts.tv_nsec);
 }
 
-bool readable(const std::string &path) {
-  return access(path.c_str(), R_OK) == 0;
+// From /proc/PID/status: the PID in the process's own namespace (the number
+// a JIT in a container puts in its perf map's name: last field of NSpid)
+// and its effective user and group (files are read only if they could).
+struct ProcStatus {
+  std::string ns_pid;
+  std::optional<Credentials> creds;
+};
+
+std::string status_field(const std::string &status, const char *name) {
+  std::string key = std::string("\n") + name + ":";
+  size_t at = status.find(key);
+  if (at == std::string::npos)
+    return {};
+  at += key.size();
+  size_t end = status.find('\n', at);
+  return status.substr(at, end == std::string::npos ? end : end - at);
+}
+
+std::vector<std::string> fields_of(const std::string &line) {
+  std::vector<std::string> out;
+  std::string_view rest(line);
+  for (std::string_view f = next_field(rest); !f.empty(); f = next_field(rest))
+    out.emplace_back(f);
+  return out;
+}
+
+bool all_digits(const std::string &s) {
+  return !s.empty() && s.size() < 11 &&
+         s.find_first_not_of("0123456789") == std::string::npos;
+}
+
+ProcStatus parse_status(const std::string &status) {
+  ProcStatus out;
+  auto ns = fields_of(status_field(status, "NSpid"));
+  if (!ns.empty() && all_digits(ns.back()))
+    out.ns_pid = ns.back();
+  auto uid = fields_of(status_field(status, "Uid"));
+  auto gid = fields_of(status_field(status, "Gid"));
+  // Real, effective, saved, filesystem: the effective ids decide access.
+  if (uid.size() >= 2 && gid.size() >= 2 && all_digits(uid[1]) &&
+      all_digits(gid[1]))
+    out.creds = Credentials{static_cast<uid_t>(std::stoul(uid[1])),
+                            static_cast<gid_t>(std::stoul(gid[1]))};
+  return out;
 }
 
 std::string dirname_of(const std::string &path) {
@@ -44,12 +84,62 @@ std::string dirname_of(const std::string &path) {
   return slash == std::string::npos ? "." : path.substr(0, slash);
 }
 
+std::string without_deleted(const Mapping &m) {
+  constexpr size_t kSuffix = sizeof(" (deleted)") - 1;
+  return m.deleted() ? m.path.substr(0, m.path.size() - kSuffix) : m.path;
+}
+
 } // namespace
+
+const char *file_kind_name(FileKind k) {
+  switch (k) {
+  case FileKind::Binary:
+    return "mapped files";
+  case FileKind::DebugFile:
+    return "debug files";
+  case FileKind::PerfMap:
+    return "perf maps";
+  case FileKind::Count:
+    break;
+  }
+  return "files";
+}
+
+struct Symbolizer::Process {
+  std::vector<std::vector<Mapping>> readings; // oldest first
+  std::unordered_map<uint64_t, size_t> stack_reading;
+  size_t selected = SIZE_MAX; // reading for the stack being named
+  bool captured = false;      // status read, root and perf map looked for
+  std::string ns_pid;
+  std::optional<Credentials> creds;
+  RootRef root;
+  UniqueFd perf_map; // open for reading, held so an exit cannot take it
+  std::vector<uint64_t> perf_wanted; // sorted addresses to name from it
+  std::optional<std::unordered_map<uint64_t, std::string>> perf_names;
+  bool gone = false; // no maps of its own or inherited: counted once
+};
+
+struct Symbolizer::FileEntry {
+  Mapping mapping; // where it was first seen (its path, for debuglink)
+  UniqueFd fd;     // open for reading until parsed
+  uint64_t size = 0;
+  RootRef root; // the mapping process's root, for debug files inside it
+  std::optional<Credentials> creds;
+  std::unique_ptr<ElfFile> elf;
+  bool parsed = false;
+};
 
 Symbolizer::Symbolizer(const FileReader &files, KernelSymbols kernel,
                        std::string proc_root)
     : files_(files), kernel_(std::move(kernel)),
       proc_root_(std::move(proc_root)) {}
+
+Symbolizer::~Symbolizer() = default;
+
+void Symbolizer::refuse(FileKind kind, OpenFailure why) {
+  if (why != OpenFailure::None && why != OpenFailure::Missing)
+    stats_.refused[static_cast<size_t>(kind)][static_cast<size_t>(why)]++;
+}
 
 const ModuleInfo *Symbolizer::module_info(const std::string &path,
                                           const std::string &build_id) {
@@ -80,13 +170,61 @@ std::string Symbolizer::kernel_frame(uint64_t addr, bool is_return_address,
   return name;
 }
 
+// ---- capture ----
+
+Symbolizer::RootRef Symbolizer::root_of(uint32_t tgid) {
+  UniqueFd fd =
+      open_root_dir(proc_root_ + "/" + std::to_string(tgid) + "/root");
+  struct stat st {};
+  if (!fd || fstat(fd.get(), &st) != 0)
+    return nullptr;
+  auto &slot = roots_[{st.st_dev, st.st_ino}];
+  if (!slot)
+    slot = std::make_shared<const UniqueFd>(std::move(fd));
+  return slot;
+}
+
 Symbolizer::Process &Symbolizer::process(uint32_t tgid) {
-  auto it = processes_.find(tgid);
-  if (it != processes_.end())
-    return it->second;
-  Process &p = processes_[tgid];
-  read_maps(tgid, p);
-  return p;
+  auto &slot = processes_[tgid];
+  if (!slot) {
+    slot = std::make_unique<Process>();
+    read_maps(tgid, *slot);
+  }
+  return *slot;
+}
+
+void Symbolizer::capture_process(uint32_t tgid, Process &p) {
+  if (!p.captured) {
+    std::string dir = proc_root_ + "/" + std::to_string(tgid);
+    if (auto status = files_.read(dir + "/status", 1u << 16)) {
+      ProcStatus st = parse_status(*status);
+      p.ns_pid = st.ns_pid;
+      p.creds = st.creds;
+      p.root = root_of(tgid);
+      p.captured = true;
+    }
+  }
+  capture_perf_map(tgid, p);
+}
+
+// The process's perf map, opened inside its root (a JIT in a container
+// writes its own /tmp), never through a symlink, owned by the process's
+// user (or root) and readable by it, as perf requires. Held open: JITs
+// append to it, and it stays readable after the process is gone.
+void Symbolizer::capture_perf_map(uint32_t tgid, Process &p) {
+  if (p.perf_map || !p.root || !p.creds)
+    return;
+  std::string ns = p.ns_pid.empty() ? std::to_string(tgid) : p.ns_pid;
+  FilePolicy policy;
+  policy.owner = p.creds->uid;
+  policy.reader = p.creds;
+  policy.max_size = UINT64_MAX; // scanned in part if huge
+  CheckedFile f =
+      open_in_root(p.root->get(), "/tmp/perf-" + ns + ".map", policy);
+  if (f)
+    p.perf_map = std::move(f.fd);
+  else
+    refuse(FileKind::PerfMap, f.failure);
 }
 
 bool Symbolizer::read_maps(uint32_t tgid, Process &p) {
@@ -95,35 +233,233 @@ bool Symbolizer::read_maps(uint32_t tgid, Process &p) {
   if (!text || text->empty())
     return false;
   p.readings.push_back(parse_proc_maps(*text));
-  // Open the files while the process exists: /proc/PID/map_files and
-  // /proc/PID/root lead to them only as long as it does.
-  for (const Mapping &m : p.readings.back())
-    if (m.executable && m.is_file())
-      elf_for(tgid, m);
-  p.perf_map_read = false; // JITs append: read again with the new maps
-  perf_map_of(tgid, p);
+  capture_process(tgid, p);
+  capture_files(tgid, p);
   return true;
 }
 
-const std::vector<PerfMapSymbol> &Symbolizer::perf_map_of(uint32_t tgid,
-                                                          Process &p) {
-  if (p.perf_map_read)
-    return p.perf_map;
-  p.perf_map_read = true;
+// Opens the files of the latest reading while the process exists:
+// /proc/PID/map_files leads to them only as long as it does.
+void Symbolizer::capture_files(uint32_t tgid, Process &p) {
   std::string pid_dir = proc_root_ + "/" + std::to_string(tgid);
-  std::string name =
-      "/tmp/perf-" + namespace_pid(files_, pid_dir, tgid) + ".map";
-  // Through the process's root first: a JIT in a container writes its own /tmp.
-  auto text = files_.read(pid_dir + "/root" + name, kMaxPerfMapBytes);
-  if (!text)
-    text = files_.read(name, kMaxPerfMapBytes);
-  if (text) {
-    auto fresh = parse_perf_map(*text);
-    if (!fresh.empty() || p.perf_map.empty())
-      p.perf_map = std::move(fresh);
+  for (const Mapping &m : p.readings.back()) {
+    if (!m.executable)
+      continue;
+    if (m.path == "[vdso]") {
+      vdso_for(tgid, m);
+      continue;
+    }
+    if (!m.is_file())
+      continue;
+    FileKey key{m.dev_major, m.dev_minor, m.inode, m.inode ? "" : m.path};
+    auto &slot = files_by_key_[key];
+    if (slot)
+      continue;
+    slot = std::make_unique<FileEntry>();
+    FileEntry &f = *slot;
+    f.mapping = m;
+    f.root = p.root;
+    f.creds = p.creds;
+    // map_files reaches the very file that is mapped, even when it was
+    // deleted or lives in another mount namespace (the kernel resolves
+    // that link, not a path the user chose).
+    char range[64];
+    snprintf(range, sizeof(range), "/%" PRIx64 "-%" PRIx64, m.start, m.end);
+    FilePolicy mapped;
+    mapped.follow_last_symlink = true;
+    mapped.max_size = UINT64_MAX; // only the sections used are read
+    CheckedFile opened = open_checked(pid_dir + "/map_files" + range, mapped);
+    if (!opened && p.root && p.creds && !m.deleted()) {
+      // The path, inside the process's root, readable by its user, and
+      // only if it is still the file that was mapped.
+      mapped.reader = p.creds;
+      opened = open_in_root(p.root->get(), m.path, mapped);
+      if (opened && m.inode &&
+          static_cast<uint64_t>(opened.st.st_ino) != m.inode) {
+        opened = CheckedFile{};
+        opened.failure = OpenFailure::Missing; // replaced since: not ours
+      }
+    }
+    if (!opened) {
+      refuse(FileKind::Binary, opened.failure);
+      f.parsed = true;
+      continue;
+    }
+    f.size = static_cast<uint64_t>(opened.st.st_size);
+    f.fd = std::move(opened.fd);
+    to_parse_.push_back(&f);
   }
-  return p.perf_map;
 }
+
+void Symbolizer::note_user_stack(uint32_t tgid, uint64_t stack_id,
+                                 const std::vector<uint64_t> &ips,
+                                 uint32_t parent) {
+  auto &slot = processes_[tgid];
+  if (!slot)
+    slot = std::make_unique<Process>();
+  Process &p = *slot;
+  auto covered = [&](const std::vector<Mapping> &maps) {
+    for (size_t i = 0; i < ips.size(); i++)
+      if (!find_mapping(maps, i > 0 && ips[i] ? ips[i] - 1 : ips[i]))
+        return false;
+    return true;
+  };
+  if (p.readings.empty() || !covered(p.readings.back())) {
+    if (!read_maps(tgid, p)) {
+      // Gone already. A child forked without exec has its parent's image:
+      // its parent's maps name its frames.
+      if (!p.readings.empty() || parent == 0 || parent == tgid)
+        return;
+      auto &ps = processes_[parent];
+      if (!ps) {
+        ps = std::make_unique<Process>();
+        read_maps(parent, *ps);
+      }
+      if (ps->readings.empty() || !covered(ps->readings.back()))
+        return;
+      p.readings.push_back(ps->readings.back());
+      stats_.processes_inherited++;
+    }
+  } else {
+    capture_perf_map(tgid, p); // a JIT may have started writing one
+  }
+  p.stack_reading[stack_id] = p.readings.size() - 1;
+}
+
+// ---- parsing ----
+
+bool Symbolizer::parse_pending(uint64_t deadline_ns) {
+  while (!to_parse_.empty()) {
+    if (stop_requested() || now_ns() >= deadline_ns)
+      return false;
+    FileEntry *f = to_parse_.front();
+    to_parse_.pop_front();
+    parse(*f);
+  }
+  return true;
+}
+
+void Symbolizer::parse(FileEntry &f) {
+  if (f.parsed)
+    return;
+  f.parsed = true;
+  if (f.fd) {
+    f.elf = ElfFile::open_fd(f.fd.get());
+    if (f.elf) {
+      stats_.elf_files_parsed++;
+      if (!f.elf->has_symtab())
+        find_debug_file(f);
+    }
+  }
+  f.fd.reset();
+}
+
+bool Symbolizer::adopt_debug(ElfFile &file, CheckedFile debug, bool check_crc) {
+  if (!debug) {
+    refuse(FileKind::DebugFile, debug.failure);
+    return false;
+  }
+  uint64_t size = static_cast<uint64_t>(debug.st.st_size);
+  if (check_crc) {
+    uint64_t start = now_ns();
+    auto crc = file_crc32(debug.fd.get(), size,
+                          [&] { return now_ns() - start > kMaxCrcNs; });
+    if (!crc) {
+      stats_.debug_files_skipped++;
+      return false;
+    }
+    if (*crc != file.debuglink_crc())
+      return false;
+  }
+  auto elf = ElfFile::open_fd(debug.fd.get());
+  if (!elf || !elf->has_symtab())
+    return false;
+  if (!elf->build_id().empty() && !file.build_id().empty() &&
+      elf->build_id() != file.build_id())
+    return false;
+  stats_.elf_files_parsed++;
+  file.adopt_symbols(std::move(*elf));
+  return true;
+}
+
+void Symbolizer::find_debug_file(FileEntry &f) {
+  ElfFile &file = *f.elf;
+  // Plausible sizes only, checked before anything is read.
+  FilePolicy ours;
+  ours.follow_last_symlink = true;
+  ours.max_size = std::min(kMaxDebugFileBytes,
+                           std::max(kDebugFileFloor, f.size * kDebugFileRatio));
+  FilePolicy theirs = ours; // inside the process's root: its user's files
+  theirs.reader = f.creds;
+  const int root = f.root ? f.root->get() : -1;
+  auto note_size = [&](const CheckedFile &c) {
+    if (c.failure == OpenFailure::TooLarge)
+      stats_.debug_files_skipped++;
+  };
+
+  // 1. By build id, in each debug root, ours and the process's.
+  const std::string &id = file.build_id();
+  if (id.size() > 2) {
+    std::string rel =
+        "/.build-id/" + id.substr(0, 2) + "/" + id.substr(2) + ".debug";
+    for (const std::string &dir : debug_dirs_) {
+      UniqueFd dir_fd = open_root_dir(dir);
+      if (dir_fd) {
+        CheckedFile c = open_in_root(dir_fd.get(), rel, ours);
+        note_size(c);
+        if (c.failure != OpenFailure::Missing &&
+            adopt_debug(file, std::move(c), false))
+          return;
+      }
+      if (root >= 0) {
+        CheckedFile c = open_in_root(root, dir + rel, theirs);
+        note_size(c);
+        if (c.failure != OpenFailure::Missing &&
+            adopt_debug(file, std::move(c), false))
+          return;
+      }
+    }
+  }
+  // 2. By .gnu_debuglink: beside the file, in .debug/, under the debug
+  // roots; the CRC must match.
+  const std::string &link = file.debuglink();
+  if (!link.empty() && link.find('/') == std::string::npos && link != "." &&
+      link != "..") {
+    std::string dir = dirname_of(without_deleted(f.mapping));
+    std::vector<std::pair<int, std::string>> tries;
+    std::vector<UniqueFd> dir_fds;
+    if (root >= 0) {
+      tries.emplace_back(root, dir + "/" + link);
+      tries.emplace_back(root, dir + "/.debug/" + link);
+    }
+    for (const std::string &d : debug_dirs_) {
+      dir_fds.push_back(open_root_dir(d));
+      if (dir_fds.back())
+        tries.emplace_back(dir_fds.back().get(), dir + "/" + link);
+    }
+    for (const auto &[base, path] : tries) {
+      CheckedFile c = open_in_root(base, path, base == root ? theirs : ours);
+      note_size(c);
+      if (c.failure != OpenFailure::Missing &&
+          adopt_debug(file, std::move(c), true))
+        return;
+    }
+  }
+  // 3. MiniDebugInfo: an xz-compressed ELF with function symbols inside
+  // the file itself (.gnu_debugdata).
+  if (!file.minidebuginfo().empty()) {
+    std::string elf = xz_decompress(file.minidebuginfo(), 256u << 20);
+    if (!elf.empty()) {
+      auto mini = ElfFile::open_memory(std::move(elf));
+      if (mini && mini->has_symtab()) {
+        stats_.elf_files_parsed++;
+        file.adopt_symbols(std::move(*mini));
+      }
+    }
+  }
+}
+
+// ---- naming ----
 
 const std::vector<Mapping> &Symbolizer::maps_of(uint32_t tgid) {
   static const std::vector<Mapping> none;
@@ -133,80 +469,47 @@ const std::vector<Mapping> &Symbolizer::maps_of(uint32_t tgid) {
   return p.readings.empty() ? none : p.readings.back();
 }
 
-void Symbolizer::note_user_stack(uint32_t tgid, uint64_t stack_id,
-                                 const std::vector<uint64_t> &ips) {
-  Process &p = processes_[tgid];
-  auto covered = [&](const std::vector<Mapping> &maps) {
-    for (size_t i = 0; i < ips.size(); i++)
-      if (!find_mapping(maps, i > 0 && ips[i] ? ips[i] - 1 : ips[i]))
-        return false;
-    return true;
-  };
-  if (p.readings.empty() || !covered(p.readings.back()))
-    if (!read_maps(tgid, p))
-      return;
-  p.stack_reading[stack_id] = p.readings.size() - 1;
-}
-
 void Symbolizer::select_stack(uint32_t tgid, uint64_t stack_id) {
   Process &p = process(tgid);
   auto it = p.stack_reading.find(stack_id);
   p.selected = it == p.stack_reading.end() ? SIZE_MAX : it->second;
 }
 
-void Symbolizer::find_debug_file(ElfFile &file, uint32_t tgid,
-                                 const Mapping &m) {
-  const std::string root = proc_root_ + "/" + std::to_string(tgid) + "/root";
-  auto adopt = [&](std::unique_ptr<ElfFile> debug) {
-    if (!debug || !debug->has_symtab())
-      return false;
-    stats_.elf_files_parsed++;
-    file.adopt_symbols(std::move(*debug));
-    return true;
-  };
-  // 1. By build id, in each debug root, ours and the process's.
-  const std::string &id = file.build_id();
-  if (id.size() > 2) {
-    std::string rel =
-        "/.build-id/" + id.substr(0, 2) + "/" + id.substr(2) + ".debug";
-    for (const std::string &dir : debug_dirs_)
-      for (const std::string &path : {dir + rel, root + dir + rel}) {
-        if (!readable(path))
-          continue;
-        auto debug = ElfFile::open(path);
-        if (debug && (debug->build_id().empty() || debug->build_id() == id) &&
-            adopt(std::move(debug)))
-          return;
-      }
+void Symbolizer::expect_user_stack(uint32_t tgid, uint64_t stack_id,
+                                   const std::vector<uint64_t> &ips) {
+  select_stack(tgid, stack_id);
+  Process &p = process(tgid);
+  const std::vector<Mapping> &maps = maps_of(tgid);
+  for (size_t i = 0; i < ips.size(); i++) {
+    uint64_t lookup = i > 0 && ips[i] ? ips[i] - 1 : ips[i];
+    const Mapping *m = find_mapping(maps, lookup);
+    if (p.perf_map && (!m || !m->is_file()))
+      p.perf_wanted.push_back(lookup);
   }
-  // 2. By .gnu_debuglink: beside the file, in .debug/, under the debug
-  // roots; the CRC must match.
-  if (!file.debuglink().empty() &&
-      file.debuglink().find('/') == std::string::npos) {
-    std::string dir =
-        dirname_of(m.deleted() ? m.path.substr(0, m.path.size() - 10) : m.path);
-    std::vector<std::string> paths;
-    for (const std::string &base : {root + dir, dir}) {
-      paths.push_back(base + "/" + file.debuglink());
-      paths.push_back(base + "/.debug/" + file.debuglink());
-    }
-    for (const std::string &d : debug_dirs_)
-      paths.push_back(d + dir + "/" + file.debuglink());
-    for (const std::string &path : paths) {
-      if (!readable(path))
-        continue;
-      auto crc = file_crc32(path);
-      if (crc && *crc == file.debuglink_crc() && adopt(ElfFile::open(path)))
-        return;
-    }
+}
+
+// The perf map's name for an address of anonymous memory. The map is
+// scanned once, for every address expected so far; an address nobody
+// announced makes it scanned again.
+const std::string *Symbolizer::perf_map_name(Process &p, uint64_t addr) {
+  if (!p.perf_map)
+    return nullptr;
+  if (!std::binary_search(p.perf_wanted.begin(), p.perf_wanted.end(), addr)) {
+    p.perf_wanted.push_back(addr);
+    p.perf_names.reset();
   }
-  // 3. MiniDebugInfo: an xz-compressed ELF with function symbols inside
-  // the file itself (.gnu_debugdata).
-  if (!file.minidebuginfo().empty()) {
-    std::string elf = xz_decompress(file.minidebuginfo(), 256u << 20);
-    if (!elf.empty())
-      adopt(ElfFile::open_memory(std::move(elf)));
+  if (!p.perf_names) {
+    std::sort(p.perf_wanted.begin(), p.perf_wanted.end());
+    p.perf_wanted.erase(std::unique(p.perf_wanted.begin(), p.perf_wanted.end()),
+                        p.perf_wanted.end());
+    PerfMapScan scan =
+        scan_perf_map(p.perf_map.get(), p.perf_wanted, kMaxPerfMapBytes);
+    if (scan.truncated)
+      stats_.perf_maps_truncated++;
+    p.perf_names = std::move(scan.names);
   }
+  auto it = p.perf_names->find(addr);
+  return it == p.perf_names->end() ? nullptr : &it->second;
 }
 
 // The process's own [vdso] image, read from its memory (root only): the
@@ -220,54 +523,61 @@ ElfFile *Symbolizer::vdso_for(uint32_t tgid, const Mapping &m) {
     return it->second.get();
   auto image = files_.read_at(proc_root_ + "/" + std::to_string(tgid) + "/mem",
                               m.start, size);
-  std::unique_ptr<ElfFile> elf;
-  if (image) {
-    elf = ElfFile::open_memory(std::move(*image));
-    if (elf)
-      stats_.elf_files_parsed++;
-  }
+  if (!image)
+    return nullptr; // not cached: another process may still provide it
+  std::unique_ptr<ElfFile> elf = ElfFile::open_memory(std::move(*image));
+  if (elf)
+    stats_.elf_files_parsed++;
   return vdso_cache_.emplace(size, std::move(elf)).first->second.get();
 }
 
-ElfFile *Symbolizer::elf_for(uint32_t tgid, const Mapping &m) {
+Symbolizer::FileEntry *Symbolizer::file_for(const Mapping &m) {
   FileKey key{m.dev_major, m.dev_minor, m.inode, m.inode ? "" : m.path};
-  auto it = elf_cache_.find(key);
-  if (it != elf_cache_.end())
-    return it->second.get();
+  auto it = files_by_key_.find(key);
+  return it == files_by_key_.end() ? nullptr : it->second.get();
+}
 
-  // map_files reaches the very file that is mapped, even when it was deleted
-  // or lives in another mount namespace; the path is the fallback.
-  char range[64];
-  snprintf(range, sizeof(range), "/%" PRIx64 "-%" PRIx64, m.start, m.end);
-  std::string pid_dir = proc_root_ + "/" + std::to_string(tgid);
-  std::unique_ptr<ElfFile> file = ElfFile::open(pid_dir + "/map_files" + range);
-  if (!file)
-    file = ElfFile::open(pid_dir + "/root" + m.path);
-  if (!file && !m.deleted())
-    file = ElfFile::open(m.path);
-  if (file) {
-    stats_.elf_files_parsed++;
-    if (!file->has_symtab())
-      find_debug_file(*file, tgid, m);
+ElfFile *Symbolizer::elf_for(uint32_t tgid, const Mapping &m) {
+  FileEntry *f = file_for(m);
+  if (!f) {
+    // A reading whose files were not captured (maps read late): open now.
+    Process &p = process(tgid);
+    if (!p.readings.empty()) {
+      capture_files(tgid, p);
+      f = file_for(m);
+    }
   }
-  return elf_cache_.emplace(key, std::move(file)).first->second.get();
+  if (!f)
+    return nullptr;
+  parse(*f);
+  return f->elf.get();
 }
 
 std::string Symbolizer::user_frame(uint32_t tgid, uint64_t addr,
                                    bool is_return_address,
                                    const ModuleInfo **module) {
   uint64_t lookup = is_return_address && addr > 0 ? addr - 1 : addr;
-  const Mapping *m = find_mapping(maps_of(tgid), lookup);
+  Process &p = process(tgid);
   if (module)
     *module = nullptr;
+  if (p.readings.empty()) {
+    if (!p.gone) {
+      p.gone = true;
+      stats_.processes_gone++;
+    }
+    stats_.frames_process_gone++;
+    stats_.unnamed++;
+    stats_.unnamed_by_module["[exited]"]++;
+    return "[unknown]";
+  }
+  const Mapping *m = find_mapping(maps_of(tgid), lookup);
   if (!m || !m->is_file()) {
     // JIT code: anonymous memory named by the process's perf map.
-    if (const PerfMapSymbol *js =
-            find_perf_symbol(perf_map_of(tgid, process(tgid)), lookup)) {
+    if (const std::string *name = perf_map_name(p, lookup)) {
       stats_.named++;
       if (module)
         *module = module_info("[perf-map]", "");
-      return js->name;
+      return *name;
     }
   }
   if (!m) {
@@ -288,11 +598,8 @@ std::string Symbolizer::user_frame(uint32_t tgid, uint64_t addr,
   }
   if (m->is_file()) {
     ElfFile *elf = elf_for(tgid, *m);
-    if (module) {
-      std::string path =
-          m->deleted() ? m->path.substr(0, m->path.size() - 10) : m->path;
-      *module = module_info(path, elf ? elf->build_id() : "");
-    }
+    if (module)
+      *module = module_info(without_deleted(*m), elf ? elf->build_id() : "");
     if (elf) {
       auto vaddr = elf->file_offset_to_vaddr(lookup - m->start + m->offset);
       if (vaddr) {
@@ -315,6 +622,43 @@ std::string Symbolizer::user_frame(uint32_t tgid, uint64_t addr,
   stats_.unnamed++;
   stats_.unnamed_by_module[label]++;
   return label;
+}
+
+std::string Symbolizer::describe_losses() const {
+  std::string out;
+  auto line = [&](const std::string &text) {
+    out += "offcpu: warning: " + text + "\n";
+  };
+  if (stats_.frames_process_gone)
+    line(std::to_string(stats_.frames_process_gone) + " user frames of " +
+         std::to_string(stats_.processes_gone) +
+         " processes unnamed ([unknown]): they exited before their memory "
+         "maps could be read");
+  for (size_t k = 0; k < stats_.refused.size(); k++) {
+    std::string causes;
+    uint64_t total = 0;
+    for (size_t why = 0; why < kOpenFailures; why++) {
+      uint64_t n = stats_.refused[k][why];
+      if (!n)
+        continue;
+      total += n;
+      causes += (causes.empty() ? "" : ", ") + std::to_string(n) + " " +
+                open_failure_name(static_cast<OpenFailure>(why));
+    }
+    if (total)
+      line(std::to_string(total) + " " +
+           file_kind_name(static_cast<FileKind>(k)) +
+           " of traced processes not read (" + causes +
+           "); frames they would name show as [module] or [anon]");
+  }
+  if (stats_.debug_files_skipped)
+    line(std::to_string(stats_.debug_files_skipped) +
+         " debug files skipped: implausibly large for their binary, or their "
+         "CRC took over 1 s");
+  if (stats_.perf_maps_truncated)
+    line(std::to_string(stats_.perf_maps_truncated) +
+         " perf maps over 256 MiB read in part");
+  return out;
 }
 
 } // namespace offcpu

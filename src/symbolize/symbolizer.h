@@ -1,11 +1,24 @@
 // Turns instruction pointers into frame names: kernel addresses through
 // kallsyms, user addresses through the process's mappings and ELF symbols
-// (with separate debug files when the binary is stripped).
+// (with separate debug files when the binary is stripped) or its perf map.
+//
+// Three phases. Capture (note_user_stack), while the process is blocked on
+// a stack it just announced: only what vanishes with the process is taken
+// (its maps, descriptors for its files, its root, its perf map), cheaply,
+// so the announcement ring keeps up with a storm of short-lived processes.
+// Parsing (parse_pending), in slices between polls: ELF files and debug
+// files. Naming, after tracing: expect_user_stack for every stack first
+// (so perf maps are scanned once, for the addresses needed), then the
+// *_frame calls.
 #pragma once
 
+#include <array>
 #include <cstdint>
+#include <deque>
 #include <map>
 #include <memory>
+#include <optional>
+#include <set>
 #include <string>
 #include <tuple>
 #include <unordered_map>
@@ -16,14 +29,35 @@
 #include "symbolize/perf_map.h"
 #include "symbolize/proc_maps.h"
 #include "util/fs.h"
+#include "util/safe_file.h"
 
 namespace offcpu {
+
+// Files a user controls that were not read, by kind and cause.
+enum class FileKind { Binary, DebugFile, PerfMap, Count };
+const char *file_kind_name(FileKind k);
+constexpr size_t kOpenFailures = static_cast<size_t>(OpenFailure::Error) + 1;
 
 struct SymbolizeStats {
   uint64_t named = 0;
   uint64_t unnamed = 0;
   std::map<std::string, uint64_t> unnamed_by_module;
   uint64_t elf_files_parsed = 0;
+  // Frames left unnamed because their process had exited before its maps
+  // could be read (no reading of its own, none inherited from its parent).
+  uint64_t frames_process_gone = 0;
+  uint64_t processes_gone = 0;
+  // Processes named with their parent's maps (they exited first, and had
+  // not exec'd: the same image).
+  uint64_t processes_inherited = 0;
+  // Files refused, by kind and cause (util/safe_file.h).
+  std::array<std::array<uint64_t, kOpenFailures>,
+             static_cast<size_t>(FileKind::Count)>
+      refused{};
+  // Debug files whose size made them implausible for their binary, or
+  // whose CRC took longer than allowed.
+  uint64_t debug_files_skipped = 0;
+  uint64_t perf_maps_truncated = 0;
 };
 
 // The file (or kernel part) a frame's code came from; owned by Symbolizer.
@@ -37,6 +71,23 @@ public:
   // `proc_root` is "/proc" except in tests.
   Symbolizer(const FileReader &files, KernelSymbols kernel,
              std::string proc_root = "/proc");
+  ~Symbolizer();
+
+  // Capture, while the process is blocked on this user stack: unless the
+  // maps read so far cover every frame, reads them again (the process may
+  // have exec'd or mapped a library since) and opens the files they name;
+  // ties the stack to that reading. `parent`: the process it was forked
+  // from without exec (0: unknown), whose maps stand in if it is gone.
+  void note_user_stack(uint32_t tgid, uint64_t stack_id,
+                       const std::vector<uint64_t> &ips, uint32_t parent = 0);
+  // Parses captured files until `deadline_ns` (CLOCK_MONOTONIC) or a stop
+  // request; true when nothing is left.
+  bool parse_pending(uint64_t deadline_ns);
+
+  // Before naming: every user stack that will be named, so that each perf
+  // map is scanned once for exactly the addresses needed.
+  void expect_user_stack(uint32_t tgid, uint64_t stack_id,
+                         const std::vector<uint64_t> &ips);
 
   // `addr` is the frame's address as stored; return addresses (all frames
   // but the first) are looked up one byte earlier, inside the call.
@@ -45,13 +96,6 @@ public:
                            const ModuleInfo **module = nullptr);
   std::string user_frame(uint32_t tgid, uint64_t addr, bool is_return_address,
                          const ModuleInfo **module = nullptr);
-
-  // A user stack the process is blocked on right now: unless the maps read
-  // so far cover every frame, reads them again (the process may have
-  // exec'd or mapped a library since), opens the files they name, and ties
-  // the stack to that reading.
-  void note_user_stack(uint32_t tgid, uint64_t stack_id,
-                       const std::vector<uint64_t> &ips);
   // Frames named next belong to this stack: use the maps it was taken under.
   void select_stack(uint32_t tgid, uint64_t stack_id);
 
@@ -64,32 +108,42 @@ public:
 
   const KernelSymbols &kernel_symbols() const { return kernel_; }
   const SymbolizeStats &stats() const { return stats_; }
+  // One line per cause of lost names (stderr, always shown); empty if none.
+  std::string describe_losses() const;
 
 private:
-  struct Process {
-    std::vector<std::vector<Mapping>> readings; // oldest first
-    std::unordered_map<uint64_t, size_t> stack_reading;
-    size_t selected = SIZE_MAX; // reading for the stack being named
-    std::vector<PerfMapSymbol> perf_map;
-    bool perf_map_read = false;
-  };
-  const std::vector<PerfMapSymbol> &perf_map_of(uint32_t tgid, Process &p);
-  const std::vector<Mapping> &maps_of(uint32_t tgid);
-  bool read_maps(uint32_t tgid, Process &p);
+  using RootRef = std::shared_ptr<const UniqueFd>;
+  struct Process;
+  struct FileEntry;
   using FileKey = std::tuple<uint32_t, uint32_t, uint64_t, std::string>;
 
   Process &process(uint32_t tgid);
+  bool read_maps(uint32_t tgid, Process &p);
+  void capture_process(uint32_t tgid, Process &p);
+  void capture_files(uint32_t tgid, Process &p);
+  void capture_perf_map(uint32_t tgid, Process &p);
+  const std::vector<Mapping> &maps_of(uint32_t tgid);
+  RootRef root_of(uint32_t tgid);
+
+  FileEntry *file_for(const Mapping &m);
   ElfFile *elf_for(uint32_t tgid, const Mapping &m);
+  void parse(FileEntry &f);
   ElfFile *vdso_for(uint32_t tgid, const Mapping &m);
   const ModuleInfo *module_info(const std::string &path,
                                 const std::string &build_id);
-  void find_debug_file(ElfFile &file, uint32_t tgid, const Mapping &m);
+  void find_debug_file(FileEntry &f);
+  bool adopt_debug(ElfFile &file, CheckedFile debug, bool check_crc);
+  const std::string *perf_map_name(Process &p, uint64_t addr);
+  void refuse(FileKind kind, OpenFailure why);
 
   const FileReader &files_;
   KernelSymbols kernel_;
   std::string proc_root_;
-  std::unordered_map<uint32_t, Process> processes_;
-  std::map<FileKey, std::unique_ptr<ElfFile>> elf_cache_;
+  std::unordered_map<uint32_t, std::unique_ptr<Process>> processes_;
+  std::map<FileKey, std::unique_ptr<FileEntry>> files_by_key_;
+  std::deque<FileEntry *> to_parse_;
+  // Process roots, one descriptor per distinct directory.
+  std::map<std::pair<uint64_t, uint64_t>, RootRef> roots_;
   std::unordered_map<std::string, std::string> demangled_;
   std::map<std::string, std::unique_ptr<ModuleInfo>> modules_;
   std::vector<std::string> debug_dirs_{"/usr/lib/debug"};

@@ -1,6 +1,7 @@
 #include "util/fs.h"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -15,7 +16,9 @@ bool SystemFileReader::read_chunks(
     const std::function<void(std::string_view)> &sink) const {
   UniqueFd fd(
       ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK));
-  if (!fd)
+  struct stat st {};
+  // Regular files only (/proc files are): never a FIFO or a device.
+  if (!fd || fstat(fd.get(), &st) != 0 || !S_ISREG(st.st_mode))
     return false;
   char buf[65536];
   std::size_t total = 0;

@@ -17,12 +17,25 @@ OutputFile::OutputFile(const std::optional<std::string> &path) {
   if (!path)
     return;
   path_ = *path;
+  struct stat st {};
+  if (stat(path_.c_str(), &st) == 0 && !S_ISREG(st.st_mode)) {
+    if (S_ISDIR(st.st_mode))
+      throw runtime_error("cannot write " + path_ + ": it is a directory");
+    // A pipe, terminal or device (/dev/stdout, a shell's >(...)): written
+    // in place. Renaming a file over it would replace the node itself.
+    fd_ = ::open(path_.c_str(), O_WRONLY | O_CLOEXEC | O_NOCTTY);
+    if (fd_ < 0)
+      throw runtime_error("cannot write " + path_ + ": " +
+                          std::strerror(errno));
+    in_place_ = true;
+    return;
+  }
   temp_ = path_ + ".offcpu-XXXXXX";
   fd_ = mkostemp(temp_.data(), O_CLOEXEC);
   if (fd_ < 0)
     throw runtime_error("cannot write " + path_ + ": " + std::strerror(errno));
   fchmod(fd_, 0644);
-  set_cleanup_path(temp_.c_str());
+  cleanup_ = add_cleanup_path(temp_.c_str());
 }
 
 OutputFile::~OutputFile() {
@@ -30,9 +43,9 @@ OutputFile::~OutputFile() {
     return;
   if (fd_ >= 0)
     close(fd_);
-  if (!committed_)
+  forget_cleanup_path(cleanup_);
+  if (!committed_ && !in_place_)
     unlink(temp_.c_str());
-  set_cleanup_path(nullptr);
 }
 
 WriteResult OutputFile::write(const std::string &data) {
@@ -45,7 +58,7 @@ WriteResult OutputFile::write(const std::string &data) {
 }
 
 void OutputFile::commit() {
-  if (path_.empty() || committed_)
+  if (path_.empty() || committed_ || in_place_)
     return;
   if (fsync(fd_) != 0 || close(fd_) != 0) {
     fd_ = -1;
@@ -55,7 +68,8 @@ void OutputFile::commit() {
   if (rename(temp_.c_str(), path_.c_str()) != 0)
     throw runtime_error("cannot write " + path_ + ": " + std::strerror(errno));
   committed_ = true;
-  set_cleanup_path(nullptr);
+  forget_cleanup_path(cleanup_);
+  cleanup_ = -1;
 }
 
 } // namespace offcpu

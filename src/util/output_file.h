@@ -12,8 +12,9 @@ class OutputFile {
 public:
   // nullopt: stdout. A path: written to a temporary name in the same
   // directory and renamed over `path` by commit(); until then an interrupted
-  // run leaves nothing that looks finished. Throws FatalError if the
-  // directory is not writable.
+  // run leaves nothing that looks finished. An existing pipe or device is
+  // written in place. Throws FatalError if the path is a directory or
+  // cannot be written: before tracing starts, not after.
   explicit OutputFile(const std::optional<std::string> &path);
   ~OutputFile(); // removes the temporary file unless committed
   OutputFile(const OutputFile &) = delete;
@@ -27,6 +28,8 @@ private:
   int fd_ = 1;
   std::string path_, temp_;
   bool committed_ = false;
+  bool in_place_ = false; // a pipe or device: no temporary, no rename
+  int cleanup_ = -1;      // see add_cleanup_path
 };
 
 } // namespace offcpu

@@ -12,12 +12,14 @@ namespace offcpu {
 namespace {
 
 std::atomic<int> g_stops{0};
-std::atomic<const char *> g_cleanup_path{nullptr};
+constexpr int kCleanupSlots = 32;
+std::atomic<const char *> g_cleanup_paths[kCleanupSlots];
 
 void on_stop_signal(int sig) {
   if (g_stops.fetch_add(1) >= 1 && sig == SIGINT) {
-    if (const char *path = g_cleanup_path.load())
-      unlink(path);
+    for (auto &slot : g_cleanup_paths)
+      if (const char *path = slot.load())
+        unlink(path);
     static const char msg[] = "offcpu: interrupted again, exiting\n";
     ssize_t ignored = ::write(STDERR_FILENO, msg, sizeof(msg) - 1);
     (void)ignored;
@@ -47,8 +49,18 @@ bool stop_requested() {
   return g_stops.load() > 0;
 }
 
-void set_cleanup_path(const char *path) {
-  g_cleanup_path.store(path);
+int add_cleanup_path(const char *path) {
+  for (int i = 0; i < kCleanupSlots; i++) {
+    const char *expected = nullptr;
+    if (g_cleanup_paths[i].compare_exchange_strong(expected, path))
+      return i;
+  }
+  return -1;
+}
+
+void forget_cleanup_path(int handle) {
+  if (handle >= 0 && handle < kCleanupSlots)
+    g_cleanup_paths[handle].store(nullptr);
 }
 
 bool wait_for_stop(double seconds) {

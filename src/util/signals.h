@@ -6,9 +6,12 @@ namespace offcpu {
 
 void install_stop_handlers();
 bool stop_requested();
-// A file to delete if a second Ctrl-C ends the process (an unfinished
-// output file); null for none. The string must outlive the registration.
-void set_cleanup_path(const char *path);
+// Files to delete if a second Ctrl-C ends the process (unfinished output
+// files). The string must outlive its registration. Returns a handle for
+// forget_cleanup_path, or -1 when all slots are taken (the file is then
+// left behind by a second Ctrl-C; there are more slots than -o targets).
+int add_cleanup_path(const char *path);
+void forget_cleanup_path(int handle);
 
 // Sleeps until the deadline (seconds, < 0: none) or a stop request.
 // Returns true when stopped by a signal.

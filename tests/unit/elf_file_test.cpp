@@ -76,8 +76,10 @@ TEST(ElfCache, EachFileParsedOnce) {
   RunningFixture f = start(FIXTURE_PIE);
   Symbolizer sym(system_files(), KernelSymbols{});
   ASSERT_EQ(name_of(sym, f, "fixture_alpha"), "fixture_alpha");
-  // The process's executable files (and debug files) are opened once, when
-  // its maps are first read; lookups after that parse nothing.
+  ASSERT_EQ(name_of(sym, f, "lib_helper"), "lib_helper");
+  // The process's executable files are opened when its maps are first read
+  // and parsed (with their debug files) once, when first needed; lookups
+  // after that parse nothing.
   uint64_t parsed = sym.stats().elf_files_parsed;
   EXPECT_GE(parsed, 2u);
   for (int i = 0; i < 50; i++) {

@@ -1,0 +1,27 @@
+// Kernel memory taken by the BPF maps a run sizes from the command line,
+// checked against what the machine can spare before anything is loaded: a
+// typo in --stack-storage-size must not pin gigabytes of kernel memory.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "util/fs.h"
+
+namespace offcpu {
+
+struct MapDemand {
+  uint32_t stacks = 0;           // --stack-storage-size
+  uint32_t aggregation = 0;      // --max-entries
+  uint64_t aggregation_item = 0; // bytes of one aggregation key + value
+};
+
+// Preallocated bytes, with the kernel's per-element overhead.
+uint64_t map_bytes(const MapDemand &d);
+
+// Throws FatalError (usage) naming the cap and the largest value that fits
+// when the maps would take more than a quarter of MemAvailable. Machines
+// whose /proc/meminfo cannot be read are not checked.
+void check_map_budget(const MapDemand &d, const FileReader &files);
+
+} // namespace offcpu
