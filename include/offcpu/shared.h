@@ -76,10 +76,23 @@ struct offcpu_start {
   __u64 start_ns;
   __u64 user_stack;   /* id in the stacks map, taken at switch-out */
   __u64 kernel_stack; /* only when kernel stacks are taken at switch-out */
+  /* The kernel's count of the task's switch-ins (sched_info.pcount) when
+   * the wait began: a switch-in sched_switch did not report moves it. */
+  __u64 pcount;
   __u32 tgid;
   __u32 state; /* task state when it went off CPU */
   __u32 flags; /* OFFCPU_KSTACK_* */
   __u32 pad;
+};
+
+/* Events of the switch hook worth reporting that are not losses; indexes
+ * the `switch_events` counters in BPF .bss. */
+enum offcpu_switch_event {
+  /* Waits whose end the kernel did not report through sched_switch and
+   * that were ended from its scheduler accounting instead (see
+   * end_unseen_wait in bpf/offcpu.bpf.c). */
+  OFFCPU_EV_UNSEEN_SWITCH_IN = 0,
+  OFFCPU_EV_NR,
 };
 
 /* Announced through a ring buffer the first time a process blocks on a

@@ -236,13 +236,17 @@ OffcpuSession::load(const ProfileOptions &opts,
   throw runtime_error(load_failure(last_err));
 }
 
-void OffcpuSession::attach() {
+void OffcpuSession::attach(double duration_s) {
   switch_link_.reset(bpf_raw_tracepoint_open(
       plan_.tp_btf ? nullptr : "sched_switch", h_.switch_prog));
   if (!switch_link_)
     throw runtime_error("cannot attach to sched_switch: " + errno_text(errno));
   start_ns_ = monotonic_ns();
   bss_of(h_)->window_start_ns = start_ns_;
+  if (duration_s > 0) {
+    planned_stop_ns_ = start_ns_ + static_cast<uint64_t>(duration_s * 1e9);
+    bss_of(h_)->stop_ns = planned_stop_ns_;
+  }
   // Waits in progress: opened at once, user stacks filled in after.
   if (plan_.seed_open_waits) {
     int err = run_iterator(h_.seed_open);
@@ -258,12 +262,16 @@ void OffcpuSession::attach() {
 namespace {
 
 int on_new_stack(void *ctx, void *data, size_t size) {
+  auto *ring = static_cast<OffcpuSession::RingContext *>(ctx);
   if (size >= sizeof(offcpu_new_stack)) {
     offcpu_new_stack ev;
     std::memcpy(&ev, data, sizeof(ev));
-    (*static_cast<const OffcpuSession::NewStack *>(ctx))(ev.tgid, ev.user_stack,
-                                                         ev.parent);
+    ring->callback(ev.tgid, ev.user_stack, ev.parent);
   }
+  // A flood of announcements must not hold the loop past the window's end
+  // or a Ctrl-C: the rest waits for the next poll.
+  if (stop_requested() || (ring->deadline && monotonic_ns() >= ring->deadline))
+    return -EINTR;
   return 0;
 }
 
@@ -276,26 +284,24 @@ std::vector<uint64_t> OffcpuSession::read_stack(uint64_t id) const {
   return it == table.end() ? std::vector<uint64_t>{} : std::move(it->second);
 }
 
-bool OffcpuSession::wait(double seconds, const NewStack &new_stack,
+bool OffcpuSession::wait(uint64_t deadline, const NewStack &new_stack,
                          const IdleWork &idle) {
-  if (plan_.announce_processes && !ring_) {
-    ring_callback_ = new_stack;
-    ring_.reset(ring_buffer__new(h_.new_processes, on_new_stack,
-                                 &ring_callback_, nullptr));
-  }
-  const uint64_t deadline =
-      seconds < 0 ? 0 : monotonic_ns() + static_cast<uint64_t>(seconds * 1e9);
+  ring_ctx_.callback = new_stack;
+  ring_ctx_.deadline = deadline;
+  if (plan_.announce_processes && !ring_)
+    ring_.reset(
+        ring_buffer__new(h_.new_processes, on_new_stack, &ring_ctx_, nullptr));
   bool work_left = true;
   while (!stop_requested()) {
     uint64_t now = monotonic_ns();
-    if (seconds >= 0 && now >= deadline)
+    if (deadline && now >= deadline)
       return false;
     // A slice of deferred work, then the ring again: announcements are
     // handled within one slice of arriving.
     if (work_left && idle)
       work_left = !idle(now + kIdleSliceNs);
     int timeout_ms = work_left ? 0 : 50;
-    if (seconds >= 0 && !work_left) {
+    if (deadline && !work_left) {
       now = monotonic_ns();
       if (now >= deadline)
         return false;
@@ -317,6 +323,8 @@ void OffcpuSession::stop() {
   if (stop_ns_)
     return;
   stop_ns_ = monotonic_ns();
+  if (planned_stop_ns_ && planned_stop_ns_ < stop_ns_)
+    stop_ns_ = planned_stop_ns_; // the kernel closed the window on time
   // From here on switch-ins end their waits at stop_ns and no wait opens.
   bss_of(h_)->stop_ns = stop_ns_;
   auto flush = [&] {
@@ -367,6 +375,7 @@ RawProfile OffcpuSession::drain() const {
     out.lost[i] = bss_of(h_)->lost[i];
   for (int i = 0; i < OFFCPU_KUNWIND_NR; i++)
     out.kunwind[i] = bss_of(h_)->kunwind_stats[i];
+  out.unseen_switch_ins = bss_of(h_)->switch_events[OFFCPU_EV_UNSEEN_SWITCH_IN];
   bpf_prog_info info{};
   __u32 len = sizeof(info);
   if (bpf_obj_get_info_by_fd(h_.switch_prog, &info, &len) == 0)

@@ -30,8 +30,16 @@ public:
   OffcpuSession &operator=(const OffcpuSession &) = delete;
 
   // Attaches to sched_switch, then opens waits for tasks already off CPU.
-  void attach();
-  // Waits up to `seconds` (< 0: no limit) or until a stop is requested,
+  // The window opens at the attach and, with a duration (seconds, < 0:
+  // none), closes exactly that much later in the kernel, however long
+  // seeding or user space take.
+  void attach(double duration_s);
+  // When the window opened and when it is planned to close (0: at stop()),
+  // CLOCK_MONOTONIC ns.
+  uint64_t window_start_ns() const { return start_ns_; }
+  uint64_t planned_stop_ns() const { return planned_stop_ns_; }
+  // Waits until `deadline_ns` (CLOCK_MONOTONIC; 0: no limit) or until a
+  // stop is requested,
   // handing each (process, user stack) seen for the first time to
   // `new_stack` while that stack is current (`parent`: see
   // offcpu_new_stack). Between polls, `idle(deadline_ns)` does deferred
@@ -40,7 +48,8 @@ public:
   using NewStack =
       std::function<void(uint32_t tgid, uint64_t user_stack, uint32_t parent)>;
   using IdleWork = std::function<bool(uint64_t deadline_ns)>;
-  bool wait(double seconds, const NewStack &new_stack, const IdleWork &idle);
+  bool wait(uint64_t deadline_ns, const NewStack &new_stack,
+            const IdleWork &idle);
   // A stored stack's frames (leaf first); empty if unknown.
   std::vector<uint64_t> read_stack(uint64_t id) const;
   // Ends the window: waits end now; the switch hook is detached and waits
@@ -86,8 +95,17 @@ private:
     void operator()(ring_buffer *r) const { ring_buffer__free(r); }
   };
   std::unique_ptr<ring_buffer, RingDeleter> ring_;
-  NewStack ring_callback_;
+
+public:
+  struct RingContext {
+    NewStack callback;
+    uint64_t deadline = 0;
+  };
+
+private:
+  RingContext ring_ctx_;
   uint64_t start_ns_ = 0;
+  uint64_t planned_stop_ns_ = 0;
   uint64_t stop_ns_ = 0;
 };
 

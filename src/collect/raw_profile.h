@@ -41,6 +41,9 @@ struct RawProfile {
   // Context switches the kernel did not run the hook for (its per-CPU
   // recursion guard); each may have lost a wait.
   uint64_t missed_switches = 0;
+  // Switch-ins the kernel did not report, whose waits were ended from its
+  // scheduler accounting (see end_unseen_wait in bpf/offcpu.bpf.c).
+  uint64_t unseen_switch_ins = 0;
   uint64_t window_ns = 0;
 };
 

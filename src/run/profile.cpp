@@ -21,11 +21,15 @@
 #include "util/fs.h"
 #include "util/output.h"
 #include "util/output_file.h"
+#include "util/priority.h"
 #include "util/privileges.h"
 #include "util/signals.h"
 
 namespace offcpu {
 namespace {
+
+// offcpu's own nice value while the window is open (see PriorityBoost).
+constexpr int kTracingNice = -10;
 
 void note(const std::string &line) {
   fprintf(stderr, "offcpu: %s\n", line.c_str());
@@ -64,19 +68,23 @@ void collect_with_progress(OffcpuSession &session, const ProfileOptions &opts,
     return symbolizer.parse_pending(deadline);
   };
   const double total = opts.duration_s ? *opts.duration_s : -1.0;
+  const uint64_t deadline = session.planned_stop_ns(); // 0: until Ctrl-C
   bool progress =
       !opts.output.quiet && isatty(STDERR_FILENO) && (total < 0 || total >= 2);
   if (!progress) {
-    session.wait(total, remember, parse);
+    session.wait(deadline, remember, parse);
     return;
   }
-  const uint64_t start = monotonic_ns();
   for (;;) {
-    double elapsed = static_cast<double>(monotonic_ns() - start) / 1e9;
-    double step = total < 0 ? 1.0 : std::min(1.0, total - elapsed);
-    if (step <= 0 || session.wait(step, remember, parse))
+    uint64_t now = monotonic_ns();
+    uint64_t step_end = now + 1000000000;
+    if (deadline && step_end > deadline)
+      step_end = deadline;
+    if ((deadline && now >= deadline) ||
+        session.wait(step_end, remember, parse))
       break;
-    elapsed = static_cast<double>(monotonic_ns() - start) / 1e9;
+    double elapsed =
+        static_cast<double>(monotonic_ns() - session.window_start_ns()) / 1e9;
     OffcpuSession::Progress p = session.progress();
     char line[160];
     if (total < 0)
@@ -158,15 +166,18 @@ int run_profile(const ProfileOptions &opts) {
     return kExitInterrupted;
   }
   const uint64_t t_loaded = monotonic_ns();
-  session->attach();
+  session->attach(opts.duration_s ? *opts.duration_s : -1.0);
   if (opts.verbose) {
     uint64_t t = monotonic_ns();
     auto ms = [](uint64_t a, uint64_t b) {
       return std::to_string((b - a) / 1000000);
     };
-    note("attached after " + ms(t_start, t) + " ms: probe " +
+    const uint64_t opened = session->window_start_ns();
+    note("attached after " + ms(t_start, opened) + " ms: probe " +
          ms(t_start, t_probed) + ", load " + ms(t_probed, t_loaded) +
-         ", attach and seed " + ms(t_loaded, t));
+         ", attach " + ms(t_loaded, opened) +
+         "; window opened then; waits already in progress seeded in " +
+         ms(opened, t) + " ms");
   }
 
   std::string what = "Tracing off-CPU time (us) of " + target_description(opts);
@@ -181,8 +192,11 @@ int run_profile(const ProfileOptions &opts) {
 
   Symbolizer symbolizer(system_files(), KernelSymbols{});
   symbolizer.add_debug_dirs(opts.output.debug_dirs);
-  collect_with_progress(*session, opts, symbolizer);
-  session->stop();
+  {
+    PriorityBoost boost(kTracingNice);
+    collect_with_progress(*session, opts, symbolizer);
+    session->stop();
+  }
   RawProfile raw = session->drain();
 
   std::string fallback;
@@ -223,10 +237,23 @@ int run_profile(const ProfileOptions &opts) {
     losses += "offcpu: warning: " + std::to_string(raw.missed_switches) +
               " context switches were not seen (the kernel skipped the "
               "hook: its recursion guard); waits may be missing\n";
+  if (raw.unseen_switch_ins && session->plan().kstack_at_switch_in)
+    losses += "offcpu: warning: " + std::to_string(raw.unseen_switch_ins) +
+              " waits ended by switch-ins the kernel did not report "
+              "(sched_switch skipped them): their time is recovered from the "
+              "scheduler's accounting, their kernel stacks are lost ([Missed "
+              "Kernel Stack])\n";
   losses += symbolizer.describe_losses();
   fputs(losses.c_str(), stderr);
   if (opts.verbose) {
     const SymbolizeStats &st = symbolizer.stats();
+    if (raw.unseen_switch_ins && !session->plan().kstack_at_switch_in)
+      note(std::to_string(raw.unseen_switch_ins) +
+           " switch-ins the kernel did not report: their waits were ended "
+           "from its scheduler accounting (sched_info)");
+    note("window: " + std::to_string(session->window_start_ns()) + " to " +
+         std::to_string(session->window_start_ns() + raw.window_ns) +
+         " ns (CLOCK_MONOTONIC)");
     note("collected " + std::to_string(raw.counts.size()) +
          " thread/stack pairs, " + std::to_string(raw.stacks.size()) +
          " stacks over " + std::to_string(raw.window_ns / 1000000) + " ms");

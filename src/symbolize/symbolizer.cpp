@@ -89,6 +89,17 @@ std::string without_deleted(const Mapping &m) {
   return m.deleted() ? m.path.substr(0, m.path.size() - kSuffix) : m.path;
 }
 
+// JIT code lives in anonymous executable memory or in a memfd (.NET's
+// double mapping); only processes with such mappings get their perf map
+// looked for.
+bool may_have_jit_code(const std::vector<Mapping> &maps) {
+  for (const Mapping &m : maps)
+    if (m.executable && (m.path.empty() || m.path.rfind("[anon", 0) == 0 ||
+                         m.path.rfind("/memfd:", 0) == 0))
+      return true;
+  return false;
+}
+
 } // namespace
 
 const char *file_kind_name(FileKind k) {
@@ -193,6 +204,9 @@ Symbolizer::Process &Symbolizer::process(uint32_t tgid) {
   return *slot;
 }
 
+// Its credentials and root: needed to open its files by path, its perf
+// map and debug files inside its root. Read once, and only when needed, so
+// that capturing a process whose files are all known is one maps read.
 void Symbolizer::capture_process(uint32_t tgid, Process &p) {
   if (!p.captured) {
     std::string dir = proc_root_ + "/" + std::to_string(tgid);
@@ -204,7 +218,6 @@ void Symbolizer::capture_process(uint32_t tgid, Process &p) {
       p.captured = true;
     }
   }
-  capture_perf_map(tgid, p);
 }
 
 // The process's perf map, opened inside its root (a JIT in a container
@@ -212,7 +225,10 @@ void Symbolizer::capture_process(uint32_t tgid, Process &p) {
 // user (or root) and readable by it, as perf requires. Held open: JITs
 // append to it, and it stays readable after the process is gone.
 void Symbolizer::capture_perf_map(uint32_t tgid, Process &p) {
-  if (p.perf_map || !p.root || !p.creds)
+  if (p.perf_map || p.readings.empty() || !may_have_jit_code(p.readings.back()))
+    return;
+  capture_process(tgid, p);
+  if (!p.root || !p.creds)
     return;
   std::string ns = p.ns_pid.empty() ? std::to_string(tgid) : p.ns_pid;
   FilePolicy policy;
@@ -233,8 +249,8 @@ bool Symbolizer::read_maps(uint32_t tgid, Process &p) {
   if (!text || text->empty())
     return false;
   p.readings.push_back(parse_proc_maps(*text));
-  capture_process(tgid, p);
   capture_files(tgid, p);
+  capture_perf_map(tgid, p);
   return true;
 }
 
@@ -257,6 +273,7 @@ void Symbolizer::capture_files(uint32_t tgid, Process &p) {
       continue;
     slot = std::make_unique<FileEntry>();
     FileEntry &f = *slot;
+    capture_process(tgid, p); // a new file: its debug files are in p's root
     f.mapping = m;
     f.root = p.root;
     f.creds = p.creds;
@@ -477,15 +494,14 @@ void Symbolizer::select_stack(uint32_t tgid, uint64_t stack_id) {
 
 void Symbolizer::expect_user_stack(uint32_t tgid, uint64_t stack_id,
                                    const std::vector<uint64_t> &ips) {
-  select_stack(tgid, stack_id);
+  (void)stack_id;
   Process &p = process(tgid);
-  const std::vector<Mapping> &maps = maps_of(tgid);
-  for (size_t i = 0; i < ips.size(); i++) {
-    uint64_t lookup = i > 0 && ips[i] ? ips[i] - 1 : ips[i];
-    const Mapping *m = find_mapping(maps, lookup);
-    if (p.perf_map && (!m || !m->is_file()))
-      p.perf_wanted.push_back(lookup);
-  }
+  if (!p.perf_map)
+    return;
+  // Every frame, JIT code or not: sorting a few extra addresses costs less
+  // than finding out which mappings a JIT uses.
+  for (size_t i = 0; i < ips.size(); i++)
+    p.perf_wanted.push_back(i > 0 && ips[i] ? ips[i] - 1 : ips[i]);
 }
 
 // The perf map's name for an address of anonymous memory. The map is
@@ -611,6 +627,15 @@ std::string Symbolizer::user_frame(uint32_t tgid, uint64_t addr,
           return d->second;
         }
       }
+    }
+  }
+  if (m->is_file()) {
+    // JIT code in a file mapping (a memfd): no symbol, perhaps a perf map.
+    if (const std::string *name = perf_map_name(p, lookup)) {
+      stats_.named++;
+      if (module)
+        *module = module_info("[perf-map]", "");
+      return *name;
     }
   }
   std::string label =
