@@ -4,7 +4,8 @@
 # (start_thread...) and the tests check that it does; bpftrace is the
 # independent measurement the rwsem tests compare against; chromium renders
 # the SVG flame graphs and golang-go's `go tool pprof` reads the pprof files
-# in the tests; bash-completion exercises the completion script;
+# in the tests; xmllint (libxml2-utils) checks that SVGs are well-formed XML;
+# bash-completion exercises the completion script;
 # libclang-rt-14-dev is libFuzzer and the sanitizers (tools/fuzz.sh).
 set -eu
 export DEBIAN_FRONTEND=noninteractive
@@ -12,4 +13,4 @@ apt-get update -qq
 apt-get install -y -qq --no-install-recommends \
   cmake make g++ clang llvm pkg-config libclang-rt-14-dev \
   libbpf-dev bpftool libelf-dev zlib1g-dev liblzma-dev libcli11-dev libgtest-dev \
-  libc6-dbg bpftrace chromium golang-go bash-completion man-db >/dev/null
+  libc6-dbg bpftrace chromium golang-go libxml2-utils bash-completion man-db >/dev/null

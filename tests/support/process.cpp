@@ -1,8 +1,10 @@
 #include "support/process.h"
 
 #include <fcntl.h>
+#include <grp.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -55,7 +57,10 @@ Subprocess::Subprocess(const std::vector<std::string> &argv, Options opts) {
     ::signal(SIGPIPE, SIG_DFL);
     ::signal(SIGINT, SIG_DFL);
     if (opts.run_as) {
-      if (setresgid(*opts.run_as, *opts.run_as, *opts.run_as) != 0 ||
+      // Root's supplementary groups go too: the child is to have no
+      // privilege left.
+      gid_t gid = opts.run_as_group.value_or(*opts.run_as);
+      if (setgroups(0, nullptr) != 0 || setresgid(gid, gid, gid) != 0 ||
           setresuid(*opts.run_as, *opts.run_as, *opts.run_as) != 0)
         _exit(126);
     }
@@ -135,18 +140,20 @@ RunResult Subprocess::wait(double timeout_s) {
   RunResult r;
   const double deadline = now_seconds() + timeout_s;
   int status = 0;
+  rusage usage{};
   for (;;) {
     pump(0.05, false);
-    pid_t w = waitpid(pid_, &status, WNOHANG);
+    pid_t w = wait4(pid_, &status, WNOHANG, &usage);
     if (w == pid_)
       break;
     if (now_seconds() > deadline) {
       r.timed_out = true;
       kill(pid_, SIGKILL);
-      waitpid(pid_, &status, 0);
+      wait4(pid_, &status, 0, &usage);
       break;
     }
   }
+  r.max_rss_kb = usage.ru_maxrss;
   reaped_ = true;
   pump(1.0, false); // drain what is left in the pipes
   if (WIFEXITED(status))

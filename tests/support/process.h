@@ -13,6 +13,7 @@ struct RunResult {
   int exit_code = -1; // -1 when killed by a signal
   int term_signal = 0;
   bool timed_out = false;
+  long max_rss_kb = 0; // the child's peak resident set (ru_maxrss)
   std::string out;
   std::string err;
 };
@@ -20,7 +21,8 @@ struct RunResult {
 class Subprocess {
 public:
   struct Options {
-    std::optional<uid_t> run_as; // drop root for this child
+    std::optional<uid_t> run_as;       // drop root for this child
+    std::optional<gid_t> run_as_group; // its group; default: run_as's number
     bool stdout_to_closed_pipe = false;
   };
   Subprocess(const std::vector<std::string> &argv, Options opts);
