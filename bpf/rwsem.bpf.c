@@ -15,6 +15,8 @@
 #include "id_set.bpf.h"
 #include "offcpu/shared.h"
 #include "stack_store.bpf.h"
+/* After stack_store.bpf.h: counts its losses there. */
+#include "announce.bpf.h"
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
@@ -109,10 +111,12 @@ static __always_inline void wait_begin(void *ctx, __u64 lock, __u32 side) {
   if (lock && lock == own_mmap_lock(task))
     rec.flags |= RWSEM_LOCK_IS_MMAP;
   bpf_get_current_comm(&rec.comm, sizeof(rec.comm));
-  if (want_user_stacks)
+  if (want_user_stacks) {
     rec.user_stack = user_fp_walk
                          ? walk_user_stack_fp(bpf_get_current_task_btf(), false)
                          : take_current_stack(ctx, BPF_F_USER_STACK);
+    announce(task, tgid, rec.user_stack);
+  }
   if (want_kernel_stacks)
     rec.kernel_stack = take_current_stack(ctx, 0);
   if (bpf_map_update_elem(&starts, &pid, &rec, BPF_NOEXIST) == -7 /* E2BIG */)

@@ -321,7 +321,8 @@ CommandLine parse_command_line(int argc, const char *const *argv,
                  "(default 5)")
       ->check(CLI::Range(0.0, 86400.0));
   rw->add_option("-m,--min-wait", r.min_wait_us,
-                 "only count waits of at least this many microseconds");
+                 "only count waits of at least this many microseconds")
+      ->check(CLI::Range(uint64_t{0}, uint64_t{UINT64_MAX / 1000}));
   OutputArgs rw_out_args;
   add_output_options(rw, r.output, rw_out_args, true);
   add_stack_limits(rw, r.stack_storage_size, r.max_stack_depth, r.max_entries,

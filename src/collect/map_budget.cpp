@@ -1,5 +1,6 @@
 #include "collect/map_budget.h"
 
+#include <algorithm>
 #include <cstdio>
 
 #include "offcpu/shared.h"
@@ -12,6 +13,9 @@ namespace {
 // A preallocated hash map element: the kernel's htab_elem header (list
 // node, hash, padding) besides the key and value, rounded up.
 constexpr uint64_t kElementOverhead = 64;
+// Beyond this, preallocating the maps alone takes seconds at start, and
+// no real run needs it: 1 GiB holds ~970,000 stacks or 8 million keys.
+constexpr uint64_t kMaxMapBytes = uint64_t{1} << 30;
 constexpr uint64_t kStackItem =
     sizeof(uint64_t) + sizeof(offcpu_stack) + kElementOverhead;
 
@@ -55,8 +59,8 @@ uint64_t map_bytes(const MapDemand &d) {
 void check_map_budget(const MapDemand &d, const FileReader &files) {
   uint64_t avail = available_memory(files);
   if (avail == 0)
-    return;
-  const uint64_t cap = avail / 4;
+    avail = UINT64_MAX;
+  const uint64_t cap = std::min(avail / 8, kMaxMapBytes);
   const uint64_t need = map_bytes(d);
   if (need <= cap)
     return;
@@ -77,7 +81,8 @@ void check_map_budget(const MapDemand &d, const FileReader &files) {
                     " with --max-entries " + std::to_string(d.aggregation) +
                     " needs " + gib(need) +
                     " of kernel memory, over the cap of " + gib(cap) +
-                    " (a quarter of available memory): use " + fix);
+                    " (an eighth of available memory, at most 1 GiB): use " +
+                    fix);
 }
 
 } // namespace offcpu

@@ -20,8 +20,8 @@ struct MapDemand {
 uint64_t map_bytes(const MapDemand &d);
 
 // Throws FatalError (usage) naming the cap and the largest value that fits
-// when the maps would take more than a quarter of MemAvailable. Machines
-// whose /proc/meminfo cannot be read are not checked.
+// when the maps would take more than an eighth of MemAvailable or 1 GiB.
+// Machines whose /proc/meminfo cannot be read get the 1 GiB cap.
 void check_map_budget(const MapDemand &d, const FileReader &files);
 
 } // namespace offcpu

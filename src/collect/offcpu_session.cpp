@@ -19,9 +19,6 @@
 namespace offcpu {
 namespace {
 
-// Deferred work between two polls of the announcement ring.
-constexpr uint64_t kIdleSliceNs = 20000000;
-
 std::string errno_text(int err) {
   return std::strerror(err < 0 ? -err : err);
 }
@@ -261,20 +258,6 @@ void OffcpuSession::attach(double duration_s) {
 
 namespace {
 
-int on_new_stack(void *ctx, void *data, size_t size) {
-  auto *ring = static_cast<OffcpuSession::RingContext *>(ctx);
-  if (size >= sizeof(offcpu_new_stack)) {
-    offcpu_new_stack ev;
-    std::memcpy(&ev, data, sizeof(ev));
-    ring->callback(ev.tgid, ev.user_stack, ev.parent);
-  }
-  // A flood of announcements must not hold the loop past the window's end
-  // or a Ctrl-C: the rest waits for the next poll.
-  if (stop_requested() || (ring->deadline && monotonic_ns() >= ring->deadline))
-    return -EINTR;
-  return 0;
-}
-
 } // namespace
 
 std::vector<uint64_t> OffcpuSession::read_stack(uint64_t id) const {
@@ -286,37 +269,10 @@ std::vector<uint64_t> OffcpuSession::read_stack(uint64_t id) const {
 
 bool OffcpuSession::wait(uint64_t deadline, const NewStack &new_stack,
                          const IdleWork &idle) {
-  ring_ctx_.callback = new_stack;
-  ring_ctx_.deadline = deadline;
-  if (plan_.announce_processes && !ring_)
-    ring_.reset(
-        ring_buffer__new(h_.new_processes, on_new_stack, &ring_ctx_, nullptr));
-  bool work_left = true;
-  while (!stop_requested()) {
-    uint64_t now = monotonic_ns();
-    if (deadline && now >= deadline)
-      return false;
-    // A slice of deferred work, then the ring again: announcements are
-    // handled within one slice of arriving.
-    if (work_left && idle)
-      work_left = !idle(now + kIdleSliceNs);
-    int timeout_ms = work_left ? 0 : 50;
-    if (deadline && !work_left) {
-      now = monotonic_ns();
-      if (now >= deadline)
-        return false;
-      timeout_ms = static_cast<int>(
-          std::min<uint64_t>(50, (deadline - now) / 1000000 + 1));
-    }
-    if (ring_) {
-      // EINTR on a signal: the loop checks.
-      if (ring_buffer__poll(ring_.get(), timeout_ms) > 0)
-        work_left = true; // new stacks may have brought files to parse
-    } else if (timeout_ms > 0) {
-      wait_for_stop(timeout_ms / 1000.0);
-    }
-  }
-  return true;
+  if (!announcements_)
+    announcements_ = std::make_unique<Announcements>(
+        plan_.announce_processes ? h_.new_processes : -1);
+  return announcements_->wait(deadline, new_stack, idle);
 }
 
 void OffcpuSession::stop() {

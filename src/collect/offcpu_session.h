@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "cli/options.h"
+#include "collect/announcements.h"
 #include "collect/bpf_util.h"
 #include "collect/raw_profile.h"
 #include "probe/features.h"
@@ -45,9 +46,8 @@ public:
   // offcpu_new_stack). Between polls, `idle(deadline_ns)` does deferred
   // work in slices; it returns true when none is left. True when stopped
   // by a signal.
-  using NewStack =
-      std::function<void(uint32_t tgid, uint64_t user_stack, uint32_t parent)>;
-  using IdleWork = std::function<bool(uint64_t deadline_ns)>;
+  using NewStack = Announcements::NewStack;
+  using IdleWork = Announcements::IdleWork;
   bool wait(uint64_t deadline_ns, const NewStack &new_stack,
             const IdleWork &idle);
   // A stored stack's frames (leaf first); empty if unknown.
@@ -91,19 +91,7 @@ private:
   OffcpuPlan plan_;
   bool verbose_;
   UniqueFd switch_link_; // closing it detaches
-  struct RingDeleter {
-    void operator()(ring_buffer *r) const { ring_buffer__free(r); }
-  };
-  std::unique_ptr<ring_buffer, RingDeleter> ring_;
-
-public:
-  struct RingContext {
-    NewStack callback;
-    uint64_t deadline = 0;
-  };
-
-private:
-  RingContext ring_ctx_;
+  std::unique_ptr<Announcements> announcements_;
   uint64_t start_ns_ = 0;
   uint64_t planned_stop_ns_ = 0;
   uint64_t stop_ns_ = 0;

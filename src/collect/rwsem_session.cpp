@@ -201,6 +201,22 @@ void RwsemSession::attach() {
   attached_ns_ = monotonic_ns();
 }
 
+bool RwsemSession::wait(uint64_t deadline,
+                        const Announcements::NewStack &new_stack,
+                        const Announcements::IdleWork &idle) {
+  if (!announcements_)
+    announcements_ = std::make_unique<Announcements>(
+        bpf_map__fd(skel_->maps.new_processes));
+  return announcements_->wait(deadline, new_stack, idle);
+}
+
+std::vector<uint64_t> RwsemSession::read_stack(uint64_t id) const {
+  StackTable table;
+  read_stacks(bpf_map__fd(skel_->maps.stacks), {id}, table);
+  auto it = table.find(id);
+  return it == table.end() ? std::vector<uint64_t>{} : std::move(it->second);
+}
+
 RawLockWaits RwsemSession::drain() {
   RawLockWaits out;
   int fd = bpf_map__fd(skel_->maps.waits);

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "cli/options.h"
+#include "collect/announcements.h"
 #include "collect/bpf_util.h"
 #include "collect/raw_profile.h"
 #include "probe/features.h"
@@ -31,6 +32,13 @@ public:
   RwsemSession &operator=(const RwsemSession &) = delete;
 
   void attach();
+  // Until `deadline_ns` (0: none) or a stop request, handing new (process,
+  // user stack) pairs to `new_stack` (see Announcements). True when stopped
+  // by a signal.
+  bool wait(uint64_t deadline_ns, const Announcements::NewStack &new_stack,
+            const Announcements::IdleWork &idle);
+  // A stored stack's frames (leaf first); empty if unknown.
+  std::vector<uint64_t> read_stack(uint64_t id) const;
   // Takes what was aggregated since the last drain, clearing it.
   RawLockWaits drain();
   // Detaches, then adds every wait still open, charged up to now.
@@ -53,6 +61,7 @@ private:
   RwsemPlan plan_;
   uint64_t min_wait_ns_;
   std::vector<BpfLink> links_;
+  std::unique_ptr<Announcements> announcements_;
   uint64_t attached_ns_ = 0;
   uint64_t stopped_ns_ = 0;
 };

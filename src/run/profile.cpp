@@ -28,9 +28,6 @@
 namespace offcpu {
 namespace {
 
-// offcpu's own nice value while the window is open (see PriorityBoost).
-constexpr int kTracingNice = -10;
-
 void note(const std::string &line) {
   fprintf(stderr, "offcpu: %s\n", line.c_str());
 }

@@ -19,6 +19,7 @@
 #include "util/error.h"
 #include "util/output.h"
 #include "util/output_file.h"
+#include "util/priority.h"
 #include "util/privileges.h"
 #include "util/signals.h"
 
@@ -180,6 +181,14 @@ int run_rwsem(const RwsemOptions &opts) {
   bool on_kallsyms = false;
   symbolizer.add_debug_dirs(opts.output.debug_dirs);
   const int64_t wall_start = wall_clock_ns();
+  // Processes announced while blocked get their maps and files captured
+  // then: one that exits before the report keeps its names.
+  auto remember = [&](uint32_t tgid, uint64_t stack, uint32_t parent) {
+    symbolizer.note_user_stack(tgid, stack, session->read_stack(stack), parent);
+  };
+  auto parse = [&](uint64_t deadline) {
+    return symbolizer.parse_pending(deadline);
+  };
   std::vector<Sample> whole_run;
   const double start = static_cast<double>(monotonic_ns()) / 1e9;
   double last = start;
@@ -192,7 +201,13 @@ int run_rwsem(const RwsemOptions &opts) {
       double left = start + *opts.duration_s - now;
       step = step < 0 ? left : std::min(step, left);
     }
-    bool interrupted = step > 0 || step < 0 ? wait_for_stop(step) : false;
+    bool interrupted = false;
+    if (step != 0) {
+      PriorityBoost boost(kTracingNice);
+      interrupted = session->wait(
+          step < 0 ? 0 : monotonic_ns() + static_cast<uint64_t>(step * 1e9),
+          remember, parse);
+    }
     now = static_cast<double>(monotonic_ns()) / 1e9;
     bool final = interrupted || stop_requested() ||
                  (opts.duration_s && now - start >= *opts.duration_s - 1e-3);

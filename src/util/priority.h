@@ -3,6 +3,9 @@
 
 namespace offcpu {
 
+// offcpu's own nice value while it traces.
+constexpr int kTracingNice = -10;
+
 // Raises this process's priority (nice) to `nice` for its lifetime, if it
 // is lower, and restores it after. While tracing, offcpu must read the
 // maps of a process that announced a new stack before the process exits;

@@ -108,26 +108,13 @@ void expect_near(uint64_t got_us, uint64_t want_us, double tolerance,
 TEST_F(Profile, BlockedThreadsAddUpToTheWindowAndTheSpinnerToNearZero) {
   const char *blocked[] = {"sleeper", "piperd", "pipewr",
                            "mutexh",  "mutexw", "stuck"};
-  // Known open defect (README, "Known issues"): in about one run in 80, one
-  // whole wait of one thread (seen: pipewr's 200 ms sleeps) is not charged,
-  // more often on a loaded machine. One rerun keeps this test able to catch
-  // a regression that loses waits regularly; the defect stays documented.
-  for (int attempt = 0;; attempt++) {
-    Workload w;
-    auto totals = test::totals_by_comm(folded(w));
-    bool all_near = true;
-    for (const char *comm : blocked)
-      all_near &= totals[comm] >= kWindowUs * 95 / 100 &&
-                  totals[comm] <= kWindowUs * 105 / 100;
-    if (!all_near && attempt == 0)
-      continue;
-    // Each of these threads is off CPU all the time but for microseconds.
-    for (const char *comm : blocked)
-      expect_near(totals[comm], kWindowUs, 0.05, comm);
-    EXPECT_LT(totals["spinner"], kWindowUs * 5 / 100)
-        << "spinner is on CPU all the time";
-    break;
-  }
+  Workload w;
+  auto totals = test::totals_by_comm(folded(w));
+  // Each of these threads is off CPU all the time but for microseconds.
+  for (const char *comm : blocked)
+    expect_near(totals[comm], kWindowUs, 0.05, comm);
+  EXPECT_LT(totals["spinner"], kWindowUs * 5 / 100)
+      << "spinner is on CPU all the time";
 }
 
 TEST_F(Profile, StacksNameTheBlockingFunctionsAboveTheKernelPath) {

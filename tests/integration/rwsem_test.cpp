@@ -220,6 +220,28 @@ TEST_F(Rwsem, WaitsForAProcessThatStartsLater) {
   EXPECT_GT(total_for(lines, "churn_late"), 0u) << r.out;
 }
 
+// With one report at the end (-i 0), a process that waited and exited
+// before it keeps its user frames named: it was captured when it blocked.
+TEST_F(Rwsem, ProcessesThatExitBeforeTheReportKeepTheirNames) {
+  std::string gone = renamed_workload(dir_, "churn_gone");
+  test::Subprocess tracer(
+      {OFFCPU_BIN, "rwsem", "churn_gone", "-i", "0", "-f", "3"});
+  test::sleep_seconds(0.5);
+  {
+    Churn short_lived(gone);
+    test::sleep_seconds(1.0);
+  } // killed and reaped here, two seconds before the report
+  auto r = tracer.wait(30);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto lines = test::parse_folded(r.out);
+  ASSERT_GT(total_for(lines, "churn_gone"), 0u) << r.out;
+  bool named = false;
+  for (const auto &l : lines)
+    named |= l.frames[0] == "churn_gone" && has_frame(l, "churn_mappings");
+  EXPECT_TRUE(named) << r.out;
+  EXPECT_EQ(r.out.find("[unknown]"), std::string::npos) << r.out;
+}
+
 TEST_F(Rwsem, SelectByPid) {
   Churn a(WORKLOAD_MMAP_CHURN);
   Churn b(renamed_workload(dir_, "churn_b"));

@@ -1,0 +1,63 @@
+/* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
+/* New (process, user stack) pairs, announced to user space through a ring
+ * buffer: it reads the process's memory maps and opens its files while the
+ * process is blocked on that stack, so that a process that exits before
+ * tracing ends keeps its user frames named. Shared by offcpu's programs;
+ * include after stack_store.bpf.h. Ring buffer: 5.8+. */
+#ifndef OFFCPU_ANNOUNCE_BPF_H
+#define OFFCPU_ANNOUNCE_BPF_H
+
+const volatile bool announce_processes = true;
+
+struct {
+  __uint(type, BPF_MAP_TYPE_RINGBUF);
+  __uint(max_entries, 256 * 1024); /* ~10,000 announcements in flight */
+} new_processes SEC(".maps");
+
+/* (process, user stack) pairs already announced; one forgotten is announced
+ * again, which costs a maps read. The value is unused (the key is what
+ * matters); parent tgids are looked up at announcement. */
+struct {
+  __uint(type, BPF_MAP_TYPE_LRU_HASH);
+  __uint(max_entries, 16384);
+  __type(key, struct offcpu_new_stack);
+  __type(value, __u8);
+} seen_stacks SEC(".maps");
+
+/* A process forked and not exec'd since has its parent's image: exec
+ * bumps self_exec_id, which fork copied from the parent along with
+ * parent_exec_id. */
+static __always_inline __u32 same_image_parent(struct task_struct *t) {
+  if (BPF_CORE_READ(t, self_exec_id) != BPF_CORE_READ(t, parent_exec_id))
+    return 0;
+  return BPF_CORE_READ(t, real_parent, tgid);
+}
+
+/* Once per process and user stack, so a process that execs or maps a
+ * library later is read again with the mappings that stack was taken under.
+ * When the ring is full the pair is forgotten again (and counted), so the
+ * next wait on that stack announces it. */
+static __always_inline void announce(struct task_struct *t, __u32 tgid,
+                                     __u64 user_stack) {
+  if (!announce_processes || user_stack == OFFCPU_NO_STACK ||
+      user_stack == OFFCPU_STACK_MISSED)
+    return;
+  struct offcpu_new_stack key = {.tgid = tgid, .user_stack = user_stack};
+  if (bpf_map_lookup_elem(&seen_stacks, &key))
+    return;
+  __u8 one = 1;
+  if (bpf_map_update_elem(&seen_stacks, &key, &one, BPF_NOEXIST))
+    return; /* another CPU announced it */
+  struct offcpu_new_stack *slot =
+      bpf_ringbuf_reserve(&new_processes, sizeof(*slot), 0);
+  if (!slot) {
+    bpf_map_delete_elem(&seen_stacks, &key);
+    count_loss(OFFCPU_LOST_ANNOUNCE);
+    return;
+  }
+  *slot = key;
+  slot->parent = same_image_parent(t);
+  bpf_ringbuf_submit(slot, 0);
+}
+
+#endif /* OFFCPU_ANNOUNCE_BPF_H */

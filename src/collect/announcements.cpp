@@ -1,0 +1,68 @@
+#include "collect/announcements.h"
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+
+#include "collect/bpf_util.h"
+#include "offcpu/shared.h"
+#include "util/signals.h"
+
+namespace offcpu {
+namespace {
+
+// Deferred work between two polls of the ring: announcements are handled
+// within one slice of arriving.
+constexpr uint64_t kIdleSliceNs = 20000000;
+
+int on_new_stack(void *ctx, void *data, size_t size) {
+  auto *c = static_cast<Announcements::Context *>(ctx);
+  if (size >= sizeof(offcpu_new_stack)) {
+    offcpu_new_stack ev;
+    std::memcpy(&ev, data, sizeof(ev));
+    c->callback(ev.tgid, ev.user_stack, ev.parent);
+  }
+  // A flood of announcements must not hold the loop past the window's end
+  // or a Ctrl-C: the rest waits for the next poll.
+  if (stop_requested() || (c->deadline && monotonic_ns() >= c->deadline))
+    return -EINTR;
+  return 0;
+}
+
+} // namespace
+
+bool Announcements::wait(uint64_t deadline, const NewStack &new_stack,
+                         const IdleWork &idle) {
+  ctx_.callback = new_stack;
+  ctx_.deadline = deadline;
+  if (ring_fd_ >= 0 && !ring_)
+    ring_.reset(ring_buffer__new(ring_fd_, on_new_stack, &ctx_, nullptr));
+  bool work_left = true;
+  while (!stop_requested()) {
+    uint64_t now = monotonic_ns();
+    if (deadline && now >= deadline)
+      return false;
+    if (work_left && idle)
+      work_left = !idle(now + kIdleSliceNs);
+    int timeout_ms = 50;
+    if (work_left) {
+      timeout_ms = 0;
+    } else if (deadline) {
+      now = monotonic_ns();
+      if (now >= deadline)
+        return false;
+      timeout_ms = static_cast<int>(
+          std::min<uint64_t>(50, (deadline - now) / 1000000 + 1));
+    }
+    if (ring_) {
+      // EINTR on a signal: the loop checks.
+      if (ring_buffer__poll(ring_.get(), timeout_ms) > 0)
+        work_left = true; // new stacks may have brought files to parse
+    } else if (timeout_ms > 0) {
+      wait_for_stop(timeout_ms / 1000.0);
+    }
+  }
+  return true;
+}
+
+} // namespace offcpu

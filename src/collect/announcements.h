@@ -1,0 +1,45 @@
+// The announcement ring of the BPF programs (bpf/announce.bpf.h): new
+// (process, user stack) pairs, handed to a callback while the process is
+// blocked on that stack, with deferred work done in slices between polls.
+#pragma once
+
+#include <bpf/libbpf.h>
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+
+namespace offcpu {
+
+class Announcements {
+public:
+  // `parent`: see offcpu_new_stack.
+  using NewStack =
+      std::function<void(uint32_t tgid, uint64_t user_stack, uint32_t parent)>;
+  // Does deferred work until deadline_ns; true when none is left.
+  using IdleWork = std::function<bool(uint64_t deadline_ns)>;
+
+  // `ring_fd` < 0: the kernel announces nothing; waiting is plain sleeping.
+  explicit Announcements(int ring_fd) : ring_fd_(ring_fd) {}
+
+  // Until `deadline_ns` (CLOCK_MONOTONIC; 0: none) or a stop request. True
+  // when stopped by a signal.
+  bool wait(uint64_t deadline_ns, const NewStack &new_stack,
+            const IdleWork &idle);
+
+  // What the ring's callback sees; public for the C callback only.
+  struct Context {
+    NewStack callback;
+    uint64_t deadline = 0;
+  };
+
+private:
+  struct RingDeleter {
+    void operator()(ring_buffer *r) const { ring_buffer__free(r); }
+  };
+  int ring_fd_;
+  std::unique_ptr<ring_buffer, RingDeleter> ring_;
+  Context ctx_;
+};
+
+} // namespace offcpu
