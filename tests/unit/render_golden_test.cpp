@@ -1,0 +1,260 @@
+// Every output format of both commands, rendered from one fixed set of
+// samples and compared byte for byte with files in tests/golden/: the
+// render path may be reorganized, its output may not change unnoticed.
+// OFFCPU_UPDATE_GOLDEN=1 rewrites the files (review the diff).
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+
+#include "collect/lock_sample.h"
+#include "output/flamegraph.h"
+#include "output/folded.h"
+#include "output/lock_text.h"
+#include "output/pprof.h"
+#include "output/text.h"
+#include "run/emit.h"
+
+namespace offcpu {
+namespace {
+
+struct FrameSpec {
+  const char *name;
+  const char *module; // path, or null
+  const char *build_id;
+};
+
+struct SampleSpec {
+  uint32_t tgid, tid;
+  const char *comm;
+  std::vector<FrameSpec> user, kernel; // root first
+  bool user_missed, kernel_missed, nosched;
+  uint64_t total_ns, count;
+  // Lock waits only.
+  uint64_t max_ns;
+  bool write;
+  const char *lock;
+};
+
+const std::vector<SampleSpec> &specs() {
+  static const FrameSpec libc{"start_thread", "/usr/lib/libc.so.6", "abc123"};
+  static const FrameSpec app_main{"main", "/opt/app/bin/app", "feed01"};
+  static const FrameSpec worker{"worker_loop", "/opt/app/bin/app", "feed01"};
+  static const FrameSpec blocker{"block_in_read", "/opt/app/bin/app", "feed01"};
+  static const FrameSpec jit{"LazyCompile:*handle <x>&\"y\"", "[perf-map]", ""};
+  static const FrameSpec anon{"[anon]", "[anon]", ""};
+  auto k = [](const char *n) { return FrameSpec{n, "[kernel.kallsyms]", ""}; };
+  static const std::vector<SampleSpec> all = {
+      {100,
+       101,
+       "app",
+       {libc, worker, blocker},
+       {k("entry_SYSCALL_64"), k("do_syscall_64"), k("ksys_read"),
+        k("schedule"), k("__schedule")},
+       false,
+       false,
+       false,
+       2500000000,
+       12,
+       900000000,
+       true,
+       "mmap_lock"},
+      {100,
+       102,
+       "app",
+       {libc, worker, blocker},
+       {k("entry_SYSCALL_64"), k("do_syscall_64"), k("ksys_read"),
+        k("schedule"), k("__schedule")},
+       false,
+       false,
+       false,
+       1250000,
+       3,
+       800000,
+       true,
+       "mmap_lock"},
+      {100,
+       100,
+       "app",
+       {app_main},
+       {k("do_nanosleep"), k("__schedule")},
+       false,
+       false,
+       true,
+       777777,
+       1,
+       777777,
+       false,
+       "uts_sem+0x10"},
+      {200,
+       200,
+       "node",
+       {jit, anon},
+       {},
+       false,
+       true,
+       false,
+       42000000,
+       7,
+       9000000,
+       true,
+       "0xffff888004c3a000"},
+      {300,
+       301,
+       "kworker/0:1",
+       {},
+       {k("worker_thread"), k("__schedule")},
+       false,
+       false,
+       false,
+       3000000,
+       30,
+       100000,
+       true,
+       "mmap_lock"},
+      {400,
+       401,
+       "bad\\xff name;x",
+       {},
+       {},
+       true,
+       false,
+       false,
+       1600,
+       2,
+       900,
+       false,
+       "mmap_lock"},
+      {400,
+       402,
+       "tiny",
+       {app_main},
+       {k("__schedule")},
+       false,
+       false,
+       false,
+       400,
+       1,
+       400,
+       true,
+       "mmap_lock"},
+  };
+  return all;
+}
+
+class Golden : public ::testing::Test {
+protected:
+  Golden() {
+    for (const SampleSpec &s : specs()) {
+      Sample out;
+      out.tgid = s.tgid;
+      out.pid = s.tid;
+      out.comm = s.comm;
+      for (const FrameSpec &f : s.user) {
+        out.user.push_back(f.name);
+        out.user_modules.push_back(module(f));
+      }
+      for (const FrameSpec &f : s.kernel) {
+        out.kernel.push_back(f.name);
+        out.kernel_modules.push_back(module(f));
+      }
+      out.user_missed = s.user_missed;
+      out.kernel_missed = s.kernel_missed;
+      out.kernel_nosched = s.nosched;
+      out.total_ns = s.total_ns;
+      out.count = s.count;
+      samples_.push_back(out);
+      LockSample ls;
+      ls.wait = out;
+      ls.max_ns = s.max_ns;
+      ls.write = s.write;
+      ls.lock = s.lock;
+      locks_.push_back(ls);
+    }
+  }
+  const ModuleInfo *module(const FrameSpec &f) {
+    if (!f.module)
+      return nullptr;
+    auto &slot = modules_[f.module];
+    if (!slot)
+      slot = std::make_unique<ModuleInfo>(ModuleInfo{f.module, f.build_id});
+    return slot.get();
+  }
+  static void check(const std::string &name, const std::string &bytes) {
+    std::string path = std::string(OFFCPU_SOURCE_DIR) + "/tests/golden/" + name;
+    if (getenv("OFFCPU_UPDATE_GOLDEN")) {
+      std::ofstream(path, std::ios::binary) << bytes;
+      return;
+    }
+    std::ifstream in(path, std::ios::binary);
+    ASSERT_TRUE(in) << "missing " << path
+                    << " (OFFCPU_UPDATE_GOLDEN=1 writes it)";
+    std::stringstream want;
+    want << in.rdbuf();
+    EXPECT_TRUE(want.str() == bytes)
+        << name << " differs from " << path << "; got:\n"
+        << bytes.substr(0, 4000);
+  }
+  std::vector<Sample> samples_;
+  std::vector<LockSample> locks_;
+  std::map<std::string, std::unique_ptr<ModuleInfo>> modules_;
+};
+
+PprofOptions pprof_options(bool locks) {
+  PprofOptions pp;
+  if (locks) {
+    pp.count_type = "contentions";
+    pp.time_type = "delay";
+  }
+  pp.time_nanos = 1700000000000000000;
+  pp.duration_nanos = 5000000000;
+  pp.comment = "offcpu golden";
+  return pp;
+}
+
+TEST_F(Golden, OffCpuFormats) {
+  for (bool d : {false, true}) {
+    std::string sfx = d ? "-d" : "";
+    check("offcpu" + sfx + ".txt", format_text(samples_, TextOptions{d}));
+    check("offcpu" + sfx + ".folded",
+          format_folded(samples_, FoldedOptions{d}));
+    OutputOptions o;
+    o.format = OutputFormat::Svg;
+    o.delimited = d;
+    check("offcpu" + sfx + ".svg",
+          render_samples(samples_, o, "Off-CPU Time Flame Graph",
+                         pprof_options(false)));
+  }
+  check("offcpu.pb", encode_pprof(samples_, pprof_options(false)));
+}
+
+TEST_F(Golden, LockWaitFormats) {
+  for (bool d : {false, true}) {
+    std::string sfx = d ? "-d" : "";
+    check("rwsem" + sfx + ".txt", format_lock_text(locks_, d));
+    check("rwsem" + sfx + ".folded", format_lock_folded(locks_, d));
+  }
+  OutputOptions o;
+  o.format = OutputFormat::Svg;
+  check("rwsem.svg", render_samples(samples_, o, "rwsem Wait Flame Graph",
+                                    pprof_options(true)));
+  check("rwsem.pb", encode_pprof(samples_, pprof_options(true)));
+}
+
+TEST_F(Golden, FlamegraphFromFoldedInput) {
+  const std::string folded = "app;main;read_[k];__schedule_[k] 300\n"
+                             "app;main;write 100\n"
+                             "bad line\n"
+                             "other;x;y;z 12.5\n";
+  size_t bad = 0;
+  FlameGraphOptions g;
+  g.title = "From folded";
+  g.count_name = "samples";
+  check("flamegraph.svg",
+        render_flamegraph(parse_folded_stacks(folded, &bad), g));
+  EXPECT_EQ(bad, 1u);
+}
+
+} // namespace
+} // namespace offcpu
