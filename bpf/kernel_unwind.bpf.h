@@ -300,7 +300,7 @@ static long kwalk_step(__u32 i, void *data) {
     w->status = KWALK_DONE; /* truncated, as the kernel's walk would be */
     return 1;
   }
-  if (ip < 0xffff800000000000ULL) {
+  if (ip < OFFCPU_KERNEL_ADDR_MIN) {
     w->status = KWALK_DONE; /* not a kernel address: nothing more to store */
     return 1;
   }

@@ -166,18 +166,11 @@ static __always_inline void forget_start(struct offcpu_start *rec, __u32 pid,
 }
 
 static __always_inline void charge(const struct offcpu_key *key, __u64 delta) {
-  struct offcpu_value *val = bpf_map_lookup_elem(&counts, key);
-  if (!val) {
-    struct offcpu_value zero = {};
-    long err = bpf_map_update_elem(&counts, key, &zero, BPF_NOEXIST);
-    if (err && err != -17 /* EEXIST: another CPU inserted it */) {
-      count_loss(OFFCPU_LOST_AGG_MAP_FULL);
-      return;
-    }
-    val = bpf_map_lookup_elem(&counts, key);
-    if (!val)
-      return;
-  }
+  struct offcpu_value empty = {};
+  struct offcpu_value *val =
+      lookup_or_insert(&counts, key, &empty, OFFCPU_LOST_AGG_MAP_FULL);
+  if (!val)
+    return;
   __sync_fetch_and_add(&val->total_ns, delta);
   __sync_fetch_and_add(&val->count, 1);
   __u32 zero = 0;
@@ -281,10 +274,9 @@ static __always_inline __u64 arrival_ktime(struct task_struct *t, __u64 now,
  * never seen: at its arrival, clamped into the wait. Its kernel stack, if
  * it was to be walked at switch-in, is gone: the task has run since. */
 static __always_inline void end_unseen_wait(struct task_struct *t, __u32 pid,
-                                            struct offcpu_start *rec,
-                                            __u64 now, __u64 clock,
-                                            __u64 stop, bool trusted,
-                                            __u32 slot) {
+                                            struct offcpu_start *rec, __u64 now,
+                                            __u64 clock, __u64 stop,
+                                            bool trusted, __u32 slot) {
   __u64 start = rec->start_ns;
   __u64 end = arrival_ktime(t, now, clock);
   if (end < start)

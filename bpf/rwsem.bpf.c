@@ -119,7 +119,7 @@ static __always_inline void wait_begin(void *ctx, __u64 lock, __u32 side) {
   }
   if (want_kernel_stacks)
     rec.kernel_stack = take_current_stack(ctx, 0);
-  if (bpf_map_update_elem(&starts, &pid, &rec, BPF_NOEXIST) == -7 /* E2BIG */)
+  if (bpf_map_update_elem(&starts, &pid, &rec, BPF_NOEXIST) == -OFFCPU_E2BIG)
     count_loss(OFFCPU_LOST_START_STORE);
 }
 
@@ -130,31 +130,16 @@ static __always_inline void wait_end(void) {
     return;
   __u64 now = bpf_ktime_get_ns();
   __u64 delta = now > rec->start_ns ? now - rec->start_ns : 0;
-  struct rwsem_key key = {
-      .tgid = rec->tgid,
-      .pid = pid,
-      .user_stack = rec->user_stack,
-      .kernel_stack = rec->kernel_stack,
-      .lock = rec->lock,
-      .flags = rec->flags,
-  };
-  __builtin_memcpy(key.comm, rec->comm, sizeof(key.comm));
+  struct rwsem_key key = rwsem_key_of(rec, pid);
   bpf_map_delete_elem(&starts, &pid);
   if (delta < min_wait_ns)
     return;
 
-  struct rwsem_value *val = bpf_map_lookup_elem(&waits, &key);
-  if (!val) {
-    struct rwsem_value zero = {};
-    long err = bpf_map_update_elem(&waits, &key, &zero, BPF_NOEXIST);
-    if (err && err != -17 /* EEXIST */) {
-      count_loss(OFFCPU_LOST_AGG_MAP_FULL);
-      return;
-    }
-    val = bpf_map_lookup_elem(&waits, &key);
-    if (!val)
-      return;
-  }
+  struct rwsem_value zero = {};
+  struct rwsem_value *val =
+      lookup_or_insert(&waits, &key, &zero, OFFCPU_LOST_AGG_MAP_FULL);
+  if (!val)
+    return;
   __sync_fetch_and_add(&val->total_ns, delta);
   __sync_fetch_and_add(&val->count, 1);
   if (delta > val->max_ns) /* racy by design: a max, not a sum */

@@ -40,9 +40,29 @@ struct {
   __type(value, struct offcpu_stack);
 } stack_scratch SEC(".maps");
 
+/* Errnos the programs tell apart (as the helpers return them, negated). */
+#define OFFCPU_EEXIST 17
+#define OFFCPU_E2BIG 7
+
 static __always_inline void count_loss(int cause) {
   if (cause >= 0 && cause < OFFCPU_LOST_NR)
     __sync_fetch_and_add(&lost[cause], 1);
+}
+
+/* The value of `key` in a hash map, inserted as `zero` if absent (another
+ * CPU may insert it first, which is fine); NULL when the map is full,
+ * counted as `loss`. The aggregation step of every program. */
+static __always_inline void *lookup_or_insert(void *map, const void *key,
+                                              const void *zero, int loss) {
+  void *val = bpf_map_lookup_elem(map, key);
+  if (val)
+    return val;
+  long err = bpf_map_update_elem(map, key, zero, BPF_NOEXIST);
+  if (err && err != -OFFCPU_EEXIST) {
+    count_loss(loss);
+    return NULL;
+  }
+  return bpf_map_lookup_elem(map, key);
 }
 
 static __always_inline __u32 stack_bytes(void) {
@@ -127,7 +147,7 @@ __noinline __u64 store_stack(struct offcpu_stack *s, long bytes, bool user) {
     return h;
   }
   long err = bpf_map_update_elem(&stacks, &h, s, BPF_NOEXIST);
-  if (err && err != -17 /* EEXIST: stored by another CPU meanwhile */) {
+  if (err && err != -OFFCPU_EEXIST) { /* stored by another CPU meanwhile */
     count_loss(OFFCPU_LOST_STACK_MAP_FULL);
     return OFFCPU_STACK_MISSED;
   }

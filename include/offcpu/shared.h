@@ -13,6 +13,10 @@
  * is 127, and BCC's --perf-max-stack-depth defaults to it too. */
 #define OFFCPU_MAX_STACK_DEPTH 127
 
+/* x86-64 kernel addresses start here (the top half of the address space,
+ * 4- and 5-level paging alike); user addresses are below. */
+#define OFFCPU_KERNEL_ADDR_MIN 0xffff800000000000ULL
+
 /* Stack ids are 64-bit content hashes of the frames, never 0 or 1. */
 #define OFFCPU_NO_STACK 0ULL     /* none taken: kernel thread, or not asked */
 #define OFFCPU_STACK_MISSED 1ULL /* asked, but the walk or its store failed */
@@ -162,5 +166,22 @@ struct rwsem_value {
   __u64 count;
   __u64 max_ns;
 };
+
+/* The aggregation key of a wait that began as `s`, of thread `pid`: built
+ * alike by the BPF program when the wait ends and by user space for waits
+ * still open at stop. */
+static inline __attribute__((always_inline)) struct rwsem_key
+rwsem_key_of(const struct rwsem_start *s, __u32 pid) {
+  struct rwsem_key k;
+  __builtin_memset(&k, 0, sizeof(k));
+  k.tgid = s->tgid;
+  k.pid = pid;
+  k.user_stack = s->user_stack;
+  k.kernel_stack = s->kernel_stack;
+  k.lock = s->lock;
+  k.flags = s->flags;
+  __builtin_memcpy(k.comm, s->comm, sizeof(k.comm));
+  return k;
+}
 
 #endif /* OFFCPU_SHARED_H */

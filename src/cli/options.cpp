@@ -214,24 +214,33 @@ bool task_exists_in_proc(uint32_t id) {
   return ::stat(("/proc/" + std::to_string(id)).c_str(), &st) == 0;
 }
 
-CommandLine parse_command_line(int argc, const char *const *argv,
-                               const TaskExists &exists) {
-  CommandLine cl;
-  ProfileOptions &o = cl.profile;
-  CLI::App app{"offcpu: where threads spend their time off CPU, by stack.\n"
-               "Traces the whole system unless -p or -t is given, for DURATION "
-               "seconds or until Ctrl-C.",
-               "offcpu"};
-  app.set_version_flag("-V,--version", "offcpu " OFFCPU_VERSION);
-  app.get_formatter()->column_width(34);
+namespace {
 
-  std::string duration, state, attach = "auto";
-  std::vector<std::string> pid_args, tid_args;
+// What CLI11 collects for the main command before it is checked.
+struct ProfileArgs {
+  std::string duration, state, attach = "auto", unwind = "auto",
+                               loader = "auto";
+  std::vector<std::string> pids, tids;
+  OutputArgs out;
+};
+
+struct RwsemArgs {
+  std::string duration, attach = "auto";
+  std::vector<std::string> pids;
+  OutputArgs out;
+};
+
+struct FlamegraphArgs {
+  std::string input;
+  OutputArgs out;
+};
+
+void setup_profile(CLI::App &app, ProfileOptions &o, ProfileArgs &a) {
   add_id_list(
-      &app, "-p,--pid", pid_args,
+      &app, "-p,--pid", a.pids,
       "trace these processes (all threads); comma separated or repeated", "PID")
       ->group("Filters");
-  add_id_list(&app, "-t,--tid", tid_args,
+  add_id_list(&app, "-t,--tid", a.tids,
               "trace these threads; comma separated or repeated", "TID")
       ->group("Filters");
   auto *uth = app.add_flag("-u,--user-threads-only", o.user_threads_only,
@@ -250,7 +259,7 @@ CommandLine parse_command_line(int argc, const char *const *argv,
                  "only count waits of at most this many microseconds")
       ->check(CLI::Range(uint64_t{1}, uint64_t{UINT64_MAX}))
       ->group("Filters");
-  app.add_option("--state", state,
+  app.add_option("--state", a.state,
                  "only waits that began in this task state: a bitmask (2 = "
                  "uninterruptible, 0x402 = idle), or 0 for preempted")
       ->group("Filters");
@@ -262,22 +271,19 @@ CommandLine parse_command_line(int argc, const char *const *argv,
                           "show kernel stacks only")
                  ->group("Output");
   us->excludes(ks);
-  OutputArgs out_args;
-  add_output_options(&app, o.output, out_args, true);
+  add_output_options(&app, o.output, a.out, true);
   app.add_flag("-q,--quiet", o.output.quiet, "no progress line on a terminal")
       ->group("Output");
 
   add_stack_limits(&app, o.stack_storage_size, o.max_stack_depth, o.max_entries,
                    "Limits");
-
   app.add_flag("-v,--verbose", o.verbose,
                "report kernel features, the attach plan and symbolization");
-  app.add_option("--attach", attach,
+  app.add_option("--attach", a.attach,
                  "sched_switch hook: auto, tp_btf or raw_tp (default auto)")
       ->check(CLI::IsMember({"auto", "tp_btf", "raw_tp"}))
       ->group("");
-  std::string unwind = "auto";
-  app.add_option("--kernel-unwind", unwind,
+  app.add_option("--kernel-unwind", a.unwind,
                  "kernel stacks: orc (walked when the task runs again, only "
                  "for waits that pass -m/-M), switch-out (the kernel's walk "
                  "on every switch) or auto (orc where possible)")
@@ -287,8 +293,7 @@ CommandLine parse_command_line(int argc, const char *const *argv,
                "also take the kernel's own walk of each stack and count "
                "disagreements (-v); costs more")
       ->group("Limits");
-  std::string loader = "auto";
-  app.add_option("--loader", loader,
+  app.add_option("--loader", a.loader,
                  "who loads the BPF programs: light (the kernel, nothing "
                  "parsed here), libbpf, or auto (light where possible)")
       ->check(CLI::IsMember({"auto", "light", "libbpf"}))
@@ -297,23 +302,22 @@ CommandLine parse_command_line(int argc, const char *const *argv,
                  "hand kernel stacks over to the kernel's walk after N frames")
       ->check(CLI::Range(1u, 127u))
       ->group("");
-  app.add_option("duration", duration,
+  app.add_option("duration", a.duration,
                  "seconds to trace (default: until Ctrl-C)");
+}
 
-  RwsemOptions &r = cl.rwsem;
-  std::string r_duration, r_attach = "auto";
-  std::vector<std::string> r_pid_args;
+CLI::App *setup_rwsem(CLI::App &app, RwsemOptions &r, RwsemArgs &a) {
   CLI::App *rw = app.add_subcommand(
       "rwsem", "how long threads of a process wait for kernel rw-semaphore "
                "write locks (mmap_lock...), by stack; every -i seconds");
   rw->add_option(
       "name", r.name,
       "process name to trace (its main thread's comm; see --thread-name)");
-  rw->add_option("duration", r_duration,
+  rw->add_option("duration", a.duration,
                  "seconds to trace (default: until Ctrl-C)");
   rw->add_flag("--thread-name", r.match_thread_name,
                "match NAME against thread names instead of the process name");
-  add_id_list(rw, "-p,--pid", r_pid_args,
+  add_id_list(rw, "-p,--pid", a.pids,
               "trace these processes; comma separated or repeated", "PID");
   rw->add_flag("--read", r.include_read, "also trace read-side waits");
   rw->add_option("-i,--interval", r.interval_s,
@@ -323,28 +327,113 @@ CommandLine parse_command_line(int argc, const char *const *argv,
   rw->add_option("-m,--min-wait", r.min_wait_us,
                  "only count waits of at least this many microseconds")
       ->check(CLI::Range(uint64_t{0}, uint64_t{UINT64_MAX / 1000}));
-  OutputArgs rw_out_args;
-  add_output_options(rw, r.output, rw_out_args, true);
+  add_output_options(rw, r.output, a.out, true);
   add_stack_limits(rw, r.stack_storage_size, r.max_stack_depth, r.max_entries,
                    "Limits");
   rw->add_flag("-v,--verbose", r.verbose,
                "report the mechanism used and symbolization");
-  rw->add_option("--attach", r_attach,
+  rw->add_option("--attach", a.attach,
                  "fentry, kprobe, tracepoint or auto (default auto)")
       ->check(CLI::IsMember({"auto", "fentry", "kprobe", "tracepoint"}))
       ->group("");
+  return rw;
+}
 
-  FlamegraphOptions &fg = cl.flamegraph;
-  std::string fg_input;
-  OutputArgs fg_out_args;
+CLI::App *setup_flamegraph(CLI::App &app, FlamegraphOptions &fg,
+                           FlamegraphArgs &a) {
   CLI::App *fga = app.add_subcommand(
       "flamegraph",
       "draw an SVG flame graph from folded stacks (offcpu -f, BCC, "
       "stackcollapse-perf) read from FILE or stdin");
-  fga->add_option("file", fg_input, "folded stacks (default: stdin)");
+  fga->add_option("file", a.input, "folded stacks (default: stdin)");
   fga->add_option("--countname", fg.count_name,
                   "unit of the values (default us)");
-  add_output_options(fga, fg.output, fg_out_args, false);
+  add_output_options(fga, fg.output, a.out, false);
+  return fga;
+}
+
+void finish_flamegraph(FlamegraphOptions &fg, FlamegraphArgs &a) {
+  a.out.format = "svg";
+  finish_output_options(fg.output, a.out);
+  require_single_output(fg.output, "flamegraph");
+  if (!a.input.empty() && a.input != "-")
+    fg.input = a.input;
+}
+
+RwsemAttach rwsem_attach(const std::string &name) {
+  if (name == "fentry")
+    return RwsemAttach::Fentry;
+  if (name == "kprobe")
+    return RwsemAttach::Kprobe;
+  if (name == "tracepoint")
+    return RwsemAttach::Tracepoint;
+  return RwsemAttach::Auto;
+}
+
+void finish_rwsem(RwsemOptions &r, RwsemArgs &a, const TaskExists &exists) {
+  finish_output_options(r.output, a.out);
+  require_single_output(r.output, "rwsem");
+  r.pids = parse_id_list(a.pids, "PID");
+  // `rwsem -p PID 10`: with -p the lone positional is the duration.
+  if (!r.pids.empty() && a.duration.empty() && !r.name.empty() &&
+      r.name.find_first_not_of("0123456789.") == std::string::npos) {
+    a.duration = r.name;
+    r.name.clear();
+  }
+  if (!a.duration.empty())
+    r.duration_s = parse_duration(a.duration);
+  if (r.name.empty() && r.pids.empty())
+    throw usage_error(
+        "rwsem needs a process NAME or -p PID (see offcpu rwsem --help)");
+  if (r.name.size() > 15)
+    throw usage_error("process names are at most 15 characters (the kernel's "
+                      "comm), got '" +
+                      r.name + "'");
+  r.attach = rwsem_attach(a.attach);
+  check_tasks(r.pids, "PID", exists);
+}
+
+void finish_profile(ProfileOptions &o, ProfileArgs &a,
+                    const TaskExists &exists) {
+  finish_output_options(o.output, a.out);
+  o.pids = parse_id_list(a.pids, "PID");
+  o.tids = parse_id_list(a.tids, "TID");
+  if (!a.duration.empty())
+    o.duration_s = parse_duration(a.duration);
+  if (!a.state.empty())
+    o.state = parse_state(a.state);
+  if (o.min_block_us > o.max_block_us)
+    throw usage_error("--min-block-time must not exceed --max-block-time");
+  o.loader = a.loader == "light"    ? Loader::Light
+             : a.loader == "libbpf" ? Loader::Libbpf
+                                    : Loader::Auto;
+  o.kernel_unwind = a.unwind == "orc"          ? KernelUnwind::Orc
+                    : a.unwind == "switch-out" ? KernelUnwind::SwitchOut
+                                               : KernelUnwind::Auto;
+  o.attach = a.attach == "tp_btf"   ? AttachChoice::TpBtf
+             : a.attach == "raw_tp" ? AttachChoice::RawTp
+                                    : AttachChoice::Auto;
+  check_tasks(o.pids, "PID", exists);
+  check_tasks(o.tids, "TID", exists);
+}
+
+} // namespace
+
+CommandLine parse_command_line(int argc, const char *const *argv,
+                               const TaskExists &exists) {
+  CommandLine cl;
+  CLI::App app{"offcpu: where threads spend their time off CPU, by stack.\n"
+               "Traces the whole system unless -p or -t is given, for DURATION "
+               "seconds or until Ctrl-C.",
+               "offcpu"};
+  app.set_version_flag("-V,--version", "offcpu " OFFCPU_VERSION);
+  app.get_formatter()->column_width(34);
+  ProfileArgs profile_args;
+  RwsemArgs rwsem_args;
+  FlamegraphArgs flamegraph_args;
+  setup_profile(app, cl.profile, profile_args);
+  CLI::App *rw = setup_rwsem(app, cl.rwsem, rwsem_args);
+  CLI::App *fga = setup_flamegraph(app, cl.flamegraph, flamegraph_args);
 
   try {
     app.parse(argc, argv);
@@ -364,65 +453,13 @@ CommandLine parse_command_line(int argc, const char *const *argv,
 
   if (fga->parsed()) {
     cl.command = Command::Flamegraph;
-    fg_out_args.format = "svg";
-    finish_output_options(fg.output, fg_out_args);
-    require_single_output(fg.output, "flamegraph");
-    if (!fg_input.empty() && fg_input != "-")
-      fg.input = fg_input;
-    return cl;
-  }
-  if (rw->parsed()) {
+    finish_flamegraph(cl.flamegraph, flamegraph_args);
+  } else if (rw->parsed()) {
     cl.command = Command::Rwsem;
-    finish_output_options(r.output, rw_out_args);
-    require_single_output(r.output, "rwsem");
-    r.pids = parse_id_list(r_pid_args, "PID");
-    // `rwsem -p PID 10`: with -p the lone positional is the duration.
-    if (!r.pids.empty() && r_duration.empty() && !r.name.empty() &&
-        r.name.find_first_not_of("0123456789.") == std::string::npos) {
-      r_duration = r.name;
-      r.name.clear();
-    }
-    if (!r_duration.empty())
-      r.duration_s = parse_duration(r_duration);
-    if (r.name.empty() && r.pids.empty())
-      throw usage_error(
-          "rwsem needs a process NAME or -p PID (see offcpu rwsem --help)");
-    if (r.name.size() > 15)
-      throw usage_error("process names are at most 15 characters (the kernel's "
-                        "comm), got '" +
-                        r.name + "'");
-    if (r_attach == "fentry")
-      r.attach = RwsemAttach::Fentry;
-    else if (r_attach == "kprobe")
-      r.attach = RwsemAttach::Kprobe;
-    else if (r_attach == "tracepoint")
-      r.attach = RwsemAttach::Tracepoint;
-    check_tasks(r.pids, "PID", exists);
-    return cl;
+    finish_rwsem(cl.rwsem, rwsem_args, exists);
+  } else {
+    finish_profile(cl.profile, profile_args, exists);
   }
-  finish_output_options(o.output, out_args);
-  o.pids = parse_id_list(pid_args, "PID");
-  o.tids = parse_id_list(tid_args, "TID");
-  if (!duration.empty())
-    o.duration_s = parse_duration(duration);
-  if (!state.empty())
-    o.state = parse_state(state);
-  if (o.min_block_us > o.max_block_us)
-    throw usage_error("--min-block-time must not exceed --max-block-time");
-  if (loader == "light")
-    o.loader = Loader::Light;
-  else if (loader == "libbpf")
-    o.loader = Loader::Libbpf;
-  if (unwind == "orc")
-    o.kernel_unwind = KernelUnwind::Orc;
-  else if (unwind == "switch-out")
-    o.kernel_unwind = KernelUnwind::SwitchOut;
-  if (attach == "tp_btf")
-    o.attach = AttachChoice::TpBtf;
-  else if (attach == "raw_tp")
-    o.attach = AttachChoice::RawTp;
-  check_tasks(o.pids, "PID", exists);
-  check_tasks(o.tids, "TID", exists);
   return cl;
 }
 

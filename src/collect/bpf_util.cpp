@@ -81,11 +81,4 @@ int run_iterator(int prog_fd) {
   }
 }
 
-uint64_t monotonic_ns() {
-  timespec ts{};
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return static_cast<uint64_t>(ts.tv_sec) * 1000000000ull +
-         static_cast<uint64_t>(ts.tv_nsec);
-}
-
 } // namespace offcpu

@@ -10,6 +10,8 @@
 #include <string>
 #include <vector>
 
+#include "util/clock.h"
+
 namespace offcpu {
 
 struct BpfLinkDeleter {
@@ -42,8 +44,5 @@ void fill_id_set(int map_fd, const std::vector<uint32_t> &ids);
 // libbpf's messages go to a buffer; shown with -v or when loading fails.
 void capture_libbpf_messages(bool echo_to_stderr);
 std::string take_libbpf_messages();
-
-// CLOCK_MONOTONIC in ns: bpf_ktime_get_ns()'s clock.
-uint64_t monotonic_ns();
 
 } // namespace offcpu

@@ -3,7 +3,6 @@
 #include <errno.h>
 #include <linux/types.h>
 #include <stdlib.h>
-#include <string.h>
 
 #include "offcpu/shared.h"
 
@@ -12,26 +11,6 @@
 struct offcpu_light {
   struct offcpu_lbpf *skel;
 };
-
-/* Maps and programs by name. */
-// clang-format off
-#define MAPS(X)                                                                \
-  X(stacks) X(stack_scratch) X(orc_cache) X(kernel_walk_scratch)               \
-  X(waits_charged) X(filter_tgids) X(filter_tids) X(starts_task)               \
-  X(starts_hash) X(counts) X(new_processes) X(seen_stacks)
-#define PROGS(X)                                                               \
-  X(offcpu_switch_btf) X(offcpu_switch_raw) X(offcpu_seed_open)                \
-  X(offcpu_seed_stacks) X(offcpu_flush)
-// clang-format on
-
-static struct bpf_map_desc *map_desc(struct offcpu_light *l, const char *n) {
-#define MATCH(m)                                                               \
-  if (strcmp(n, #m) == 0)                                                      \
-    return &l->skel->maps.m;
-  MAPS(MATCH)
-#undef MATCH
-  return NULL;
-}
 
 struct offcpu_light *offcpu_light_open(void) {
   struct offcpu_light *l = calloc(1, sizeof(*l));
@@ -62,13 +41,13 @@ void *offcpu_light_bss(struct offcpu_light *l, size_t *size) {
   return l->skel->bss;
 }
 
-int offcpu_light_set_max_entries(struct offcpu_light *l, const char *map,
-                                 unsigned int n) {
-  struct bpf_map_desc *d = map_desc(l, map);
-  if (!d)
-    return -1;
-  d->max_entries = n;
-  return 0;
+void offcpu_light_set_sizes(struct offcpu_light *l,
+                            const struct offcpu_map_sizes *sizes) {
+  l->skel->maps.filter_tgids.max_entries = sizes->filter_tgids;
+  l->skel->maps.filter_tids.max_entries = sizes->filter_tids;
+  l->skel->maps.stacks.max_entries = sizes->stacks;
+  l->skel->maps.counts.max_entries = sizes->counts;
+  l->skel->maps.starts_hash.max_entries = sizes->starts_hash;
 }
 
 int offcpu_light_load(struct offcpu_light *l) {
@@ -76,16 +55,16 @@ int offcpu_light_load(struct offcpu_light *l) {
   return err < 0 ? err : err ? -err : 0;
 }
 
-int offcpu_light_map_fd(struct offcpu_light *l, const char *map) {
-  struct bpf_map_desc *d = map_desc(l, map);
-  return d ? d->map_fd : -1;
-}
-
-int offcpu_light_prog_fd(struct offcpu_light *l, const char *prog) {
-#define MATCH(p)                                                               \
-  if (strcmp(prog, #p) == 0)                                                   \
-    return l->skel->progs.p.prog_fd;
-  PROGS(MATCH)
-#undef MATCH
-  return -1;
+void offcpu_light_get_fds(struct offcpu_light *l,
+                          struct offcpu_light_fds *fds) {
+  fds->switch_btf = l->skel->progs.offcpu_switch_btf.prog_fd;
+  fds->seed_open = l->skel->progs.offcpu_seed_open.prog_fd;
+  fds->seed_stacks = l->skel->progs.offcpu_seed_stacks.prog_fd;
+  fds->flush = l->skel->progs.offcpu_flush.prog_fd;
+  fds->stacks = l->skel->maps.stacks.map_fd;
+  fds->counts = l->skel->maps.counts.map_fd;
+  fds->waits_charged = l->skel->maps.waits_charged.map_fd;
+  fds->new_processes = l->skel->maps.new_processes.map_fd;
+  fds->filter_tgids = l->skel->maps.filter_tgids.map_fd;
+  fds->filter_tids = l->skel->maps.filter_tids.map_fd;
 }

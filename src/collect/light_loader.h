@@ -4,7 +4,9 @@
  * never parses the kernel's 5.5 MB BTF (libbpf 1.1 holds it twice while
  * parsing: ~11 MB, the largest part of offcpu's memory). Needs 5.18+ (the
  * programs' own needs); where it fails the regular skeleton is used.
- * A C interface: the generated header is C only. */
+ * Written by hand in C: the generated header is C only. Maps and programs
+ * are reached through the skeleton's own fields, so a renamed one fails to
+ * compile here rather than falling back at run time. */
 #ifndef OFFCPU_LIGHT_LOADER_H
 #define OFFCPU_LIGHT_LOADER_H
 
@@ -13,6 +15,17 @@
 #ifdef __cplusplus
 extern "C" {
 #endif
+
+/* Sizes of the maps the command line sizes; both loaders take these. */
+struct offcpu_map_sizes {
+  unsigned int filter_tgids, filter_tids, stacks, counts, starts_hash;
+};
+
+/* Descriptors of what a session uses once loaded. */
+struct offcpu_light_fds {
+  int switch_btf, seed_open, seed_stacks, flush;
+  int stacks, counts, waits_charged, new_processes, filter_tgids, filter_tids;
+};
 
 struct offcpu_light;
 
@@ -23,13 +36,11 @@ void offcpu_light_destroy(struct offcpu_light *l);
 void *offcpu_light_rodata(struct offcpu_light *l, size_t *size);
 /* .bss, mapped once loaded. */
 void *offcpu_light_bss(struct offcpu_light *l, size_t *size);
-/* -1 for an unknown name. */
-int offcpu_light_set_max_entries(struct offcpu_light *l, const char *map,
-                                 unsigned int n);
+void offcpu_light_set_sizes(struct offcpu_light *l,
+                            const struct offcpu_map_sizes *sizes);
 /* 0, or a negative errno. */
 int offcpu_light_load(struct offcpu_light *l);
-int offcpu_light_map_fd(struct offcpu_light *l, const char *map);
-int offcpu_light_prog_fd(struct offcpu_light *l, const char *prog);
+void offcpu_light_get_fds(struct offcpu_light *l, struct offcpu_light_fds *fds);
 
 #ifdef __cplusplus
 }

@@ -19,10 +19,6 @@
 namespace offcpu {
 namespace {
 
-std::string errno_text(int err) {
-  return std::strerror(err < 0 ? -err : err);
-}
-
 // One line that says why loading failed and what to do about it.
 std::string load_failure(int err) {
   err = err < 0 ? -err : err;
@@ -42,7 +38,7 @@ using Rodata = std::remove_pointer_t<decltype(offcpu_bpf::rodata)>;
 using Bss = std::remove_pointer_t<decltype(offcpu_bpf::bss)>;
 
 // The knobs, in either skeleton's .rodata (one layout: one object).
-void set_rodata(Rodata *ro, const ProfileOptions &o, const OffcpuPlan &p) {
+void set_rodata(Rodata *ro, const OffcpuConfig &o, const OffcpuPlan &p) {
   ro->filter_tgid = !o.pids.empty();
   ro->filter_tid = !o.tids.empty();
   ro->user_threads_only = o.user_threads_only;
@@ -68,30 +64,32 @@ void set_rodata(Rodata *ro, const ProfileOptions &o, const OffcpuPlan &p) {
   ro->stack_depth = o.max_stack_depth;
 }
 
-// Map sizes, by name. The stack and count maps stay preallocated (a few ms
-// at start): allocating on insert (6.1+) failed with ENOMEM in bursts of new
+// Map sizes. The stack and count maps stay preallocated (a few ms at
+// start): allocating on insert (6.1+) failed with ENOMEM in bursts of new
 // stacks under perf bench sched pipe, and a stack was lost.
-std::vector<std::pair<const char *, uint32_t>>
-map_sizes(const ProfileOptions &o, const OffcpuPlan &p) {
-  return {
-      {"filter_tgids", std::max<uint32_t>(1, o.pids.size())},
-      {"filter_tids", std::max<uint32_t>(1, o.tids.size())},
-      {"stacks", o.stack_storage_size},
-      {"counts", o.max_entries},
-      // One in-flight wait per blocked thread; sized for large hosts.
-      {"starts_hash", p.task_storage ? 1u : 262144u},
-  };
+offcpu_map_sizes map_sizes(const OffcpuConfig &o, const OffcpuPlan &p) {
+  offcpu_map_sizes s{};
+  s.filter_tgids = std::max<uint32_t>(1, o.pids.size());
+  s.filter_tids = std::max<uint32_t>(1, o.tids.size());
+  s.stacks = o.stack_storage_size;
+  s.counts = o.max_entries;
+  // One in-flight wait per blocked thread; sized for large hosts.
+  s.starts_hash = p.task_storage ? 1u : 262144u;
+  return s;
 }
 
 Bss *bss_of(const OffcpuSession::Handles &h) {
   return static_cast<Bss *>(h.bss);
 }
 
-int try_load(offcpu_bpf *skel, const ProfileOptions &o, const OffcpuPlan &p) {
+int try_load(offcpu_bpf *skel, const OffcpuConfig &o, const OffcpuPlan &p) {
   set_rodata(skel->rodata, o, p);
-  for (const auto &[name, n] : map_sizes(o, p))
-    if (bpf_map *m = bpf_object__find_map_by_name(skel->obj, name))
-      bpf_map__set_max_entries(m, n);
+  const offcpu_map_sizes sizes = map_sizes(o, p);
+  bpf_map__set_max_entries(skel->maps.filter_tgids, sizes.filter_tgids);
+  bpf_map__set_max_entries(skel->maps.filter_tids, sizes.filter_tids);
+  bpf_map__set_max_entries(skel->maps.stacks, sizes.stacks);
+  bpf_map__set_max_entries(skel->maps.counts, sizes.counts);
+  bpf_map__set_max_entries(skel->maps.starts_hash, sizes.starts_hash);
   bpf_map__set_autocreate(skel->maps.new_processes, p.announce_processes);
   bpf_map__set_autocreate(skel->maps.starts_task, p.task_storage);
   bpf_program__set_autoload(skel->progs.offcpu_switch_btf, p.tp_btf);
@@ -110,16 +108,15 @@ bool light_can_serve(const OffcpuPlan &p) {
          p.user_fp_walk;
 }
 
-int try_load_light(offcpu_light *l, const ProfileOptions &o,
+int try_load_light(offcpu_light *l, const OffcpuConfig &o,
                    const OffcpuPlan &p) {
   size_t size = 0;
   void *ro = offcpu_light_rodata(l, &size);
   if (!ro || size != sizeof(Rodata))
     return -EINVAL;
   set_rodata(static_cast<Rodata *>(ro), o, p);
-  for (const auto &[name, n] : map_sizes(o, p))
-    if (offcpu_light_set_max_entries(l, name, n))
-      return -EINVAL;
+  const offcpu_map_sizes sizes = map_sizes(o, p);
+  offcpu_light_set_sizes(l, &sizes);
   return offcpu_light_load(l);
 }
 
@@ -165,21 +162,23 @@ bool OffcpuSession::take(std::unique_ptr<offcpu_light, LightDeleter> light) {
   h_.bss = offcpu_light_bss(l, &size);
   if (!h_.bss || size != sizeof(Bss))
     return false;
-  h_.switch_prog = offcpu_light_prog_fd(l, "offcpu_switch_btf");
-  h_.seed_open = offcpu_light_prog_fd(l, "offcpu_seed_open");
-  h_.seed_stacks = offcpu_light_prog_fd(l, "offcpu_seed_stacks");
-  h_.flush = offcpu_light_prog_fd(l, "offcpu_flush");
-  h_.stacks = offcpu_light_map_fd(l, "stacks");
-  h_.counts = offcpu_light_map_fd(l, "counts");
-  h_.waits_charged = offcpu_light_map_fd(l, "waits_charged");
-  h_.new_processes = offcpu_light_map_fd(l, "new_processes");
-  h_.filter_tgids = offcpu_light_map_fd(l, "filter_tgids");
-  h_.filter_tids = offcpu_light_map_fd(l, "filter_tids");
+  offcpu_light_fds fds{};
+  offcpu_light_get_fds(l, &fds);
+  h_.switch_prog = fds.switch_btf;
+  h_.seed_open = fds.seed_open;
+  h_.seed_stacks = fds.seed_stacks;
+  h_.flush = fds.flush;
+  h_.stacks = fds.stacks;
+  h_.counts = fds.counts;
+  h_.waits_charged = fds.waits_charged;
+  h_.new_processes = fds.new_processes;
+  h_.filter_tgids = fds.filter_tgids;
+  h_.filter_tids = fds.filter_tids;
   return true;
 }
 
 std::unique_ptr<OffcpuSession>
-OffcpuSession::load(const ProfileOptions &opts,
+OffcpuSession::load(const OffcpuConfig &opts,
                     const std::vector<OffcpuPlan> &plans, bool verbose) {
   if (plans.empty())
     throw runtime_error("no way to attach to sched_switch on this kernel "
@@ -256,9 +255,7 @@ void OffcpuSession::attach(double duration_s) {
   }
 }
 
-namespace {
-
-} // namespace
+namespace {} // namespace
 
 std::vector<uint64_t> OffcpuSession::read_stack(uint64_t id) const {
   StackTable table;

@@ -7,10 +7,10 @@
 #include <string>
 #include <vector>
 
-#include "cli/options.h"
 #include "collect/announcements.h"
 #include "collect/bpf_util.h"
 #include "collect/raw_profile.h"
+#include "collect/trace_config.h"
 #include "probe/features.h"
 #include "util/fd.h"
 
@@ -24,7 +24,7 @@ public:
   // Loads with the first plan that the kernel accepts; throws FatalError
   // naming the cause when none does. Progress notes go to `log` (-v).
   static std::unique_ptr<OffcpuSession>
-  load(const ProfileOptions &opts, const std::vector<OffcpuPlan> &plans,
+  load(const OffcpuConfig &opts, const std::vector<OffcpuPlan> &plans,
        bool verbose);
   ~OffcpuSession();
   OffcpuSession(const OffcpuSession &) = delete;

@@ -47,4 +47,11 @@ struct RawProfile {
   uint64_t window_ns = 0;
 };
 
+// What offcpu rwsem's programs collected over one interval.
+struct RawLockWaits {
+  std::vector<std::pair<rwsem_key, rwsem_value>> waits;
+  StackTable stacks;
+  std::array<uint64_t, OFFCPU_LOST_NR> lost{};
+};
+
 } // namespace offcpu

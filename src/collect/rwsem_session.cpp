@@ -14,11 +14,7 @@
 namespace offcpu {
 namespace {
 
-std::string errno_text(int err) {
-  return std::strerror(err < 0 ? -err : err);
-}
-
-int try_load(rwsem_bpf *skel, const RwsemOptions &o, const RwsemPlan &p,
+int try_load(rwsem_bpf *skel, const RwsemConfig &o, const RwsemPlan &p,
              uint64_t min_wait_ns) {
   auto *ro = skel->rodata;
   ro->filter_name = !o.name.empty();
@@ -81,8 +77,8 @@ RwsemSession::RwsemSession(std::unique_ptr<rwsem_bpf, SkelDeleter> skel,
 RwsemSession::~RwsemSession() = default;
 
 std::unique_ptr<RwsemSession>
-RwsemSession::load(const RwsemOptions &opts,
-                   const std::vector<RwsemPlan> &plans, bool verbose) {
+RwsemSession::load(const RwsemConfig &opts, const std::vector<RwsemPlan> &plans,
+                   bool verbose) {
   if (plans.empty()) {
     switch (opts.attach) {
     case RwsemAttach::Fentry:
@@ -205,8 +201,8 @@ bool RwsemSession::wait(uint64_t deadline,
                         const Announcements::NewStack &new_stack,
                         const Announcements::IdleWork &idle) {
   if (!announcements_)
-    announcements_ = std::make_unique<Announcements>(
-        bpf_map__fd(skel_->maps.new_processes));
+    announcements_ =
+        std::make_unique<Announcements>(bpf_map__fd(skel_->maps.new_processes));
   return announcements_->wait(deadline, new_stack, idle);
 }
 
@@ -257,15 +253,8 @@ RawLockWaits RwsemSession::stop_and_drain() {
     uint64_t delta = now - rec.start_ns;
     if (delta < min_wait_ns_)
       continue;
-    rwsem_key k{};
-    k.tgid = rec.tgid;
-    k.pid = tid;
-    k.user_stack = rec.user_stack;
-    k.kernel_stack = rec.kernel_stack;
-    k.lock = rec.lock;
-    k.flags = rec.flags;
-    std::memcpy(k.comm, rec.comm, sizeof(k.comm));
-    out.waits.emplace_back(k, rwsem_value{delta, 1, delta});
+    out.waits.emplace_back(rwsem_key_of(&rec, tid),
+                           rwsem_value{delta, 1, delta});
     ids.push_back(rec.user_stack);
     ids.push_back(rec.kernel_stack);
   }

@@ -6,25 +6,19 @@
 #include <utility>
 #include <vector>
 
-#include "cli/options.h"
 #include "collect/announcements.h"
 #include "collect/bpf_util.h"
 #include "collect/raw_profile.h"
+#include "collect/trace_config.h"
 #include "probe/features.h"
 
 struct rwsem_bpf;
 
 namespace offcpu {
 
-struct RawLockWaits {
-  std::vector<std::pair<rwsem_key, rwsem_value>> waits;
-  StackTable stacks;
-  std::array<uint64_t, OFFCPU_LOST_NR> lost{};
-};
-
 class RwsemSession {
 public:
-  static std::unique_ptr<RwsemSession> load(const RwsemOptions &opts,
+  static std::unique_ptr<RwsemSession> load(const RwsemConfig &opts,
                                             const std::vector<RwsemPlan> &plans,
                                             bool verbose);
   ~RwsemSession();

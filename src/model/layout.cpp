@@ -2,16 +2,6 @@
 
 namespace offcpu {
 
-uint32_t Profile::module(const std::string &path, const std::string &build_id) {
-  auto it = module_index_.find(path);
-  if (it != module_index_.end())
-    return it->second;
-  uint32_t index = static_cast<uint32_t>(modules.size());
-  modules.push_back({path, build_id});
-  module_index_.emplace(path, index);
-  return index;
-}
-
 std::vector<Frame> lay_out(const Sample &s, const LayoutOptions &opts) {
   std::vector<Frame> out;
   out.reserve(s.user.size() + s.kernel.size() + 3);

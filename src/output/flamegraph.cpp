@@ -6,8 +6,9 @@
 #include <map>
 #include <memory>
 
+#include "flamegraph_script.h"
+#include "model/layout.h"
 #include "output/folded.h"
-#include "util/parse.h"
 #include "util/utf8.h"
 
 namespace offcpu {
@@ -32,13 +33,17 @@ struct Node {
   std::map<std::string, std::unique_ptr<Node>> children; // drawn in name order
 };
 
-// flamegraph.pl annotations: _[k] kernel, _[j] JIT, _[i] inlined, _[w] waker.
-Kind strip_annotation(std::string &name) {
-  if (name.size() > 4 && name[name.size() - 4] == '_' &&
-      name[name.size() - 3] == '[' && name.back() == ']') {
-    char a = name[name.size() - 2];
-    name.resize(name.size() - 4);
-    return a == 'k' ? Kind::Kernel : Kind::User;
+Kind kind_of(FrameKind k) {
+  switch (k) {
+  case FrameKind::Kernel:
+    return Kind::Kernel;
+  case FrameKind::Thread:
+    return Kind::Comm;
+  case FrameKind::Marker:
+  case FrameKind::Delimiter:
+    return Kind::Marker;
+  case FrameKind::User:
+    break;
   }
   return Kind::User;
 }
@@ -146,103 +151,72 @@ int depth_of(const Node &n) {
   return d;
 }
 
-// The page's behaviour: zoom, search, tooltips' details line. Kept short and
-// dependency-free; it runs in any browser that opens SVG.
-const char kScript[] = R"JS(
-(function () {
-  var svg = document.documentElement, frames = [], W = 0, pad = 10;
-  var details, matched, unzoom, searchBtn, searching = false;
-  function name(g) { var t = g.querySelector('title').textContent;
-    return t.substring(0, t.lastIndexOf(' (')); }
-  function init() {
-    details = document.getElementById('details');
-    matched = document.getElementById('matched');
-    unzoom = document.getElementById('unzoom');
-    searchBtn = document.getElementById('search');
-    W = parseFloat(svg.getAttribute('width')) - 2 * pad;
-    var gs = document.querySelectorAll('g.f');
-    for (var i = 0; i < gs.length; i++) {
-      var g = gs[i], r = g.querySelector('rect');
-      frames.push({ g: g, r: r, t: g.querySelector('text'), o: +g.dataset.o,
-                    v: +g.dataset.v, d: +g.dataset.d, fill: r.getAttribute('fill'),
-                    name: name(g) });
-      g.addEventListener('click', zoomTo.bind(null, frames[frames.length - 1]));
-      g.addEventListener('mouseover', show.bind(null, g));
-      g.addEventListener('mouseout', function () { details.textContent = ' '; });
-    }
-    unzoom.addEventListener('click', reset);
-    searchBtn.addEventListener('click', function () {
-      if (searching) { search(''); return; }
-      var term = prompt('Search for (regular expression):', '');
-      if (term) search(term);
-    });
-    window.addEventListener('keydown', function (e) {
-      if ((e.ctrlKey || e.metaKey) && e.key === 'f') {
-        e.preventDefault();
-        var term = prompt('Search for (regular expression):', '');
-        if (term) search(term);
+// The stacks merged into one tree under an "all" root.
+Node build_tree(const std::vector<FlameStack> &stacks) {
+  Node root;
+  root.name = "all";
+  for (const FlameStack &s : stacks) {
+    if (s.value <= 0 || s.frames.empty())
+      continue;
+    root.value += s.value;
+    Node *n = &root;
+    size_t depth = std::min(s.frames.size(), kMaxFrames);
+    for (size_t i = 0; i < depth; i++) {
+      bool cut = i + 1 == kMaxFrames;
+      std::string name = cut ? std::string("[truncated]") : s.frames[i].name;
+      Kind kind = i == 0 ? Kind::Comm
+                  : cut  ? Kind::User
+                         : kind_of(s.frames[i].kind);
+      // A kernel frame and a user frame of the same name stay apart.
+      std::string key = name + (kind == Kind::Kernel ? "\x01k" : "");
+      auto &child = n->children[key];
+      if (!child) {
+        child = std::make_unique<Node>();
+        child->name = name;
+        child->kind = kind;
       }
-      if (e.key === 'Escape') { reset(); search(''); }
-    });
-    var params = new URLSearchParams(document.location.search);
-    if (params.get('x') !== null) { var f = frames[+params.get('x')]; if (f) zoomTo(f); }
-    if (params.get('s')) search(params.get('s'));
+      child->value += s.value;
+      n = child.get();
+    }
   }
-  function show(g) { details.textContent = g.querySelector('title').textContent; }
-  function fitText(f, w) {
-    var chars = Math.floor((w - 6) / (12 * 0.59));
-    f.t.textContent = chars < 3 ? '' : (f.name.length <= chars ? f.name : f.name.substring(0, chars - 2) + '..');
-  }
-  function place(f, x, w) {
-    f.r.setAttribute('x', x); f.r.setAttribute('width', w);
-    f.t.setAttribute('x', x + 3); fitText(f, w);
-  }
-  function zoomTo(z) {
-    unzoom.classList.remove('hide');
-    var k = W / z.v;
-    frames.forEach(function (f) {
-      var inside = f.o >= z.o - 1e-9 && f.o + f.v <= z.o + z.v + 1e-9 && f.d >= z.d;
-      var below = f.d < z.d && f.o <= z.o + 1e-9 && f.o + f.v >= z.o + z.v - 1e-9;
-      f.g.classList.toggle('hide', !inside && !below);
-      f.g.classList.toggle('parent', below);
-      if (inside) place(f, pad + (f.o - z.o) * k, f.v * k);
-      else if (below) place(f, pad, W);
-    });
-  }
-  function reset() {
-    unzoom.classList.add('hide');
-    var total = 0; frames.forEach(function (f) { if (f.d === 0) total += f.v; });
-    var k = W / total;
-    frames.forEach(function (f) {
-      f.g.classList.remove('hide'); f.g.classList.remove('parent');
-      place(f, pad + f.o * k, f.v * k);
-    });
-  }
-  function search(term) {
-    var re = null;
-    try { re = term ? new RegExp(term) : null; } catch (e) { re = null; }
-    var total = 0, spans = [];
-    frames.forEach(function (f) {
-      if (f.d === 0) total += f.v;
-      var hit = re !== null && re.test(f.name);
-      f.r.setAttribute('fill', hit ? 'rgb(230,0,230)' : f.fill);
-      f.g.classList.toggle('match', hit);
-      if (hit) spans.push([f.o, f.o + f.v]);
-    });
-    // Matched share without counting nested matches twice.
-    spans.sort(function (a, b) { return a[0] - b[0]; });
-    var covered = 0, end = -Infinity;
-    spans.forEach(function (s) {
-      if (s[0] >= end) { covered += s[1] - s[0]; end = s[1]; }
-      else if (s[1] > end) { covered += s[1] - end; end = s[1]; }
-    });
-    matched.textContent = re ? 'Matched: ' + (100 * covered / total).toFixed(1) + '%' : ' ';
-    searching = re !== null;
-    searchBtn.textContent = searching ? 'Reset Search' : 'Search';
-  }
-  window.addEventListener('load', init);
-})();
-)JS";
+  return root;
+}
+
+// The document's head: style, script, background, title, buttons.
+std::string svg_head(int width, int height, const std::string &title) {
+  std::string o;
+  o += "<?xml version=\"1.0\" standalone=\"no\"?>\n";
+  o += "<svg version=\"1.1\" width=\"" + std::to_string(width) +
+       "\" height=\"" + std::to_string(height) + "\" viewBox=\"0 0 " +
+       std::to_string(width) + " " + std::to_string(height) +
+       "\" xmlns=\"http://www.w3.org/2000/svg\" "
+       "xmlns:xlink=\"http://www.w3.org/1999/xlink\">\n";
+  o +=
+      "<style>text{font-family:Verdana,sans-serif;font-size:" +
+      std::to_string(kFontSize) +
+      "px;fill:#000}g.f:hover rect{stroke:#000;stroke-width:0.5;cursor:pointer}"
+      ".hide{display:none}.parent{opacity:0.5}#title{font-size:17px}"
+      ".button{cursor:pointer;fill:#333}.button:hover{fill:#000;text-"
+      "decoration:underline}"
+      "</style>\n";
+  o += "<script type=\"text/ecmascript\"><![CDATA[";
+  o += kFlameGraphScript;
+  o += "]]></script>\n";
+  o += "<rect x=\"0\" y=\"0\" width=\"100%\" height=\"100%\" "
+       "fill=\"#f4f6fa\"/>\n";
+  o += "<text id=\"title\" x=\"" + std::to_string(width / 2) +
+       "\" y=\"24\" text-anchor=\"middle\">" + xml_escape(title) + "</text>\n";
+  o += "<text id=\"unzoom\" class=\"button hide\" x=\"" + std::to_string(kPad) +
+       "\" y=\"24\">Reset Zoom</text>\n";
+  o += "<text id=\"search\" class=\"button\" x=\"" +
+       std::to_string(width - kPad) +
+       "\" y=\"24\" text-anchor=\"end\">Search</text>\n";
+  o += "<text id=\"details\" x=\"" + std::to_string(kPad) + "\" y=\"" +
+       std::to_string(height - 8) + "\"> </text>\n";
+  o += "<text id=\"matched\" x=\"" + std::to_string(width - kPad) + "\" y=\"" +
+       std::to_string(height - 8) + "\" text-anchor=\"end\"> </text>\n";
+  return o;
+}
 
 } // namespace
 
@@ -274,141 +248,31 @@ std::string xml_escape(std::string_view s) {
   return out;
 }
 
-std::vector<FoldedStack> parse_folded_stacks(std::string_view text,
-                                             size_t *bad_lines) {
-  std::vector<FoldedStack> stacks;
-  size_t bad = 0;
-  while (!text.empty()) {
-    std::string_view line = next_line(text);
-    while (!line.empty() &&
-           (line.back() == '\r' || line.back() == ' ' || line.back() == '\t'))
-      line.remove_suffix(1);
-    if (line.empty())
-      continue;
-    size_t space = line.find_last_of(" \t");
-    std::string value_s(
-        space == std::string_view::npos ? "" : line.substr(space + 1));
-    char *end = nullptr;
-    double value = value_s.empty() ? -1 : std::strtod(value_s.c_str(), &end);
-    if (space == std::string_view::npos || space == 0 || !end || *end != '\0' ||
-        !(value >= 0) || !std::isfinite(value)) {
-      bad++;
-      continue;
-    }
-    FoldedStack s;
-    s.value = value;
-    std::string_view frames = line.substr(0, space);
-    while (true) {
-      size_t semi = frames.find(';');
-      s.frames.push_back(valid_utf8(frames.substr(0, semi)));
-      if (semi == std::string_view::npos)
-        break;
-      frames.remove_prefix(semi + 1);
-    }
-    stacks.push_back(std::move(s));
-  }
-  if (bad_lines)
-    *bad_lines = bad;
-  return stacks;
-}
-
-std::vector<FoldedStack> stacks_from_samples(const std::vector<Sample> &samples,
-                                             bool delimited) {
-  std::vector<FoldedStack> out;
-  for (const Sample &s : samples) {
-    FoldedStack f;
+std::vector<FlameStack> flame_stacks(const Profile &profile, bool delimited) {
+  std::vector<FlameStack> out;
+  out.reserve(profile.samples.size());
+  for (const Sample &s : profile.samples) {
+    FlameStack f;
     f.value = static_cast<double>(s.total_ns) / 1000.0;
-    f.frames.push_back(folded_safe(s.comm));
-    if (s.user_missed)
-      f.frames.push_back("[Missed User Stack]");
-    for (const auto &u : s.user)
-      f.frames.push_back(folded_safe(u));
-    if (delimited && (s.user_missed || !s.user.empty()) &&
-        (s.kernel_missed || !s.kernel.empty()))
-      f.frames.push_back("-");
-    if (s.kernel_missed)
-      f.frames.push_back("[Missed Kernel Stack]_[k]");
-    for (const auto &k : s.kernel)
-      f.frames.push_back(folded_safe(k) + "_[k]");
+    for (Frame &frame : lay_out(s, LayoutOptions{delimited}))
+      f.frames.push_back({folded_safe(frame.name), frame.kind});
     out.push_back(std::move(f));
   }
   return out;
 }
 
-std::string render_flamegraph(const std::vector<FoldedStack> &stacks,
+std::string render_flamegraph(const std::vector<FlameStack> &stacks,
                               const FlameGraphOptions &opts) {
-  Node root;
-  root.name = "all";
-  for (const FoldedStack &s : stacks) {
-    if (s.value <= 0 || s.frames.empty())
-      continue;
-    root.value += s.value;
-    Node *n = &root;
-    size_t depth = std::min(s.frames.size(), kMaxFrames);
-    for (size_t i = 0; i < depth; i++) {
-      std::string name = i + 1 == kMaxFrames ? "[truncated]" : s.frames[i];
-      Kind kind = strip_annotation(name);
-      if (i == 0)
-        kind = Kind::Comm;
-      else if (name == "-" || name.rfind("[Missed", 0) == 0)
-        kind = Kind::Marker;
-      // A kernel frame and a user frame of the same name stay apart.
-      std::string key = name + (kind == Kind::Kernel ? "\x01k" : "");
-      auto &child = n->children[key];
-      if (!child) {
-        child = std::make_unique<Node>();
-        child->name = name;
-        child->kind = kind;
-      }
-      child->value += s.value;
-      n = child.get();
-    }
-  }
-
+  Node root = build_tree(stacks);
   int width = std::max(opts.width, 200);
-  int depth = depth_of(root);
-  int height = kTop + (depth + 1) * kFrameHeight + kBottom;
-  Renderer r{opts,
-             root.value > 0 ? root.value : 1,
-             root.value > 0 ? (width - 2 * kPad) / root.value : 0,
-             height,
-             {}};
-  std::string &o = r.out;
-  o += "<?xml version=\"1.0\" standalone=\"no\"?>\n";
-  o += "<svg version=\"1.1\" width=\"" + std::to_string(width) +
-       "\" height=\"" + std::to_string(height) + "\" viewBox=\"0 0 " +
-       std::to_string(width) + " " + std::to_string(height) +
-       "\" xmlns=\"http://www.w3.org/2000/svg\" "
-       "xmlns:xlink=\"http://www.w3.org/1999/xlink\">\n";
-  o +=
-      "<style>text{font-family:Verdana,sans-serif;font-size:" +
-      std::to_string(kFontSize) +
-      "px;fill:#000}g.f:hover rect{stroke:#000;stroke-width:0.5;cursor:pointer}"
-      ".hide{display:none}.parent{opacity:0.5}#title{font-size:17px}"
-      ".button{cursor:pointer;fill:#333}.button:hover{fill:#000;text-"
-      "decoration:underline}"
-      "</style>\n";
-  o += "<script type=\"text/ecmascript\"><![CDATA[";
-  o += kScript;
-  o += "]]></script>\n";
-  o += "<rect x=\"0\" y=\"0\" width=\"100%\" height=\"100%\" "
-       "fill=\"#f4f6fa\"/>\n";
-  o += "<text id=\"title\" x=\"" + std::to_string(width / 2) +
-       "\" y=\"24\" text-anchor=\"middle\">" + xml_escape(opts.title) +
-       "</text>\n";
-  o += "<text id=\"unzoom\" class=\"button hide\" x=\"" + std::to_string(kPad) +
-       "\" y=\"24\">Reset Zoom</text>\n";
-  o += "<text id=\"search\" class=\"button\" x=\"" +
-       std::to_string(width - kPad) +
-       "\" y=\"24\" text-anchor=\"end\">Search</text>\n";
-  o += "<text id=\"details\" x=\"" + std::to_string(kPad) + "\" y=\"" +
-       std::to_string(height - 8) + "\"> </text>\n";
-  o += "<text id=\"matched\" x=\"" + std::to_string(width - kPad) + "\" y=\"" +
-       std::to_string(height - 8) + "\" text-anchor=\"end\"> </text>\n";
+  int height = kTop + (depth_of(root) + 1) * kFrameHeight + kBottom;
+  Renderer r{opts, root.value > 0 ? root.value : 1,
+             root.value > 0 ? (width - 2 * kPad) / root.value : 0, height,
+             svg_head(width, height, opts.title)};
   if (root.value <= 0) {
-    o += "<text x=\"" + std::to_string(width / 2) + "\" y=\"" +
-         std::to_string(kTop + 20) +
-         "\" text-anchor=\"middle\">no samples</text>\n";
+    r.out += "<text x=\"" + std::to_string(width / 2) + "\" y=\"" +
+             std::to_string(kTop + 20) +
+             "\" text-anchor=\"middle\">no samples</text>\n";
   } else {
     double offset = 0;
     for (const auto &[name, child] : root.children) {
@@ -416,8 +280,8 @@ std::string render_flamegraph(const std::vector<FoldedStack> &stacks,
       offset += child->value;
     }
   }
-  o += "</svg>\n";
-  return o;
+  r.out += "</svg>\n";
+  return r.out;
 }
 
 } // namespace offcpu

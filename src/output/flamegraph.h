@@ -8,12 +8,17 @@
 #include <string_view>
 #include <vector>
 
-#include "collect/sample.h"
+#include "model/profile.h"
 
 namespace offcpu {
 
-struct FoldedStack {
-  std::vector<std::string> frames; // root first; may carry _[k] suffixes
+struct FlameFrame {
+  std::string name;
+  FrameKind kind = FrameKind::User; // colours: thread, user, kernel, marker
+};
+
+struct FlameStack {
+  std::vector<FlameFrame> frames; // root first
   double value = 0;
 };
 
@@ -24,17 +29,10 @@ struct FlameGraphOptions {
   double min_width = 0.1; // pixels; narrower frames are left out
 };
 
-// Folded lines ("a;b;c 123", as offcpu, BCC or stackcollapse-perf write
-// them). Lines that do not parse are counted in *bad_lines and skipped.
-std::vector<FoldedStack> parse_folded_stacks(std::string_view text,
-                                             size_t *bad_lines);
+// The model's samples as stacks in microseconds (the frames of lay_out).
+std::vector<FlameStack> flame_stacks(const Profile &profile, bool delimited);
 
-// Samples as folded stacks in microseconds, kernel frames marked "_[k]" so
-// they are drawn in their own color.
-std::vector<FoldedStack> stacks_from_samples(const std::vector<Sample> &samples,
-                                             bool delimited);
-
-std::string render_flamegraph(const std::vector<FoldedStack> &stacks,
+std::string render_flamegraph(const std::vector<FlameStack> &stacks,
                               const FlameGraphOptions &opts);
 
 // Escapes text for SVG/XML content and attribute values.

@@ -1,24 +1,28 @@
 // Folded stacks, as BCC's offcputime -f prints them and flamegraph.pl reads:
 //   comm;user_root;...;user_leaf;kernel_root;...;kernel_leaf microseconds
+// Written from the model, and read back as flame graph input.
 #pragma once
 
 #include <string>
+#include <string_view>
 #include <vector>
 
-#include "collect/sample.h"
+#include "model/profile.h"
+#include "output/flamegraph.h"
 
 namespace offcpu {
 
-struct FoldedOptions {
-  bool delimited = false; // "-" frame between user and kernel parts
-};
-
 // Lines with identical text are merged; largest first, ties by text. Lines
 // that round to 0 us are dropped.
-std::string format_folded(const std::vector<Sample> &samples,
-                          const FoldedOptions &opts);
+std::string render_folded(const Profile &profile, bool delimited);
 
 // Makes a frame or comm safe for one folded field: no ';', no line breaks.
 std::string folded_safe(const std::string &name);
+
+// Folded lines ("a;b;c 123", as offcpu, BCC or stackcollapse-perf write
+// them), as flame graph stacks: the first frame is the thread, "_[k]"
+// marks kernel frames. Lines that do not parse are counted in *bad_lines.
+std::vector<FlameStack> parse_folded_stacks(std::string_view text,
+                                            size_t *bad_lines);
 
 } // namespace offcpu

@@ -6,8 +6,40 @@
 #include <stdexcept>
 #include <tuple>
 
+#include "model/layout.h"
+
 namespace offcpu {
 namespace {
+
+// Field numbers of profile.proto (github.com/google/pprof, proto/).
+namespace field {
+enum Profile {
+  kSampleType = 1,
+  kSample = 2,
+  kMapping = 3,
+  kLocation = 4,
+  kFunction = 5,
+  kStringTable = 6,
+  kTimeNanos = 9,
+  kDurationNanos = 10,
+  kPeriodType = 11,
+  kPeriod = 12,
+  kComment = 13,
+  kDefaultSampleType = 14,
+};
+enum ValueType { kType = 1, kUnit = 2 };
+enum Sample { kLocationId = 1, kValue = 2, kLabel = 3 };
+enum Label { kKey = 1, kStr = 2, kNum = 3 };
+enum Mapping {
+  kMappingId = 1,
+  kFilename = 5,
+  kBuildId = 6,
+  kHasFunctions = 7,
+};
+enum Location { kLocId = 1, kLocMappingId = 2, kLine = 4 };
+enum Line { kFunctionId = 1 };
+enum Function { kFuncId = 1, kName = 2, kSystemName = 3, kFuncFilename = 4 };
+} // namespace field
 
 // Protobuf wire format: varints and length-delimited fields are all we need.
 class ProtoWriter {
@@ -48,6 +80,10 @@ private:
   std::string buf_;
 };
 
+// Modules that are not the profile's: where markers and threads "live".
+const Module kMissed{"[missed]", ""};
+const Module kThread{"[thread]", ""};
+
 class ProfileBuilder {
 public:
   uint64_t str(const std::string &s) {
@@ -60,7 +96,7 @@ public:
     return id;
   }
 
-  uint64_t mapping(const ModuleInfo *m) {
+  uint64_t mapping(const Module *m) {
     if (!m)
       return 0;
     auto it = mappings_.find(m);
@@ -69,15 +105,15 @@ public:
     uint64_t id = mappings_.size() + 1;
     mappings_.emplace(m, id);
     ProtoWriter w;
-    w.uint_field(1, id);
-    w.uint_field(5, str(m->path));
-    w.uint_field(6, str(m->build_id));
-    w.uint_field(7, 1); // has_functions
+    w.uint_field(field::kMappingId, id);
+    w.uint_field(field::kFilename, str(m->path));
+    w.uint_field(field::kBuildId, str(m->build_id));
+    w.uint_field(field::kHasFunctions, 1);
     mapping_msgs_.push_back(w.data());
     return id;
   }
 
-  uint64_t location(const std::string &name, const ModuleInfo *m) {
+  uint64_t location(const std::string &name, const Module *m) {
     uint64_t mapping_id = mapping(m);
     auto key = std::make_pair(name, mapping_id);
     auto it = locations_.find(key);
@@ -87,74 +123,77 @@ public:
     uint64_t id = locations_.size() + 1;
     locations_.emplace(key, id);
     ProtoWriter line;
-    line.uint_field(1, fn_id);
+    line.uint_field(field::kFunctionId, fn_id);
     ProtoWriter w;
-    w.uint_field(1, id);
-    w.uint_field(2, mapping_id);
-    w.bytes_field(4, line.data());
+    w.uint_field(field::kLocId, id);
+    w.uint_field(field::kLocMappingId, mapping_id);
+    w.bytes_field(field::kLine, line.data());
     location_msgs_.push_back(w.data());
     return id;
   }
 
-  void sample(const std::vector<uint64_t> &locs, uint64_t count, uint64_t ns,
-              const Sample &s) {
+  void sample(const std::vector<uint64_t> &locs, const Sample &s) {
     ProtoWriter w;
-    w.packed_field(1, locs);
-    w.packed_field(2, {count, ns});
+    w.packed_field(field::kLocationId, locs);
+    w.packed_field(field::kValue, {s.count, s.total_ns});
     auto label = [&](const std::string &key, const std::string *text,
                      uint64_t num) {
       ProtoWriter l;
-      l.uint_field(1, str(key));
+      l.uint_field(field::kKey, str(key));
       if (text)
-        l.uint_field(2, str(*text));
+        l.uint_field(field::kStr, str(*text));
       else
-        l.uint_field(3, num);
-      w.bytes_field(3, l.data());
+        l.uint_field(field::kNum, num);
+      w.bytes_field(field::kLabel, l.data());
     };
     label("pid", nullptr, s.tgid);
-    label("tid", nullptr, s.pid);
+    label("tid", nullptr, s.tid);
     label("comm", &s.comm, 0);
     sample_msgs_.push_back(w.data());
   }
 
-  std::string finish(const PprofOptions &o) {
+  std::string finish(const Profile &profile) {
+    const bool locks = profile.kind == ProfileKind::LockWaits;
+    const std::string count_type = locks ? "contentions" : "events";
+    const std::string time_type = locks ? "delay" : "off_cpu";
     ProtoWriter p;
     auto value_type = [&](const std::string &type, const std::string &unit) {
       ProtoWriter v;
-      v.uint_field(1, str(type));
-      v.uint_field(2, str(unit));
+      v.uint_field(field::kType, str(type));
+      v.uint_field(field::kUnit, str(unit));
       return v.data();
     };
-    p.bytes_field(1, value_type(o.count_type, "count"));
-    p.bytes_field(1, value_type(o.time_type, "nanoseconds"));
+    p.bytes_field(field::kSampleType, value_type(count_type, "count"));
+    p.bytes_field(field::kSampleType, value_type(time_type, "nanoseconds"));
     for (const auto &m : sample_msgs_)
-      p.bytes_field(2, m);
+      p.bytes_field(field::kSample, m);
     for (const auto &m : mapping_msgs_)
-      p.bytes_field(3, m);
+      p.bytes_field(field::kMapping, m);
     for (const auto &m : location_msgs_)
-      p.bytes_field(4, m);
+      p.bytes_field(field::kLocation, m);
     for (const auto &m : function_msgs_)
-      p.bytes_field(5, m);
+      p.bytes_field(field::kFunction, m);
     // Every string must be interned before the table is written.
-    uint64_t comment = o.comment.empty() ? 0 : str(o.comment);
-    std::string period = value_type(o.count_type, "count");
-    uint64_t default_type = str(o.time_type);
+    uint64_t comment = profile.comment.empty() ? 0 : str(profile.comment);
+    std::string period = value_type(count_type, "count");
+    uint64_t default_type = str(time_type);
     for (const std::string &s : table_)
-      p.bytes_field(6, s);
-    p.uint_field(9, static_cast<uint64_t>(o.time_nanos));
-    p.uint_field(10, static_cast<uint64_t>(o.duration_nanos));
-    p.bytes_field(11, period);
-    p.uint_field(12, 1);
+      p.bytes_field(field::kStringTable, s);
+    p.uint_field(field::kTimeNanos, static_cast<uint64_t>(profile.time_nanos));
+    p.uint_field(field::kDurationNanos,
+                 static_cast<uint64_t>(profile.duration_nanos));
+    p.bytes_field(field::kPeriodType, period);
+    p.uint_field(field::kPeriod, 1);
     if (comment) {
-      p.tag(13, 0);
+      p.tag(field::kComment, 0);
       p.varint(comment);
     }
-    p.uint_field(14, default_type);
+    p.uint_field(field::kDefaultSampleType, default_type);
     return p.data();
   }
 
 private:
-  uint64_t function(const std::string &name, const ModuleInfo *m) {
+  uint64_t function(const std::string &name, const Module *m) {
     auto key = std::make_pair(name, m ? m->path : std::string());
     auto it = functions_.find(key);
     if (it != functions_.end())
@@ -162,55 +201,52 @@ private:
     uint64_t id = functions_.size() + 1;
     functions_.emplace(key, id);
     ProtoWriter w;
-    w.uint_field(1, id);
-    w.uint_field(2, str(name));
-    w.uint_field(3, str(name));
-    w.uint_field(4, str(m ? m->path : std::string()));
+    w.uint_field(field::kFuncId, id);
+    w.uint_field(field::kName, str(name));
+    w.uint_field(field::kSystemName, str(name));
+    w.uint_field(field::kFuncFilename, str(m ? m->path : std::string()));
     function_msgs_.push_back(w.data());
     return id;
   }
 
   std::map<std::string, uint64_t> strings_{{"", 0}};
   std::vector<std::string> table_{""};
-  std::map<const ModuleInfo *, uint64_t> mappings_;
+  std::map<const Module *, uint64_t> mappings_;
   std::map<std::pair<std::string, uint64_t>, uint64_t> locations_;
   std::map<std::pair<std::string, std::string>, uint64_t> functions_;
   std::vector<std::string> mapping_msgs_, location_msgs_, function_msgs_,
       sample_msgs_;
 };
 
-const ModuleInfo *module_at(const std::vector<const ModuleInfo *> &mods,
-                            size_t i) {
-  return i < mods.size() ? mods[i] : nullptr;
+const Module *module_of(const Profile &p, const Frame &f) {
+  switch (f.kind) {
+  case FrameKind::Thread:
+    return &kThread;
+  case FrameKind::Marker:
+  case FrameKind::Delimiter:
+    return &kMissed;
+  default:
+    return f.module < p.modules.size() ? &p.modules[f.module] : nullptr;
+  }
 }
 
 } // namespace
 
-std::string encode_pprof(const std::vector<Sample> &samples,
-                         const PprofOptions &opts) {
+std::string encode_pprof(const Profile &profile) {
   ProfileBuilder b;
   // pprof calls the first mapping the profile's main file: user code first.
-  for (const Sample &s : samples)
-    for (const ModuleInfo *m : s.user_modules)
-      b.mapping(m);
-  static const ModuleInfo kMissed{"[missed]", ""};
-  for (const Sample &s : samples) {
-    // Locations leaf first: kernel leaf to root, then user leaf to root.
+  for (const Sample &s : profile.samples)
+    for (const Frame &f : s.user)
+      b.mapping(module_of(profile, f));
+  for (const Sample &s : profile.samples) {
+    // Locations leaf first, the thread as the root, as in the folded output.
+    std::vector<Frame> frames = lay_out(s, LayoutOptions{});
     std::vector<uint64_t> locs;
-    for (size_t i = s.kernel.size(); i-- > 0;)
-      locs.push_back(b.location(s.kernel[i], module_at(s.kernel_modules, i)));
-    if (s.kernel_missed)
-      locs.push_back(b.location("[Missed Kernel Stack]", &kMissed));
-    for (size_t i = s.user.size(); i-- > 0;)
-      locs.push_back(b.location(s.user[i], module_at(s.user_modules, i)));
-    if (s.user_missed)
-      locs.push_back(b.location("[Missed User Stack]", &kMissed));
-    // The comm as the root frame, as in the folded output.
-    static const ModuleInfo kThread{"[thread]", ""};
-    locs.push_back(b.location(s.comm, &kThread));
-    b.sample(locs, s.count, s.total_ns, s);
+    for (auto it = frames.rbegin(); it != frames.rend(); ++it)
+      locs.push_back(b.location(it->name, module_of(profile, *it)));
+    b.sample(locs, s);
   }
-  return b.finish(opts);
+  return b.finish(profile);
 }
 
 std::string gzip_compress(const std::string &data) {

@@ -4,26 +4,16 @@
 // pid/tid/comm labels.
 #pragma once
 
-#include <cstdint>
 #include <string>
-#include <vector>
 
-#include "collect/sample.h"
+#include "model/profile.h"
 
 namespace offcpu {
 
-struct PprofOptions {
-  // Two values per sample: how many waits, and how long they took.
-  std::string count_type = "events";
-  std::string time_type = "off_cpu"; // "delay" for lock waits
-  int64_t time_nanos = 0;            // when tracing started (wall clock)
-  int64_t duration_nanos = 0;
-  std::string comment;
-};
-
-// The uncompressed protobuf message.
-std::string encode_pprof(const std::vector<Sample> &samples,
-                         const PprofOptions &opts);
+// The uncompressed protobuf message. Sample types: events/count and
+// off_cpu/nanoseconds, or contentions/count and delay/nanoseconds for lock
+// waits.
+std::string encode_pprof(const Profile &profile);
 
 // gzip (RFC 1952) of data, as pprof files are stored.
 std::string gzip_compress(const std::string &data);

@@ -2,40 +2,68 @@
 
 #include <algorithm>
 
+#include "model/layout.h"
+
 namespace offcpu {
+namespace {
 
-std::string format_text(const std::vector<Sample> &samples,
-                        const TextOptions &opts) {
+std::string us(uint64_t ns) {
+  return std::to_string((ns + 500) / 1000) + " us";
+}
+
+// The samples in report order. Off-CPU samples that round to 0 us are left
+// out; lock waits are all shown (a contention is news at any length).
+std::vector<const Sample *> report_order(const Profile &p) {
   std::vector<const Sample *> order;
-  for (const Sample &s : samples)
-    if (s.total_ns >= 500)
+  const bool locks = p.kind == ProfileKind::LockWaits;
+  for (const Sample &s : p.samples)
+    if (locks || s.total_ns >= 500)
       order.push_back(&s);
-  std::sort(order.begin(), order.end(), [](const Sample *a, const Sample *b) {
-    if (a->total_ns != b->total_ns)
-      return a->total_ns < b->total_ns;
-    return a->pid != b->pid ? a->pid < b->pid : a->comm < b->comm;
-  });
+  std::sort(order.begin(), order.end(),
+            [locks](const Sample *a, const Sample *b) {
+              if (a->total_ns != b->total_ns)
+                return a->total_ns < b->total_ns;
+              if (locks || a->tid != b->tid)
+                return a->tid < b->tid;
+              return a->comm < b->comm;
+            });
+  return order;
+}
 
+std::string thread_line(const Sample &s) {
+  std::string line =
+      "    -                " + s.comm + " (" + std::to_string(s.tid) + ")";
+  if (s.lock)
+    line += std::string(" ") + (s.lock->write ? "write" : "read") +
+            " wait on " + s.lock->lock;
+  return line + "\n";
+}
+
+std::string totals_line(const Sample &s) {
+  const char *waits = s.count == 1 ? " wait" : " waits";
+  if (!s.lock)
+    return "        " + us(s.total_ns) + " in " + std::to_string(s.count) +
+           waits + "\n";
+  uint64_t avg = s.count ? s.total_ns / s.count : 0;
+  return "        " + std::to_string(s.count) + waits + ", total " +
+         us(s.total_ns) + ", max " + us(s.lock->max_ns) + ", avg " + us(avg) +
+         "\n";
+}
+
+} // namespace
+
+std::string render_text(const Profile &profile, bool delimited) {
   std::string out;
-  for (const Sample *s : order) {
-    bool has_user = s->user_missed || !s->user.empty();
-    bool has_kernel = s->kernel_missed || !s->kernel.empty();
-    if (s->kernel_missed)
-      out += "    [Missed Kernel Stack]\n";
-    for (auto it = s->kernel.rbegin(); it != s->kernel.rend(); ++it)
-      out += "    " + *it + "\n";
-    if (opts.delimited && has_user && has_kernel)
-      out += "    --\n";
-    if (s->user_missed)
-      out += "    [Missed User Stack]\n";
-    for (auto it = s->user.rbegin(); it != s->user.rend(); ++it)
-      out += "    " + *it + "\n";
-    out += "    -                " + s->comm + " (" + std::to_string(s->pid) +
-           ")\n";
-    uint64_t us = (s->total_ns + 500) / 1000;
-    out += "        " + std::to_string(us) + " us in " +
-           std::to_string(s->count) + (s->count == 1 ? " wait" : " waits") +
-           "\n\n";
+  for (const Sample *s : report_order(profile)) {
+    std::vector<Frame> frames = lay_out(*s, LayoutOptions{delimited});
+    // Leaf first; the thread (the root) gets its own line below.
+    for (auto it = frames.rbegin(); it != frames.rend(); ++it) {
+      if (it->kind == FrameKind::Thread)
+        continue;
+      out += it->kind == FrameKind::Delimiter ? "    --\n"
+                                              : "    " + it->name + "\n";
+    }
+    out += thread_line(*s) + totals_line(*s) + "\n";
   }
   return out;
 }

@@ -1,21 +1,16 @@
 // The human-readable report, laid out like BCC's offcputime: per stack the
-// kernel frames leaf first, then the user frames leaf first, the thread, and
-// its total off-CPU time in microseconds and how many waits made it up.
+// kernel frames leaf first, then the user frames leaf first, the thread,
+// and what its waits add up to: off-CPU time and how many waits; for lock
+// waits also the lock, the side and the maximum and average wait.
 // Smallest first, so the largest ends up nearest the prompt.
 #pragma once
 
 #include <string>
-#include <vector>
 
-#include "collect/sample.h"
+#include "model/profile.h"
 
 namespace offcpu {
 
-struct TextOptions {
-  bool delimited = false;
-};
-
-std::string format_text(const std::vector<Sample> &samples,
-                        const TextOptions &opts);
+std::string render_text(const Profile &profile, bool delimited);
 
 } // namespace offcpu

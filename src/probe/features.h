@@ -7,8 +7,8 @@
 #include <string>
 #include <vector>
 
-#include "cli/options.h"
 #include "offcpu/shared.h"
+#include "probe/choices.h"
 
 namespace offcpu {
 
@@ -22,10 +22,10 @@ struct KernelFeatures {
   bool user_walk_current =
       false; // get_current_task_btf 5.11 + task_pt_regs 5.15
   bool user_walk_other_task =
-      false;              // task_pt_regs 5.15 + copy_from_user_task 5.18
-  bool kprobes = false;   // CONFIG_KPROBES (kprobe_events present)
-  bool bpf_loop = false;  // bpf_loop helper, 5.17+
-  bool ringbuf = false;   // BPF_MAP_TYPE_RINGBUF, 5.8+
+      false;             // task_pt_regs 5.15 + copy_from_user_task 5.18
+  bool kprobes = false;  // CONFIG_KPROBES (kprobe_events present)
+  bool bpf_loop = false; // bpf_loop helper, 5.17+
+  bool ringbuf = false;  // BPF_MAP_TYPE_RINGBUF, 5.8+
   // What the ORC kernel-stack walker needs (x86-64 ORC kernels, 5.16+);
   // kernel_text_missing says why when it is absent.
   std::optional<offcpu_kernel_text> kernel_text;

@@ -7,16 +7,9 @@
 #include <cstring>
 #include <memory>
 
-#include "ksyms.skel.h"
+#include "probe/ksyms_program.h"
 
 namespace offcpu {
-namespace {
-
-struct KsymsDeleter {
-  void operator()(ksyms_bpf *s) const { ksyms_bpf__destroy(s); }
-};
-
-} // namespace
 
 bool orc_layout_from_btf(const btf *b, offcpu_kernel_text &text,
                          std::string *why) {
@@ -75,7 +68,7 @@ std::optional<offcpu_kernel_text> probe_kernel_text(const btf *b,
   if (!orc_layout_from_btf(b, text, why))
     return std::nullopt;
 
-  std::unique_ptr<ksyms_bpf, KsymsDeleter> skel(ksyms_bpf__open());
+  KsymsProgram skel(ksyms_bpf__open());
   if (skel) {
     bpf_program__set_autoload(skel->progs.name_kernel_addresses, false);
     if (ksyms_bpf__load(skel.get()))

@@ -7,6 +7,7 @@
 #include <cstring>
 
 #include "output/flamegraph.h"
+#include "output/folded.h"
 #include "util/error.h"
 #include "util/fs.h"
 #include "util/output_file.h"

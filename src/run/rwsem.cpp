@@ -2,33 +2,32 @@
 
 #include <dirent.h>
 #include <time.h>
-#include <unistd.h>
 
-#include <cerrno>
 #include <cstdio>
-#include <cstring>
+#include <memory>
 
-#include "collect/lock_sample.h"
-#include "collect/map_budget.h"
 #include "collect/rwsem_session.h"
-#include "output/lock_text.h"
+#include "output/render.h"
 #include "probe/features.h"
-#include "run/emit.h"
-#include "run/profile.h"
+#include "run/outputs.h"
+#include "run/preamble.h"
+#include "run/report.h"
 #include "symbolize/kernel_namer.h"
+#include "symbolize/name_samples.h"
+#include "util/clock.h"
 #include "util/error.h"
-#include "util/output.h"
-#include "util/output_file.h"
+#include "util/fs.h"
+#include "util/messages.h"
 #include "util/priority.h"
-#include "util/privileges.h"
 #include "util/signals.h"
 
 namespace offcpu {
 namespace {
 
-void note(const std::string &line) {
-  fprintf(stderr, "offcpu: %s\n", line.c_str());
-}
+struct DirCloser {
+  void operator()(DIR *d) const { closedir(d); }
+};
+using Dir = std::unique_ptr<DIR, DirCloser>;
 
 bool all_digits(const char *s) {
   if (!*s)
@@ -49,6 +48,17 @@ std::string read_comm(const std::string &path) {
   return c;
 }
 
+bool any_thread_named(const std::string &dir, const std::string &name) {
+  Dir tasks(opendir((dir + "/task").c_str()));
+  if (!tasks)
+    return false;
+  while (dirent *t = readdir(tasks.get()))
+    if (all_digits(t->d_name) &&
+        read_comm(dir + "/task/" + t->d_name + "/comm") == name)
+      return true;
+  return false;
+}
+
 std::string clock_time() {
   time_t now = time(nullptr);
   struct tm tm {};
@@ -59,9 +69,33 @@ std::string clock_time() {
 }
 
 // SVG and pprof describe the whole run: they are written once, at the end.
-bool whole_run_format(const RwsemOptions &o) {
-  return o.output.format == OutputFormat::Svg ||
-         o.output.format == OutputFormat::Pprof;
+bool whole_run_format(OutputFormat f) {
+  return f == OutputFormat::Svg || f == OutputFormat::Pprof;
+}
+
+// "processes named 'x' in PID 1,2", for messages and pprof's comment.
+std::string describe_target(const RwsemOptions &opts) {
+  std::string who;
+  if (!opts.name.empty())
+    who = (opts.match_thread_name ? "threads named '" : "processes named '") +
+          opts.name + "'";
+  if (!opts.pids.empty()) {
+    std::string list;
+    for (uint32_t p : opts.pids)
+      list += (list.empty() ? "" : ",") + std::to_string(p);
+    who += (who.empty() ? "PID " : " in PID ") + list;
+  }
+  return who;
+}
+
+void announce_tracing(const RwsemOptions &opts, const std::string &who) {
+  if (!opts.name.empty() &&
+      !process_name_exists(opts.name, opts.match_thread_name))
+    note(std::string("no ") + (opts.match_thread_name ? "thread" : "process") +
+         " named '" + opts.name + "' yet; tracing it when it starts");
+  note(std::string("Tracing rwsem ") +
+       (opts.include_read ? "read and write" : "write") + " waits of " + who +
+       "... Hit Ctrl-C to end.");
 }
 
 // Names one interval's kernel frames and locks (see kernel_namer.h). Where
@@ -85,163 +119,158 @@ void name_kernel(const RawLockWaits &raw, Symbolizer &sym, bool &on_kallsyms,
     note("kernel frames named from /proc/kallsyms: " + fallback);
 }
 
-// Writes one interval's report (text or folded), or keeps the samples for
-// the end. Returns false when stdout is gone.
-bool report(const RawLockWaits &raw, Symbolizer &sym, const RwsemOptions &o,
-            double seconds, OutputFile &out, std::vector<Sample> &whole_run) {
-  std::vector<LockSample> samples =
-      symbolize_lock_waits(raw, sym, StackSelection{});
-  if (whole_run_format(o)) {
-    for (LockSample &ls : samples)
-      whole_run.push_back(std::move(ls.wait));
-    return true;
+// The run: intervals of waiting, each drained and reported (text, folded)
+// or kept for the end (SVG, pprof).
+class RwsemRun {
+public:
+  RwsemRun(const RwsemOptions &opts, RwsemSession &session, Outputs &outputs)
+      : opts_(opts), session_(session), outputs_(outputs),
+        symbolizer_(system_files(), KernelSymbols{}) {
+    symbolizer_.add_debug_dirs(opts.output.debug_dirs);
+    whole_run_.kind = ProfileKind::LockWaits;
   }
-  std::string text;
-  if (o.output.format == OutputFormat::Folded) {
-    text = format_lock_folded(samples, o.output.delimited);
-  } else {
-    char head[96];
-    snprintf(head, sizeof(head), "[%s] rwsem waits over %.1f s%s\n",
-             clock_time().c_str(), seconds, samples.empty() ? ": none" : "");
-    text = head + format_lock_text(samples, o.output.delimited);
+
+  // Returns false when stdout is gone (nobody is listening any more).
+  bool run() {
+    whole_run_.time_nanos = wall_clock_ns();
+    const double start = seconds_now();
+    double last = start;
+    for (;;) {
+      bool interrupted = wait_interval(start);
+      double now = seconds_now();
+      bool final =
+          interrupted || stop_requested() ||
+          (opts_.duration_s && now - start >= *opts_.duration_s - 1e-3);
+      RawLockWaits raw = final ? session_.stop_and_drain() : session_.drain();
+      lost_ = raw.lost;
+      name_kernel(raw, symbolizer_, on_kallsyms_, opts_.verbose);
+      if (!report_interval(raw, now - last))
+        return false;
+      last = now;
+      if (final)
+        break;
+    }
+    if (!whole_run_format(outputs_.first_format()))
+      return true;
+    whole_run_.duration_nanos =
+        static_cast<int64_t>(session_.stopped_ns() - session_.attached_ns());
+    whole_run_.comment =
+        "offcpu " OFFCPU_VERSION ": rwsem waits of " + describe_target(opts_);
+    return outputs_.first().write(render(whole_run_, outputs_.first_format(),
+                                         render_options(opts_.output))) ==
+           WriteResult::Ok;
   }
-  return out.write(text) == WriteResult::Ok;
-}
+
+  const Symbolizer &symbolizer() const { return symbolizer_; }
+  const std::array<uint64_t, OFFCPU_LOST_NR> &lost() const { return lost_; }
+
+private:
+  static double seconds_now() {
+    return static_cast<double>(monotonic_ns()) / 1e9;
+  }
+
+  // Until the interval or the duration ends, or a stop; processes announced
+  // meanwhile are captured (they may exit before the report).
+  bool wait_interval(double start) {
+    double now = seconds_now();
+    double step =
+        opts_.interval_s > 0 && !whole_run_format(outputs_.first_format())
+            ? opts_.interval_s
+            : -1;
+    if (opts_.duration_s) {
+      double left = start + *opts_.duration_s - now;
+      step = step < 0 ? left : std::min(step, left);
+    }
+    if (step == 0)
+      return false;
+    auto remember = [&](uint32_t tgid, uint64_t stack, uint32_t parent) {
+      symbolizer_.note_user_stack(tgid, stack, session_.read_stack(stack),
+                                  parent);
+    };
+    auto parse = [&](uint64_t deadline) {
+      return symbolizer_.parse_pending(deadline);
+    };
+    PriorityBoost boost(kTracingNice);
+    return session_.wait(
+        step < 0 ? 0 : monotonic_ns() + static_cast<uint64_t>(step * 1e9),
+        remember, parse);
+  }
+
+  // One interval's report (text or folded), or its samples kept for the
+  // end. False when stdout is gone.
+  bool report_interval(const RawLockWaits &raw, double seconds) {
+    if (whole_run_format(outputs_.first_format())) {
+      add_lock_waits(whole_run_, raw, symbolizer_, StackSelection{});
+      return true;
+    }
+    Profile interval;
+    interval.kind = ProfileKind::LockWaits;
+    add_lock_waits(interval, raw, symbolizer_, StackSelection{});
+    std::string text;
+    if (outputs_.first_format() == OutputFormat::Text) {
+      char head[96];
+      snprintf(head, sizeof(head), "[%s] rwsem waits over %.1f s%s\n",
+               clock_time().c_str(), seconds,
+               interval.samples.empty() ? ": none" : "");
+      text = head;
+    }
+    text +=
+        render(interval, outputs_.first_format(), render_options(opts_.output));
+    return outputs_.first().write(text) == WriteResult::Ok;
+  }
+
+  const RwsemOptions &opts_;
+  RwsemSession &session_;
+  Outputs &outputs_;
+  Symbolizer symbolizer_;
+  bool on_kallsyms_ = false;
+  Profile whole_run_;
+  std::array<uint64_t, OFFCPU_LOST_NR> lost_{};
+};
 
 } // namespace
 
 bool process_name_exists(const std::string &name, bool threads) {
-  DIR *proc = opendir("/proc");
+  Dir proc(opendir("/proc"));
   if (!proc)
     return false;
-  bool found = false;
-  while (!found) {
-    dirent *e = readdir(proc);
-    if (!e)
-      break;
+  while (dirent *e = readdir(proc.get())) {
     if (!all_digits(e->d_name))
       continue;
     std::string dir = std::string("/proc/") + e->d_name;
-    if (!threads) {
-      found = read_comm(dir + "/comm") == name;
-      continue;
-    }
-    if (DIR *tasks = opendir((dir + "/task").c_str())) {
-      while (dirent *t = readdir(tasks))
-        if (all_digits(t->d_name) &&
-            read_comm(dir + "/task/" + t->d_name + "/comm") == name)
-          found = true;
-      closedir(tasks);
-    }
+    if (threads ? any_thread_named(dir, name)
+                : read_comm(dir + "/comm") == name)
+      return true;
   }
-  closedir(proc);
-  return found;
+  return false;
 }
 
 int run_rwsem(const RwsemOptions &opts) {
-  install_stop_handlers();
-  require_bpf_privileges();
-  capture_libbpf_messages(opts.verbose);
-  check_map_budget({opts.stack_storage_size, opts.max_entries,
-                    sizeof(rwsem_key) + sizeof(rwsem_value)},
-                   system_files());
+  prepare_tracing(opts.verbose, {opts.stack_storage_size, opts.max_entries,
+                                 sizeof(rwsem_key) + sizeof(rwsem_value)});
   RwsemFeatures features = probe_rwsem_features();
-  if (!features.btf)
-    throw runtime_error(
-        "this kernel has no BTF (/sys/kernel/btf/vmlinux): "
-        "offcpu needs a kernel built with CONFIG_DEBUG_INFO_BTF=y");
-  OutputFile out(opts.output.path);
+  require_btf(features.btf);
+  Outputs outputs(opts.output);
   auto session = RwsemSession::load(opts, rwsem_plans(features, opts.attach),
                                     opts.verbose);
   if (stop_requested()) {
     note("interrupted before tracing started; nothing collected");
     return kExitInterrupted;
   }
-
-  std::string who;
-  if (!opts.name.empty()) {
-    who = (opts.match_thread_name ? "threads named '" : "processes named '") +
-          opts.name + "'";
-    if (!process_name_exists(opts.name, opts.match_thread_name))
-      note(std::string("no ") +
-           (opts.match_thread_name ? "thread" : "process") + " named '" +
-           opts.name + "' yet; tracing it when it starts");
-  }
-  if (!opts.pids.empty()) {
-    std::string list;
-    for (uint32_t p : opts.pids)
-      list += (list.empty() ? "" : ",") + std::to_string(p);
-    who += (who.empty() ? "PID " : " in PID ") + list;
-  }
-  note(std::string("Tracing rwsem ") +
-       (opts.include_read ? "read and write" : "write") + " waits of " + who +
-       "... Hit Ctrl-C to end.");
-
-  Symbolizer symbolizer(system_files(), KernelSymbols{});
-  bool on_kallsyms = false;
-  symbolizer.add_debug_dirs(opts.output.debug_dirs);
-  const int64_t wall_start = wall_clock_ns();
-  // Processes announced while blocked get their maps and files captured
-  // then: one that exits before the report keeps its names.
-  auto remember = [&](uint32_t tgid, uint64_t stack, uint32_t parent) {
-    symbolizer.note_user_stack(tgid, stack, session->read_stack(stack), parent);
-  };
-  auto parse = [&](uint64_t deadline) {
-    return symbolizer.parse_pending(deadline);
-  };
-  std::vector<Sample> whole_run;
-  const double start = static_cast<double>(monotonic_ns()) / 1e9;
-  double last = start;
-  std::array<uint64_t, OFFCPU_LOST_NR> lost{};
-  for (;;) {
-    double now = static_cast<double>(monotonic_ns()) / 1e9;
-    double step =
-        opts.interval_s > 0 && !whole_run_format(opts) ? opts.interval_s : -1;
-    if (opts.duration_s) {
-      double left = start + *opts.duration_s - now;
-      step = step < 0 ? left : std::min(step, left);
-    }
-    bool interrupted = false;
-    if (step != 0) {
-      PriorityBoost boost(kTracingNice);
-      interrupted = session->wait(
-          step < 0 ? 0 : monotonic_ns() + static_cast<uint64_t>(step * 1e9),
-          remember, parse);
-    }
-    now = static_cast<double>(monotonic_ns()) / 1e9;
-    bool final = interrupted || stop_requested() ||
-                 (opts.duration_s && now - start >= *opts.duration_s - 1e-3);
-    RawLockWaits raw = final ? session->stop_and_drain() : session->drain();
-    lost = raw.lost;
-    name_kernel(raw, symbolizer, on_kallsyms, opts.verbose);
-    if (!report(raw, symbolizer, opts, now - last, out, whole_run))
-      return kExitOk; // stdout closed: nobody is listening
-    last = now;
-    if (final)
-      break;
-  }
-  if (whole_run_format(opts)) {
-    PprofOptions pp;
-    pp.count_type = "contentions";
-    pp.time_type = "delay";
-    pp.time_nanos = wall_start;
-    pp.duration_nanos =
-        static_cast<int64_t>(session->stopped_ns() - session->attached_ns());
-    pp.comment = "offcpu " OFFCPU_VERSION ": rwsem waits of " + who;
-    if (out.write(render_samples(whole_run, opts.output,
-                                 "rwsem Wait Flame Graph", pp)) !=
-        WriteResult::Ok)
-      return kExitOk;
-  }
-  out.commit();
-  fputs((describe_losses(lost, opts.stack_storage_size, opts.max_entries) +
-         symbolizer.describe_losses())
-            .c_str(),
-        stderr);
+  announce_tracing(opts, describe_target(opts));
+  RwsemRun run(opts, *session, outputs);
+  if (!run.run())
+    return kExitOk; // stdout closed: nobody is listening
+  outputs.commit();
+  fputs(
+      (describe_losses(run.lost(), opts.stack_storage_size, opts.max_entries) +
+       run.symbolizer().describe_losses())
+          .c_str(),
+      stderr);
   if (opts.verbose) {
     note("traced from " + std::to_string(session->attached_ns()) + " to " +
          std::to_string(session->stopped_ns()) + " ns (CLOCK_MONOTONIC)");
-    const SymbolizeStats &st = symbolizer.stats();
+    const SymbolizeStats &st = run.symbolizer().stats();
     note("symbolization: " + std::to_string(st.named) + " frames named, " +
          std::to_string(st.unnamed) + " unnamed");
   }

@@ -10,21 +10,15 @@
 
 #include "offcpu/shared.h"
 
-#include "ksyms.skel.h"
+#include "probe/ksyms_program.h"
 
 namespace offcpu {
-namespace {
-
-struct KsymsDeleter {
-  void operator()(ksyms_bpf *s) const { ksyms_bpf__destroy(s); }
-};
-
-} // namespace
+namespace {} // namespace
 
 std::optional<KernelSymbols>
 name_kernel_addresses(const std::vector<uint64_t> &addrs, std::string *why,
                       const std::vector<uint64_t> &data) {
-  constexpr uint64_t kKernelStart = 0xffff800000000000ULL;
+  constexpr uint64_t kKernelStart = OFFCPU_KERNEL_ADDR_MIN;
   // (address, is data): sorted and unique.
   std::vector<std::pair<uint64_t, bool>> queries;
   queries.reserve(addrs.size() * 2 + data.size());
@@ -42,7 +36,7 @@ name_kernel_addresses(const std::vector<uint64_t> &addrs, std::string *why,
   if (queries.empty())
     return KernelSymbols{};
 
-  std::unique_ptr<ksyms_bpf, KsymsDeleter> skel(ksyms_bpf__open());
+  KsymsProgram skel(ksyms_bpf__open());
   if (!skel) {
     *why =
         std::string("cannot open the naming program: ") + std::strerror(errno);

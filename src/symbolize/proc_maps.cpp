@@ -56,9 +56,12 @@ bool Mapping::deleted() const {
                       kDeleted) == 0;
 }
 
+std::string Mapping::real_path() const {
+  return deleted() ? path.substr(0, path.size() - kDeleted.size()) : path;
+}
+
 std::string Mapping::display_name() const {
-  std::string p =
-      deleted() ? path.substr(0, path.size() - kDeleted.size()) : path;
+  std::string p = real_path();
   size_t slash = p.rfind('/');
   return slash == std::string::npos ? p : p.substr(slash + 1);
 }

@@ -20,7 +20,8 @@ struct Mapping {
 
   bool is_file() const { return !path.empty() && path[0] == '/'; }
   bool deleted() const;
-  std::string display_name() const; // basename, without " (deleted)"
+  std::string real_path() const;    // the path without " (deleted)"
+  std::string display_name() const; // basename of real_path()
 };
 
 // Parses maps text; malformed lines are skipped. Sorted by start address.

@@ -1,13 +1,12 @@
 #include "symbolize/symbolizer.h"
 
-#include <time.h>
-
 #include <algorithm>
 #include <cinttypes>
 #include <cstdio>
 
 #include "symbolize/demangle.h"
 #include "symbolize/xz.h"
+#include "util/clock.h"
 #include "util/parse.h"
 #include "util/signals.h"
 
@@ -25,13 +24,6 @@ constexpr uint64_t kDebugFileFloor = uint64_t{64} << 20;
 constexpr uint64_t kDebugFileRatio = 32;
 constexpr uint64_t kMaxDebugFileBytes = uint64_t{4} << 30;
 constexpr uint64_t kMaxCrcNs = 1000000000; // per debug file
-
-uint64_t now_ns() {
-  timespec ts{};
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return static_cast<uint64_t>(ts.tv_sec) * 1000000000u +
-         static_cast<uint64_t>(ts.tv_nsec);
-}
 
 // From /proc/PID/status: the PID in the process's own namespace (the number
 // a JIT in a container puts in its perf map's name: last field of NSpid)
@@ -82,11 +74,6 @@ ProcStatus parse_status(const std::string &status) {
 std::string dirname_of(const std::string &path) {
   size_t slash = path.rfind('/');
   return slash == std::string::npos ? "." : path.substr(0, slash);
-}
-
-std::string without_deleted(const Mapping &m) {
-  constexpr size_t kSuffix = sizeof(" (deleted)") - 1;
-  return m.deleted() ? m.path.substr(0, m.path.size() - kSuffix) : m.path;
 }
 
 // JIT code lives in anonymous executable memory or in a memfd (.NET's
@@ -347,7 +334,7 @@ void Symbolizer::note_user_stack(uint32_t tgid, uint64_t stack_id,
 
 bool Symbolizer::parse_pending(uint64_t deadline_ns) {
   while (!to_parse_.empty()) {
-    if (stop_requested() || now_ns() >= deadline_ns)
+    if (stop_requested() || monotonic_ns() >= deadline_ns)
       return false;
     FileEntry *f = to_parse_.front();
     to_parse_.pop_front();
@@ -378,9 +365,9 @@ bool Symbolizer::adopt_debug(ElfFile &file, CheckedFile debug, bool check_crc) {
   }
   uint64_t size = static_cast<uint64_t>(debug.st.st_size);
   if (check_crc) {
-    uint64_t start = now_ns();
+    uint64_t start = monotonic_ns();
     auto crc = file_crc32(debug.fd.get(), size,
-                          [&] { return now_ns() - start > kMaxCrcNs; });
+                          [&] { return monotonic_ns() - start > kMaxCrcNs; });
     if (!crc) {
       stats_.debug_files_skipped++;
       return false;
@@ -442,7 +429,7 @@ void Symbolizer::find_debug_file(FileEntry &f) {
   const std::string &link = file.debuglink();
   if (!link.empty() && link.find('/') == std::string::npos && link != "." &&
       link != "..") {
-    std::string dir = dirname_of(without_deleted(f.mapping));
+    std::string dir = dirname_of(f.mapping.real_path());
     std::vector<std::pair<int, std::string>> tries;
     std::vector<UniqueFd> dir_fds;
     if (root >= 0) {
@@ -569,84 +556,96 @@ ElfFile *Symbolizer::elf_for(uint32_t tgid, const Mapping &m) {
   return f->elf.get();
 }
 
+// A name from the process's perf map (JIT code), counted; null if none.
+const std::string *Symbolizer::jit_name(Process &p, uint64_t lookup,
+                                        const ModuleInfo **where) {
+  const std::string *name = perf_map_name(p, lookup);
+  if (name) {
+    stats_.named++;
+    *where = module_info("[perf-map]", "");
+  }
+  return name;
+}
+
+// The function holding `lookup` in a file mapped as `m`, if any.
+std::optional<std::string> Symbolizer::symbol_at(const ElfFile &elf,
+                                                 const Mapping &m,
+                                                 uint64_t lookup,
+                                                 bool demangled) {
+  auto vaddr = elf.file_offset_to_vaddr(lookup - m.start + m.offset);
+  const ElfSymbol *sym = vaddr ? elf.find(*vaddr) : nullptr;
+  if (!sym)
+    return std::nullopt;
+  stats_.named++;
+  if (!demangled)
+    return sym->name;
+  auto d = demangled_.find(sym->name);
+  if (d == demangled_.end())
+    d = demangled_.emplace(sym->name, demangle(sym->name)).first;
+  return d->second;
+}
+
+std::string Symbolizer::unnamed(const std::string &label, bool exited) {
+  stats_.unnamed++;
+  stats_.unnamed_by_module[exited ? "[exited]" : label]++;
+  return exited ? "[unknown]" : label;
+}
+
 std::string Symbolizer::user_frame(uint32_t tgid, uint64_t addr,
                                    bool is_return_address,
                                    const ModuleInfo **module) {
   uint64_t lookup = is_return_address && addr > 0 ? addr - 1 : addr;
-  Process &p = process(tgid);
+  const ModuleInfo *where = nullptr;
+  std::string name = name_user_address(tgid, lookup, &where);
   if (module)
-    *module = nullptr;
+    *module = where;
+  return name;
+}
+
+// In order: the process gone before its maps were read; JIT code outside
+// files; the vDSO; a symbol of the mapped file; JIT code in a memfd; the
+// mapping's own label ([module], [anon], [heap]...).
+std::string Symbolizer::name_user_address(uint32_t tgid, uint64_t lookup,
+                                          const ModuleInfo **where) {
+  Process &p = process(tgid);
   if (p.readings.empty()) {
     if (!p.gone) {
       p.gone = true;
       stats_.processes_gone++;
     }
     stats_.frames_process_gone++;
-    stats_.unnamed++;
-    stats_.unnamed_by_module["[exited]"]++;
-    return "[unknown]";
+    return unnamed("[unknown]", true);
   }
   const Mapping *m = find_mapping(maps_of(tgid), lookup);
-  if (!m || !m->is_file()) {
-    // JIT code: anonymous memory named by the process's perf map.
-    if (const std::string *name = perf_map_name(p, lookup)) {
-      stats_.named++;
-      if (module)
-        *module = module_info("[perf-map]", "");
-      return *name;
-    }
-  }
-  if (!m) {
-    stats_.unnamed++;
-    stats_.unnamed_by_module["[unknown]"]++;
-    return "[unknown]";
-  }
+  const bool file = m && m->is_file();
+  if (!file)
+    if (const std::string *jit = jit_name(p, lookup, where))
+      return *jit;
+  if (!m)
+    return unnamed("[unknown]", false);
   if (m->path == "[vdso]") {
     if (ElfFile *vdso = vdso_for(tgid, *m)) {
-      if (module)
-        *module = module_info("[vdso]", vdso->build_id());
-      auto vaddr = vdso->file_offset_to_vaddr(lookup - m->start + m->offset);
-      if (const ElfSymbol *sym = vaddr ? vdso->find(*vaddr) : nullptr) {
-        stats_.named++;
-        return sym->name;
-      }
+      *where = module_info("[vdso]", vdso->build_id());
+      if (auto name = symbol_at(*vdso, *m, lookup, false))
+        return *name;
     }
   }
-  if (m->is_file()) {
+  if (file) {
     ElfFile *elf = elf_for(tgid, *m);
-    if (module)
-      *module = module_info(without_deleted(*m), elf ? elf->build_id() : "");
-    if (elf) {
-      auto vaddr = elf->file_offset_to_vaddr(lookup - m->start + m->offset);
-      if (vaddr) {
-        if (const ElfSymbol *sym = elf->find(*vaddr)) {
-          stats_.named++;
-          auto d = demangled_.find(sym->name);
-          if (d == demangled_.end())
-            d = demangled_.emplace(sym->name, demangle(sym->name)).first;
-          return d->second;
-        }
-      }
-    }
-  }
-  if (m->is_file()) {
-    // JIT code in a file mapping (a memfd): no symbol, perhaps a perf map.
-    if (const std::string *name = perf_map_name(p, lookup)) {
-      stats_.named++;
-      if (module)
-        *module = module_info("[perf-map]", "");
-      return *name;
-    }
+    *where = module_info(m->real_path(), elf ? elf->build_id() : "");
+    if (elf)
+      if (auto name = symbol_at(*elf, *m, lookup, true))
+        return *name;
+    if (const std::string *jit = jit_name(p, lookup, where))
+      return *jit;
   }
   std::string label =
       m->path.empty() ? "[anon]" : "[" + m->display_name() + "]";
   if (m->path.size() > 1 && m->path[0] == '[')
     label = m->path;
-  if (module && !*module)
-    *module = module_info(m->path.empty() ? "[anon]" : m->path, "");
-  stats_.unnamed++;
-  stats_.unnamed_by_module[label]++;
-  return label;
+  if (!*where)
+    *where = module_info(m->path.empty() ? "[anon]" : m->path, "");
+  return unnamed(label, false);
 }
 
 std::string Symbolizer::describe_losses() const {

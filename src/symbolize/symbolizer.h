@@ -134,6 +134,13 @@ private:
   void find_debug_file(FileEntry &f);
   bool adopt_debug(ElfFile &file, CheckedFile debug, bool check_crc);
   const std::string *perf_map_name(Process &p, uint64_t addr);
+  std::string name_user_address(uint32_t tgid, uint64_t lookup,
+                                const ModuleInfo **where);
+  const std::string *jit_name(Process &p, uint64_t lookup,
+                              const ModuleInfo **where);
+  std::optional<std::string> symbol_at(const ElfFile &elf, const Mapping &m,
+                                       uint64_t lookup, bool demangled);
+  std::string unnamed(const std::string &label, bool exited);
   void refuse(FileKind kind, OpenFailure why);
 
   const FileReader &files_;

@@ -1,6 +1,7 @@
 // Errors that end the program, and the exit codes they map to.
 #pragma once
 
+#include <cstring>
 #include <stdexcept>
 #include <string>
 
@@ -31,6 +32,11 @@ inline FatalError usage_error(const std::string &message) {
 }
 inline FatalError runtime_error(const std::string &message) {
   return FatalError(kExitRuntime, message);
+}
+
+// strerror of an errno, positive or negative (libbpf returns -errno).
+inline std::string errno_text(int err) {
+  return std::strerror(err < 0 ? -err : err);
 }
 
 } // namespace offcpu

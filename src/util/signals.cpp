@@ -4,8 +4,10 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 
+#include "util/clock.h"
 #include "util/error.h"
 
 namespace offcpu {
@@ -25,12 +27,6 @@ void on_stop_signal(int sig) {
     (void)ignored;
     _exit(kExitInterrupted);
   }
-}
-
-double monotonic_seconds() {
-  timespec ts{};
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) / 1e9;
 }
 
 } // namespace
@@ -64,17 +60,17 @@ void forget_cleanup_path(int handle) {
 }
 
 bool wait_for_stop(double seconds) {
-  const double deadline = seconds < 0 ? -1 : monotonic_seconds() + seconds;
+  const uint64_t deadline =
+      seconds < 0 ? 0 : monotonic_ns() + static_cast<uint64_t>(seconds * 1e9);
   while (!stop_requested()) {
-    double step = 0.05;
-    if (deadline >= 0) {
-      double left = deadline - monotonic_seconds();
-      if (left <= 0)
+    uint64_t step = 50000000;
+    if (deadline) {
+      uint64_t now = monotonic_ns();
+      if (now >= deadline)
         return false;
-      if (left < step)
-        step = left;
+      step = std::min(step, deadline - now);
     }
-    timespec ts{0, static_cast<long>(step * 1e9)};
+    timespec ts{0, static_cast<long>(step)};
     nanosleep(&ts, nullptr);
   }
   return true;

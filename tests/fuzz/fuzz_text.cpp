@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "output/flamegraph.h"
+#include "output/folded.h"
 #include "symbolize/kallsyms.h"
 #include "symbolize/perf_map.h"
 #include "symbolize/proc_maps.h"

@@ -4,6 +4,8 @@
 #include <regex>
 
 #include "output/flamegraph.h"
+#include "output/folded.h"
+#include "support/model_builder.h"
 
 namespace offcpu {
 namespace {
@@ -27,6 +29,23 @@ std::vector<Box> boxes(const std::string &svg) {
   return out;
 }
 
+// Stacks of user frames (the first is the thread), as folded input makes.
+FlameStack stack(const std::vector<std::string> &names, double value) {
+  FlameStack s;
+  s.value = value;
+  for (size_t i = 0; i < names.size(); i++)
+    s.frames.push_back(
+        {names[i], i == 0 ? FrameKind::Thread : FrameKind::User});
+  return s;
+}
+
+std::vector<std::string> frame_names(const FlameStack &s) {
+  std::vector<std::string> out;
+  for (const auto &f : s.frames)
+    out.push_back(f.name);
+  return out;
+}
+
 const Box *find(const std::vector<Box> &bs, const std::string &prefix,
                 int depth) {
   for (const auto &b : bs)
@@ -46,16 +65,20 @@ TEST(FlameGraph, ParsesFoldedFromOffcpuBccAndPerf) {
                                     &bad);
   ASSERT_EQ(stacks.size(), 3u);
   EXPECT_EQ(bad, 2u);
-  EXPECT_EQ(stacks[0].frames,
+  EXPECT_EQ(frame_names(stacks[0]),
             (std::vector<std::string>{"app", "main", "read"}));
+  EXPECT_EQ(frame_names(stacks[1]),
+            (std::vector<std::string>{"app", "main", "write"}));
+  EXPECT_EQ(stacks[1].frames[2].kind, FrameKind::Kernel);
+  EXPECT_EQ(stacks[0].frames[0].kind, FrameKind::Thread);
   EXPECT_DOUBLE_EQ(stacks[1].value, 100);
   EXPECT_DOUBLE_EQ(stacks[2].value, 12.5);
 }
 
 TEST(FlameGraph, WidthsAreProportionalAndEveryStackIsDrawn) {
-  std::vector<FoldedStack> stacks = {{{"app", "main", "wait_a"}, 600},
-                                     {{"app", "main", "wait_b"}, 300},
-                                     {{"other", "idle"}, 100}};
+  std::vector<FlameStack> stacks = {stack({"app", "main", "wait_a"}, 600),
+                                    stack({"app", "main", "wait_b"}, 300),
+                                    stack({"other", "idle"}, 100)};
   FlameGraphOptions o;
   o.width = 1020; // 1000 px for frames
   auto bs = boxes(render_flamegraph(stacks, o));
@@ -71,8 +94,8 @@ TEST(FlameGraph, TextIsEscapedAndLongNamesTruncated) {
   std::string long_name =
       "std::map<std::string, std::vector<int>>::operator[](const std::string&) "
       "const with \"quotes\" & <angles>";
-  std::vector<FoldedStack> stacks = {{{"a<b>&\"c\"", long_name}, 10},
-                                     {{"z", "y"}, 1000}};
+  std::vector<FlameStack> stacks = {stack({"a<b>&\"c\"", long_name}, 10),
+                                    stack({"z", "y"}, 1000)};
   std::string svg = render_flamegraph(stacks, {});
   EXPECT_EQ(svg.find("a<b>"), std::string::npos);
   EXPECT_NE(svg.find("a&lt;b&gt;&amp;&quot;c&quot;"), std::string::npos);
@@ -90,7 +113,9 @@ TEST(FlameGraph, TextIsEscapedAndLongNamesTruncated) {
 }
 
 TEST(FlameGraph, KernelFramesHaveTheirOwnColorAndNoSuffix) {
-  std::vector<FoldedStack> stacks = {{{"t", "read", "read_[k]"}, 10}};
+  size_t bad = 0;
+  std::vector<FlameStack> stacks =
+      parse_folded_stacks("t;read;read_[k] 10\n", &bad);
   std::string svg = render_flamegraph(stacks, {});
   EXPECT_EQ(svg.find("_[k]"), std::string::npos);
   std::regex fill(
@@ -104,7 +129,8 @@ TEST(FlameGraph, KernelFramesHaveTheirOwnColorAndNoSuffix) {
 }
 
 TEST(FlameGraph, NarrowFramesLeftOutAndEmptyInputSaysSo) {
-  std::vector<FoldedStack> stacks = {{{"big"}, 1000000}, {{"tiny"}, 1}};
+  std::vector<FlameStack> stacks = {stack({"big"}, 1000000),
+                                    stack({"tiny"}, 1)};
   FlameGraphOptions o;
   o.min_width = 0.5;
   EXPECT_EQ(render_flamegraph(stacks, o).find("tiny"), std::string::npos);
@@ -122,15 +148,13 @@ TEST(FlameGraph, AbsurdlyDeepStacksAreCutNotFatal) {
 }
 
 TEST(FlameGraph, SamplesBecomeMicrosecondStacksWithKernelMarks) {
-  Sample s;
-  s.comm = "w";
-  s.user = {"main"};
-  s.kernel = {"schedule"};
-  s.total_ns = 2500;
-  auto st = stacks_from_samples({s}, true);
+  Sample s = test::sample("w", {"main"}, {"schedule"}, 2500);
+  auto st = flame_stacks(test::profile({s}), true);
   ASSERT_EQ(st.size(), 1u);
-  EXPECT_EQ(st[0].frames,
-            (std::vector<std::string>{"w", "main", "-", "schedule_[k]"}));
+  EXPECT_EQ(frame_names(st[0]),
+            (std::vector<std::string>{"w", "main", "-", "schedule"}));
+  EXPECT_EQ(st[0].frames[3].kind, FrameKind::Kernel);
+  EXPECT_EQ(st[0].frames[2].kind, FrameKind::Delimiter);
   EXPECT_DOUBLE_EQ(st[0].value, 2.5);
 }
 

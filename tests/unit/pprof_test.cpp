@@ -6,6 +6,7 @@
 #include <map>
 
 #include "output/pprof.h"
+#include "support/model_builder.h"
 
 namespace offcpu {
 namespace {
@@ -63,22 +64,20 @@ std::vector<uint64_t> packed(const std::string &bytes) {
 }
 
 TEST(Pprof, ProfileHasTypesSamplesLabelsAndStrings) {
-  ModuleInfo libc{"/usr/lib/libc.so.6", "abcdef"};
-  ModuleInfo kernel{"[kernel.kallsyms]", ""};
-  Sample s;
+  Profile p;
+  uint32_t libc = p.module("/usr/lib/libc.so.6", "abcdef");
+  uint32_t kernel = p.module("[kernel.kallsyms]", "");
+  Sample s = test::sample("worker", {"main", "read"}, {"ksys_read", "schedule"},
+                          5000, 11, 2);
   s.tgid = 10;
-  s.pid = 11;
-  s.comm = "worker";
-  s.user = {"main", "read"};
-  s.user_modules = {&libc, &libc};
-  s.kernel = {"ksys_read", "schedule"};
-  s.kernel_modules = {&kernel, &kernel};
-  s.total_ns = 5000;
-  s.count = 2;
-  PprofOptions o;
-  o.time_nanos = 1700000000000000000;
-  o.duration_nanos = 3000000000;
-  std::string msg = encode_pprof({s}, o);
+  for (Frame &f : s.user)
+    f.module = libc;
+  for (Frame &f : s.kernel)
+    f.module = kernel;
+  p.samples = {s};
+  p.time_nanos = 1700000000000000000;
+  p.duration_nanos = 3000000000;
+  std::string msg = encode_pprof(p);
 
   std::vector<std::string> strings;
   std::vector<Field> samples, types, mappings, locations, functions;

@@ -8,13 +8,10 @@
 #include <fstream>
 #include <sstream>
 
-#include "collect/lock_sample.h"
 #include "output/flamegraph.h"
 #include "output/folded.h"
-#include "output/lock_text.h"
 #include "output/pprof.h"
-#include "output/text.h"
-#include "run/emit.h"
+#include "output/render.h"
 
 namespace offcpu {
 namespace {
@@ -143,106 +140,81 @@ const std::vector<SampleSpec> &specs() {
   return all;
 }
 
-class Golden : public ::testing::Test {
-protected:
-  Golden() {
-    for (const SampleSpec &s : specs()) {
-      Sample out;
-      out.tgid = s.tgid;
-      out.pid = s.tid;
-      out.comm = s.comm;
-      for (const FrameSpec &f : s.user) {
-        out.user.push_back(f.name);
-        out.user_modules.push_back(module(f));
-      }
-      for (const FrameSpec &f : s.kernel) {
-        out.kernel.push_back(f.name);
-        out.kernel_modules.push_back(module(f));
-      }
-      out.user_missed = s.user_missed;
-      out.kernel_missed = s.kernel_missed;
-      out.kernel_nosched = s.nosched;
-      out.total_ns = s.total_ns;
-      out.count = s.count;
-      samples_.push_back(out);
-      LockSample ls;
-      ls.wait = out;
-      ls.max_ns = s.max_ns;
-      ls.write = s.write;
-      ls.lock = s.lock;
-      locks_.push_back(ls);
-    }
+Profile build(ProfileKind kind) {
+  Profile p;
+  p.kind = kind;
+  p.time_nanos = 1700000000000000000;
+  p.duration_nanos = 5000000000;
+  p.comment = "offcpu golden";
+  auto frames = [&p](const std::vector<FrameSpec> &specs, FrameKind k) {
+    std::vector<Frame> out;
+    for (const FrameSpec &f : specs)
+      out.push_back({f.name, k,
+                     f.module ? p.module(f.module, f.build_id) : kNoModule, 0});
+    return out;
+  };
+  for (const SampleSpec &spec : specs()) {
+    Sample s;
+    s.tgid = spec.tgid;
+    s.tid = spec.tid;
+    s.comm = spec.comm;
+    s.user = frames(spec.user, FrameKind::User);
+    s.kernel = frames(spec.kernel, FrameKind::Kernel);
+    s.user_missed = spec.user_missed;
+    s.kernel_missed = spec.kernel_missed;
+    s.kernel_nosched = spec.nosched;
+    s.total_ns = spec.total_ns;
+    s.count = spec.count;
+    if (kind == ProfileKind::LockWaits)
+      s.lock = LockWait{spec.max_ns, spec.write, spec.lock};
+    p.samples.push_back(s);
   }
-  const ModuleInfo *module(const FrameSpec &f) {
-    if (!f.module)
-      return nullptr;
-    auto &slot = modules_[f.module];
-    if (!slot)
-      slot = std::make_unique<ModuleInfo>(ModuleInfo{f.module, f.build_id});
-    return slot.get();
-  }
-  static void check(const std::string &name, const std::string &bytes) {
-    std::string path = std::string(OFFCPU_SOURCE_DIR) + "/tests/golden/" + name;
-    if (getenv("OFFCPU_UPDATE_GOLDEN")) {
-      std::ofstream(path, std::ios::binary) << bytes;
-      return;
-    }
-    std::ifstream in(path, std::ios::binary);
-    ASSERT_TRUE(in) << "missing " << path
-                    << " (OFFCPU_UPDATE_GOLDEN=1 writes it)";
-    std::stringstream want;
-    want << in.rdbuf();
-    EXPECT_TRUE(want.str() == bytes)
-        << name << " differs from " << path << "; got:\n"
-        << bytes.substr(0, 4000);
-  }
-  std::vector<Sample> samples_;
-  std::vector<LockSample> locks_;
-  std::map<std::string, std::unique_ptr<ModuleInfo>> modules_;
-};
-
-PprofOptions pprof_options(bool locks) {
-  PprofOptions pp;
-  if (locks) {
-    pp.count_type = "contentions";
-    pp.time_type = "delay";
-  }
-  pp.time_nanos = 1700000000000000000;
-  pp.duration_nanos = 5000000000;
-  pp.comment = "offcpu golden";
-  return pp;
+  return p;
 }
 
-TEST_F(Golden, OffCpuFormats) {
+void check(const std::string &name, const std::string &bytes) {
+  std::string path = std::string(OFFCPU_SOURCE_DIR) + "/tests/golden/" + name;
+  if (getenv("OFFCPU_UPDATE_GOLDEN")) {
+    std::ofstream(path, std::ios::binary) << bytes;
+    return;
+  }
+  std::ifstream in(path, std::ios::binary);
+  ASSERT_TRUE(in) << "missing " << path
+                  << " (OFFCPU_UPDATE_GOLDEN=1 writes it)";
+  std::stringstream want;
+  want << in.rdbuf();
+  EXPECT_TRUE(want.str() == bytes)
+      << name << " differs from " << path << "; got:\n"
+      << bytes.substr(0, 4000);
+}
+
+TEST(Golden, OffCpuFormats) {
+  const Profile p = build(ProfileKind::OffCpu);
   for (bool d : {false, true}) {
     std::string sfx = d ? "-d" : "";
-    check("offcpu" + sfx + ".txt", format_text(samples_, TextOptions{d}));
-    check("offcpu" + sfx + ".folded",
-          format_folded(samples_, FoldedOptions{d}));
-    OutputOptions o;
-    o.format = OutputFormat::Svg;
+    RenderOptions o;
     o.delimited = d;
-    check("offcpu" + sfx + ".svg",
-          render_samples(samples_, o, "Off-CPU Time Flame Graph",
-                         pprof_options(false)));
+    check("offcpu" + sfx + ".txt", render(p, OutputFormat::Text, o));
+    check("offcpu" + sfx + ".folded", render(p, OutputFormat::Folded, o));
+    check("offcpu" + sfx + ".svg", render(p, OutputFormat::Svg, o));
   }
-  check("offcpu.pb", encode_pprof(samples_, pprof_options(false)));
+  check("offcpu.pb", encode_pprof(p));
 }
 
-TEST_F(Golden, LockWaitFormats) {
+TEST(Golden, LockWaitFormats) {
+  const Profile p = build(ProfileKind::LockWaits);
   for (bool d : {false, true}) {
     std::string sfx = d ? "-d" : "";
-    check("rwsem" + sfx + ".txt", format_lock_text(locks_, d));
-    check("rwsem" + sfx + ".folded", format_lock_folded(locks_, d));
+    RenderOptions o;
+    o.delimited = d;
+    check("rwsem" + sfx + ".txt", render(p, OutputFormat::Text, o));
+    check("rwsem" + sfx + ".folded", render(p, OutputFormat::Folded, o));
   }
-  OutputOptions o;
-  o.format = OutputFormat::Svg;
-  check("rwsem.svg", render_samples(samples_, o, "rwsem Wait Flame Graph",
-                                    pprof_options(true)));
-  check("rwsem.pb", encode_pprof(samples_, pprof_options(true)));
+  check("rwsem.svg", render(p, OutputFormat::Svg, {}));
+  check("rwsem.pb", encode_pprof(p));
 }
 
-TEST_F(Golden, FlamegraphFromFoldedInput) {
+TEST(Golden, FlamegraphFromFoldedInput) {
   const std::string folded = "app;main;read_[k];__schedule_[k] 300\n"
                              "app;main;write 100\n"
                              "bad line\n"

@@ -2,8 +2,9 @@
 
 #include <cstring>
 
-#include "collect/sample.h"
 #include "support/fake_files.h"
+#include "support/model_builder.h"
+#include "symbolize/name_samples.h"
 
 namespace offcpu {
 namespace {
@@ -30,6 +31,25 @@ offcpu_key key(uint32_t pid, uint64_t ustack, uint64_t kstack,
   return k;
 }
 
+std::vector<Sample> symbolize_profile(const RawProfile &raw, Symbolizer &sym,
+                                      StackSelection show) {
+  Profile p;
+  add_offcpu_samples(p, raw, sym, show);
+  return p.samples;
+}
+
+std::vector<std::string> name_user_stack(uint32_t tgid, uint64_t id,
+                                         const std::vector<uint64_t> &ips,
+                                         Symbolizer &sym) {
+  sym.select_stack(tgid, id);
+  std::vector<std::string> out;
+  for (size_t i = ips.size(); i-- > 0;)
+    out.push_back(sym.user_frame(tgid, ips[i], i > 0));
+  return out;
+}
+
+using test::names;
+
 class SampleTest : public ::testing::Test {
 protected:
   SampleTest() {
@@ -50,9 +70,10 @@ TEST_F(SampleTest, KernelStackRootFirstWithoutTracerFrames) {
   raw.counts.push_back({key(5, OFFCPU_NO_STACK, 100), {3000, 2}});
   auto samples = symbolize_profile(raw, *sym_, {});
   ASSERT_EQ(samples.size(), 1u);
-  EXPECT_EQ(samples[0].kernel, (std::vector<std::string>{
-                                   "entry_SYSCALL_64", "do_syscall_64",
-                                   "do_nanosleep", "schedule", "__schedule"}));
+  EXPECT_EQ(
+      names(samples[0].kernel),
+      (std::vector<std::string>{"entry_SYSCALL_64", "do_syscall_64",
+                                "do_nanosleep", "schedule", "__schedule"}));
   EXPECT_TRUE(samples[0].user.empty());
   EXPECT_FALSE(samples[0].user_missed); // kernel thread: no user stack at all
   EXPECT_EQ(samples[0].comm, "worker");
@@ -69,7 +90,7 @@ TEST_F(SampleTest, MissedAndUnknownStacks) {
   ASSERT_EQ(samples.size(), 2u);
   EXPECT_TRUE(samples[0].user_missed);
   EXPECT_TRUE(samples[0].kernel_missed);
-  EXPECT_EQ(samples[1].user,
+  EXPECT_EQ(names(samples[1].user),
             (std::vector<std::string>{"[unknown]", "[unknown]"}));
   EXPECT_TRUE(samples[1].kernel_missed);
 }
@@ -84,50 +105,44 @@ TEST_F(SampleTest, StackSelectionHidesParts) {
   EXPECT_FALSE(user_only[0].user.empty());
   auto kernel_only = symbolize_profile(raw, *sym_, StackSelection{false, true});
   EXPECT_TRUE(kernel_only[0].user.empty());
-  EXPECT_EQ(kernel_only[0].kernel, std::vector<std::string>{"__schedule"});
+  EXPECT_EQ(names(kernel_only[0].kernel),
+            std::vector<std::string>{"__schedule"});
 }
 
 TEST(MergePartial, NoschedStackJoinsTheFullStackItPrefixes) {
-  Sample full;
-  full.pid = 1;
-  full.comm = "t";
-  full.user = {"main"};
-  full.kernel = {"do_syscall_64", "hrtimer_nanosleep", "do_nanosleep",
-                 "schedule"};
-  full.total_ns = 5000;
-  full.count = 5;
+  Sample full = test::sample(
+      "t", {"main"},
+      {"do_syscall_64", "hrtimer_nanosleep", "do_nanosleep", "schedule"}, 5000,
+      1, 5);
   Sample part = full;
-  part.kernel = {"do_syscall_64", "hrtimer_nanosleep"};
+  part.kernel =
+      test::frames({"do_syscall_64", "hrtimer_nanosleep"}, FrameKind::Kernel);
   part.kernel_nosched = true;
   part.total_ns = 700;
   part.count = 1;
   Sample other_thread = part;
-  other_thread.pid = 2;
+  other_thread.tid = 2;
   std::vector<Sample> samples = {part, full, other_thread};
   merge_partial_kernel_stacks(samples);
   ASSERT_EQ(samples.size(), 2u);
   EXPECT_EQ(samples[0].total_ns, 5700u);
   EXPECT_EQ(samples[0].count, 6u);
-  EXPECT_EQ(samples[1].pid, 2u); // nothing to merge with: kept as it is
+  EXPECT_EQ(samples[1].tid, 2u); // nothing to merge with: kept as it is
   EXPECT_EQ(samples[1].total_ns, 700u);
   EXPECT_EQ(samples[1].comm, "t");
   EXPECT_EQ(samples[1].kernel.size(), 2u);
 }
 
 TEST(MergePartial, LoneNoschedSampleIsKeptIntact) {
-  Sample part;
-  part.pid = 3;
-  part.comm = "stuck";
-  part.user = {"main", "read_forever"};
-  part.kernel = {"ksys_read"};
+  Sample part =
+      test::sample("stuck", {"main", "read_forever"}, {"ksys_read"}, 900, 3);
   part.kernel_nosched = true;
-  part.total_ns = 900;
   std::vector<Sample> samples = {part};
   merge_partial_kernel_stacks(samples);
   ASSERT_EQ(samples.size(), 1u);
   EXPECT_EQ(samples[0].comm, "stuck");
-  EXPECT_EQ(samples[0].user, part.user);
-  EXPECT_EQ(samples[0].kernel, part.kernel);
+  EXPECT_EQ(names(samples[0].user), names(part.user));
+  EXPECT_EQ(names(samples[0].kernel), names(part.kernel));
 }
 
 TEST(MapsReadings, EachStackUsesTheMapsItWasTakenUnder) {

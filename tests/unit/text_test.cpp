@@ -1,24 +1,20 @@
 #include <gtest/gtest.h>
 
 #include "output/text.h"
+#include "support/model_builder.h"
 
 namespace offcpu {
 namespace {
 
 TEST(Text, BccLayoutLeafFirstLargestLast) {
-  Sample big;
-  big.comm = "worker";
-  big.pid = 42;
-  big.user = {"main", "wait_loop"};
-  big.kernel = {"do_syscall_64", "schedule"};
-  big.total_ns = 2500000;
-  big.count = 3;
+  Sample big = test::sample("worker", {"main", "wait_loop"},
+                            {"do_syscall_64", "schedule"}, 2500000, 42, 3);
   Sample small = big;
   small.comm = "other";
-  small.pid = 7;
+  small.tid = 7;
   small.total_ns = 1000;
   small.count = 1;
-  std::string out = format_text({big, small}, TextOptions{true});
+  std::string out = render_text(test::profile({big, small}), true);
   EXPECT_EQ(out, "    schedule\n"
                  "    do_syscall_64\n"
                  "    --\n"
@@ -38,16 +34,24 @@ TEST(Text, BccLayoutLeafFirstLargestLast) {
 }
 
 TEST(Text, MissedMarkers) {
-  Sample s;
-  s.comm = "t";
-  s.pid = 1;
+  Sample s = test::sample("t", {}, {}, 1000, 1);
   s.user_missed = true;
   s.kernel_missed = true;
-  s.total_ns = 1000;
-  s.count = 1;
-  std::string out = format_text({s}, {});
+  std::string out = render_text(test::profile({s}), false);
   EXPECT_NE(out.find("[Missed Kernel Stack]"), std::string::npos);
   EXPECT_NE(out.find("[Missed User Stack]"), std::string::npos);
+}
+
+TEST(Text, LockWaitsNameTheLockAndTheirStatistics) {
+  Sample s = test::sample("db", {"flush"}, {"down_write"}, 3000000, 9, 2);
+  s.lock = LockWait{2000000, true, "mmap_lock"};
+  std::string out =
+      render_text(test::profile({s}, ProfileKind::LockWaits), false);
+  EXPECT_EQ(out, "    down_write\n"
+                 "    flush\n"
+                 "    -                db (9) write wait on mmap_lock\n"
+                 "        2 waits, total 3000 us, max 2000 us, avg 1500 us\n"
+                 "\n");
 }
 
 } // namespace

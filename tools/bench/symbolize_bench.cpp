@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "collect/sample.h"
+#include "symbolize/name_samples.h"
 #include "symbolize/symbolizer.h"
 
 using namespace offcpu;
@@ -91,7 +91,9 @@ int main(int argc, char **argv) {
 
   auto t0 = std::chrono::steady_clock::now();
   Symbolizer sym(system_files(), KernelSymbols::load(system_files()));
-  auto samples = symbolize_profile(raw, sym, StackSelection{});
+  Profile profile;
+  add_offcpu_samples(profile, raw, sym, StackSelection{});
+  const auto &samples = profile.samples;
   auto t1 = std::chrono::steady_clock::now();
   double ms = std::chrono::duration<double, std::milli>(t1 - t0).count();
   const SymbolizeStats &st = sym.stats();

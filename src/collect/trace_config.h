@@ -1,0 +1,48 @@
+// What the BPF programs are asked to trace and keep: filled from the
+// command line by run/, read by the sessions, which know no CLI.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "probe/choices.h"
+
+namespace offcpu {
+
+// Who loads the off-CPU programs: the kernel (light skeleton, nothing
+// parsed here) where it can, else libbpf. Forcing one is for tests.
+enum class Loader { Auto, Light, Libbpf };
+
+struct OffcpuConfig {
+  std::vector<uint32_t> pids; // processes: all their threads
+  std::vector<uint32_t> tids; // individual threads
+  bool user_threads_only = false;
+  bool kernel_threads_only = false;
+  bool user_stacks_only = false;
+  bool kernel_stacks_only = false;
+  uint64_t min_block_us = 1;
+  uint64_t max_block_us = UINT64_MAX;
+  std::optional<int64_t> state; // BCC --state
+  uint32_t stack_storage_size = 16384;
+  uint32_t max_stack_depth = 127;
+  uint32_t max_entries = 65536;      // distinct (thread, stack) keys
+  bool verify_kernel_unwind = false; // also take the kernel's walk, compare
+  uint32_t kernel_unwind_limit = 0;  // test knob: splice after N frames
+  Loader loader = Loader::Auto;
+};
+
+struct RwsemConfig {
+  std::string name; // process name (or thread name) to trace
+  bool match_thread_name = false;
+  std::vector<uint32_t> pids; // instead of, or as well as, a name
+  bool include_read = false;
+  uint64_t min_wait_us = 0;
+  uint32_t stack_storage_size = 16384;
+  uint32_t max_stack_depth = 127;
+  uint32_t max_entries = 65536;
+  RwsemAttach attach = RwsemAttach::Auto;
+};
+
+} // namespace offcpu

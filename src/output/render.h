@@ -1,0 +1,24 @@
+// One entry point for every format of both commands: the model in, the
+// bytes of the chosen format out.
+#pragma once
+
+#include <string>
+
+#include "model/profile.h"
+
+namespace offcpu {
+
+enum class OutputFormat { Text, Folded, Svg, Pprof };
+
+struct RenderOptions {
+  bool delimited = false; // a '-' between user and kernel frames
+  std::string title;      // SVG title; empty: the profile kind's own
+  int width = 1200;       // SVG width in pixels
+  double min_width = 0.1; // SVG: narrower frames are left out
+};
+
+// Text and folded are whole reports; pprof is gzip-compressed.
+std::string render(const Profile &profile, OutputFormat format,
+                   const RenderOptions &opts);
+
+} // namespace offcpu

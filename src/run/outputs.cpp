@@ -1,0 +1,41 @@
+#include "run/outputs.h"
+
+#include "output/render.h"
+
+namespace offcpu {
+
+RenderOptions render_options(const OutputOptions &o) {
+  RenderOptions r;
+  r.delimited = o.delimited;
+  r.title = o.title;
+  r.width = o.width;
+  r.min_width = o.min_width;
+  return r;
+}
+
+Outputs::Outputs(const OutputOptions &o) : options_(o) {
+  std::vector<OutputTarget> targets = o.targets;
+  if (targets.empty())
+    targets.push_back({"", o.format});
+  for (const OutputTarget &t : targets) {
+    formats_.push_back(t.format);
+    files_.push_back(std::make_unique<OutputFile>(
+        t.path.empty() ? std::nullopt : std::optional<std::string>(t.path)));
+  }
+}
+
+bool Outputs::write_all(const Profile &profile) {
+  const RenderOptions r = render_options(options_);
+  for (size_t i = 0; i < files_.size(); i++)
+    if (files_[i]->write(render(profile, formats_[i], r)) != WriteResult::Ok)
+      return false;
+  commit();
+  return true;
+}
+
+void Outputs::commit() {
+  for (auto &f : files_)
+    f->commit();
+}
+
+} // namespace offcpu

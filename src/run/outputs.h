@@ -1,0 +1,36 @@
+// Where a run's results go: every -o file (each in the format its name
+// picks), or stdout. Opened before tracing, so that an unwritable target
+// fails before any wait is collected; written all at once at the end.
+#pragma once
+
+#include <memory>
+#include <vector>
+
+#include "cli/options.h"
+#include "model/profile.h"
+#include "util/output_file.h"
+
+namespace offcpu {
+
+RenderOptions render_options(const OutputOptions &o);
+
+class Outputs {
+public:
+  explicit Outputs(const OutputOptions &o);
+
+  // Renders the profile in every target's format and writes it; only when
+  // all are complete are the files renamed into place. False when stdout's
+  // reader went away (nothing more to write).
+  bool write_all(const Profile &profile);
+  // The first target, for reports written as they come (offcpu rwsem).
+  OutputFile &first() { return *files_.front(); }
+  OutputFormat first_format() const { return formats_.front(); }
+  void commit();
+
+private:
+  OutputOptions options_;
+  std::vector<OutputFormat> formats_;
+  std::vector<std::unique_ptr<OutputFile>> files_;
+};
+
+} // namespace offcpu

@@ -1,0 +1,22 @@
+// What a run says on stderr when it ends: every loss, by cause, with the
+// option that helps; and with -v how stacks were named.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <string>
+
+#include "offcpu/shared.h"
+#include "symbolize/symbolizer.h"
+
+namespace offcpu {
+
+// One line per cause of loss in the BPF programs, naming the option that
+// fixes it; empty when nothing was lost.
+std::string describe_losses(const std::array<uint64_t, OFFCPU_LOST_NR> &lost,
+                            uint32_t stack_storage_size, uint32_t max_entries);
+
+// -v: frames named and unnamed, and where the unnamed ones came from.
+std::string symbolization_summary(const SymbolizeStats &st);
+
+} // namespace offcpu

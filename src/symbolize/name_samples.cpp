@@ -1,0 +1,221 @@
+#include "symbolize/name_samples.h"
+
+#include <algorithm>
+#include <cinttypes>
+#include <cstdio>
+#include <cstring>
+
+#include "util/utf8.h"
+
+namespace offcpu {
+namespace {
+
+// A global rw_semaphore sits inside its symbol; farther than this from the
+// nearest data symbol below it, the address is more likely in the heap.
+constexpr uint64_t kMaxOffsetInSymbol = 4096;
+// The tracer's own frames lead kernel stacks taken inside the tracepoint;
+// they are looked for this far from the leaf.
+constexpr size_t kTracerFrameWindow = 16;
+
+const std::vector<uint64_t> *find_stack(const StackTable &stacks, uint64_t id) {
+  auto it = stacks.find(id);
+  return it == stacks.end() ? nullptr : &it->second;
+}
+
+uint32_t module_of(Profile &p, const ModuleInfo *m) {
+  return m ? p.module(m->path, m->build_id) : kNoModule;
+}
+
+// Kernel frames root first, without the tracer's leaf frames.
+std::vector<Frame> kernel_frames(Profile &p, const std::vector<uint64_t> &ips,
+                                 Symbolizer &sym) {
+  std::vector<Frame> leaf_first;
+  leaf_first.reserve(ips.size());
+  for (size_t i = 0; i < ips.size(); i++) {
+    const ModuleInfo *m = nullptr;
+    std::string name = valid_utf8(sym.kernel_frame(ips[i], i > 0, &m));
+    leaf_first.push_back(
+        {std::move(name), FrameKind::Kernel, module_of(p, m), ips[i]});
+  }
+  size_t cut = 0;
+  for (size_t i = 0; i < leaf_first.size() && i < kTracerFrameWindow; i++)
+    if (is_tracer_frame(leaf_first[i].name))
+      cut = i + 1;
+  leaf_first.erase(leaf_first.begin(),
+                   leaf_first.begin() + static_cast<long>(cut));
+  std::reverse(leaf_first.begin(), leaf_first.end());
+  return leaf_first;
+}
+
+// User frames root first, named with the maps the stack was taken under.
+std::vector<Frame> user_frames(Profile &p, uint32_t tgid, uint64_t stack_id,
+                               const std::vector<uint64_t> &ips,
+                               Symbolizer &sym) {
+  std::vector<Frame> root_first;
+  root_first.reserve(ips.size());
+  sym.select_stack(tgid, stack_id);
+  for (size_t i = ips.size(); i-- > 0;) {
+    const ModuleInfo *m = nullptr;
+    std::string name = valid_utf8(sym.user_frame(tgid, ips[i], i > 0, &m));
+    root_first.push_back(
+        {std::move(name), FrameKind::User, module_of(p, m), ips[i]});
+  }
+  return root_first;
+}
+
+// The thread and both stacks of an aggregation key.
+Sample name_sample(Profile &p, uint32_t tgid, uint32_t tid, const char *comm,
+                   size_t comm_len, uint64_t user_stack, uint64_t kernel_stack,
+                   const StackTable &stacks, Symbolizer &sym,
+                   StackSelection show) {
+  Sample s;
+  s.tgid = tgid;
+  s.tid = tid;
+  s.comm = valid_utf8({comm, strnlen(comm, comm_len)});
+  if (show.user && user_stack != OFFCPU_NO_STACK) {
+    if (const auto *ips = find_stack(stacks, user_stack))
+      s.user = user_frames(p, tgid, user_stack, *ips, sym);
+    else
+      s.user_missed = true;
+  }
+  if (show.kernel && kernel_stack != OFFCPU_NO_STACK) {
+    if (const auto *ips = find_stack(stacks, kernel_stack))
+      s.kernel = kernel_frames(p, *ips, sym);
+    else
+      s.kernel_missed = true;
+  }
+  return s;
+}
+
+bool same_names(const std::vector<Frame> &a, const std::vector<Frame> &b) {
+  return std::equal(
+      a.begin(), a.end(), b.begin(), b.end(),
+      [](const Frame &x, const Frame &y) { return x.name == y.name; });
+}
+
+// Whether `full` extends `part`'s kernel stack for the same thread.
+bool extends(const Sample &full, const Sample &part) {
+  return !full.kernel_nosched && full.tid == part.tid &&
+         full.tgid == part.tgid && full.comm == part.comm &&
+         same_names(full.user, part.user) &&
+         full.user_missed == part.user_missed &&
+         full.kernel.size() > part.kernel.size() &&
+         std::equal(
+             part.kernel.begin(), part.kernel.end(), full.kernel.begin(),
+             [](const Frame &x, const Frame &y) { return x.name == y.name; });
+}
+
+// Every user stack first, so perf maps are scanned once for all of them.
+template <typename Key, typename Value>
+void expect_user_stacks(const std::vector<std::pair<Key, Value>> &keys,
+                        const StackTable &stacks, Symbolizer &sym) {
+  for (const auto &kv : keys)
+    if (const auto *ips = find_stack(stacks, kv.first.user_stack))
+      sym.expect_user_stack(kv.first.tgid, kv.first.user_stack, *ips);
+}
+
+} // namespace
+
+bool is_tracer_frame(const std::string &name) {
+  static const char *const prefixes[] = {
+      "bpf_prog_",        "bpf_trace_run",   "__bpf_trace_",
+      "__traceiter_",     "perf_trace_",     "trace_call_bpf",
+      "bpf_get_stack",    "__bpf_get_stack", "bpf_get_stackid",
+      "__bpf_prog_enter", "__bpf_prog_exit", "bpf_trampoline_"};
+  for (const char *p : prefixes)
+    if (name.compare(0, std::strlen(p), p) == 0)
+      return true;
+  return false;
+}
+
+void merge_partial_kernel_stacks(std::vector<Sample> &samples) {
+  std::vector<bool> gone(samples.size(), false);
+  for (size_t i = 0; i < samples.size(); i++) {
+    const Sample &part = samples[i];
+    if (!part.kernel_nosched || part.kernel.empty())
+      continue;
+    size_t best = samples.size();
+    for (size_t j = 0; j < samples.size(); j++) {
+      if (j == i || gone[j] || !extends(samples[j], part))
+        continue;
+      if (best == samples.size() ||
+          samples[j].total_ns > samples[best].total_ns)
+        best = j;
+    }
+    if (best == samples.size())
+      continue;
+    samples[best].total_ns += part.total_ns;
+    samples[best].count += part.count;
+    gone[i] = true;
+  }
+  size_t out = 0;
+  for (size_t i = 0; i < samples.size(); i++) {
+    if (gone[i])
+      continue;
+    if (out != i) // self-move would empty the sample
+      samples[out] = std::move(samples[i]);
+    out++;
+  }
+  samples.resize(out);
+}
+
+void add_offcpu_samples(Profile &profile, const RawProfile &raw,
+                        Symbolizer &sym, StackSelection show) {
+  if (show.user)
+    expect_user_stacks(raw.counts, raw.stacks, sym);
+  std::vector<Sample> samples;
+  samples.reserve(raw.counts.size());
+  for (const auto &[key, val] : raw.counts) {
+    Sample s =
+        name_sample(profile, key.tgid, key.pid, key.comm, sizeof(key.comm),
+                    key.user_stack, key.kernel_stack, raw.stacks, sym, show);
+    s.total_ns = val.total_ns;
+    s.count = val.count;
+    s.kernel_nosched = key.flags & OFFCPU_KSTACK_NOSCHED;
+    samples.push_back(std::move(s));
+  }
+  merge_partial_kernel_stacks(samples);
+  for (Sample &s : samples)
+    profile.samples.push_back(std::move(s));
+}
+
+void add_lock_waits(Profile &profile, const RawLockWaits &raw, Symbolizer &sym,
+                    StackSelection show) {
+  if (show.user)
+    expect_user_stacks(raw.waits, raw.stacks, sym);
+  for (const auto &[key, val] : raw.waits) {
+    Sample s =
+        name_sample(profile, key.tgid, key.pid, key.comm, sizeof(key.comm),
+                    key.user_stack, key.kernel_stack, raw.stacks, sym, show);
+    s.total_ns = val.total_ns;
+    s.count = val.count;
+    s.lock = LockWait{
+        val.max_ns, (key.flags & RWSEM_WAIT_WRITE) != 0,
+        valid_utf8(describe_lock(key.lock, key.flags, sym.kernel_symbols()))};
+    profile.samples.push_back(std::move(s));
+  }
+}
+
+std::string describe_lock(uint64_t addr, uint32_t flags,
+                          const KernelSymbols &ks) {
+  if (flags & RWSEM_LOCK_IS_MMAP)
+    return "mmap_lock";
+  char buf[64];
+  if (auto s = ks.find_data(addr)) {
+    uint64_t off = addr - s->addr;
+    if (off < kMaxOffsetInSymbol) {
+      std::string name(s->name);
+      if (off) {
+        snprintf(buf, sizeof(buf), "+0x%" PRIx64, off);
+        name += buf;
+      }
+      if (!s->module.empty())
+        name.append(" [").append(s->module).append("]");
+      return name;
+    }
+  }
+  snprintf(buf, sizeof(buf), "0x%" PRIx64, addr);
+  return buf;
+}
+
+} // namespace offcpu

@@ -1,0 +1,43 @@
+// The model from what the BPF programs collected: every stack named, every
+// name valid UTF-8, the tracer's own frames gone.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "collect/raw_profile.h"
+#include "model/profile.h"
+#include "symbolize/symbolizer.h"
+
+namespace offcpu {
+
+struct StackSelection {
+  bool user = true;
+  bool kernel = true;
+};
+
+// One sample per aggregation key. A wait already in progress when tracing
+// started may have a kernel stack without the scheduler's own frames (see
+// OFFCPU_KSTACK_NOSCHED): where the same thread was also seen blocking in
+// full on a stack that extends it, it is added to that one, so one wait is
+// drawn once.
+void add_offcpu_samples(Profile &profile, const RawProfile &raw,
+                        Symbolizer &sym, StackSelection show);
+
+// The partial-stack merge of add_offcpu_samples, on its own (tests).
+void merge_partial_kernel_stacks(std::vector<Sample> &samples);
+
+// One sample per (thread, stacks, lock, side), with the lock described.
+void add_lock_waits(Profile &profile, const RawLockWaits &raw, Symbolizer &sym,
+                    StackSelection show);
+
+// "mmap_lock" for the waiter's own mm, else the global symbol holding the
+// lock ("sym" or "sym+0x40"), else its address.
+std::string describe_lock(uint64_t addr, uint32_t flags,
+                          const KernelSymbols &ks);
+
+// True for frames of the BPF/tracing machinery that ran the probe.
+bool is_tracer_frame(const std::string &name);
+
+} // namespace offcpu

@@ -1,0 +1,21 @@
+#!/bin/bash
+# clang-tidy over offcpu's own sources with the checks in .clang-tidy.
+#   tools/tidy.sh [build dir, default build]
+# Exits non-zero on any finding (.clang-tidy makes every warning an error).
+set -euo pipefail
+src=$(cd "$(dirname "$0")/.." && pwd)
+build=${1:-$src/build}
+tidy=$(command -v clang-tidy || command -v clang-tidy-14)
+if [ ! -f "$build/compile_commands.json" ]; then
+  cmake -B "$build" -S "$src" -DCMAKE_EXPORT_COMPILE_COMMANDS=ON >/dev/null
+fi
+cd "$src"
+out=$(ls src/*/*.cpp src/main.cpp |
+  xargs -P "$(nproc)" -n 4 "$tidy" -p "$build" --quiet 2>&1 || true)
+printf '%s\n' "$out" | grep -v "warnings generated\|Suppressed\|header-filter" |
+  grep -v '^$' || true
+if printf '%s\n' "$out" | grep -q ": error: "; then
+  echo "tidy: findings above"
+  exit 1
+fi
+echo "tidy: clean"
