@@ -77,12 +77,11 @@ void check_map_budget(const MapDemand &d, const FileReader &files) {
                          (d.aggregation_item + kElementOverhead));
   else
     fix = "smaller --stack-storage-size and --max-entries";
-  throw usage_error("--stack-storage-size " + std::to_string(d.stacks) +
-                    " with --max-entries " + std::to_string(d.aggregation) +
-                    " needs " + gib(need) +
-                    " of kernel memory, over the cap of " + gib(cap) +
-                    " (an eighth of available memory, at most 1 GiB): use " +
-                    fix);
+  throw usage_error(
+      "--stack-storage-size " + std::to_string(d.stacks) +
+      " with --max-entries " + std::to_string(d.aggregation) + " needs " +
+      gib(need) + " of kernel memory, over the cap of " + gib(cap) +
+      " (an eighth of available memory, at most 1 GiB): use " + fix);
 }
 
 } // namespace offcpu

@@ -8,6 +8,7 @@
 
 #include "probe/kernel_text.h"
 #include "util/error.h"
+#include "util/fd.h"
 #include "util/fs.h"
 
 #include <cstring>
@@ -36,23 +37,18 @@ bool has_enum_value(const btf *b, const char *enum_name, const char *value) {
 // libbpf's one copy is all the memory it takes; else read by libbpf, which
 // holds the 5.5 MB twice while parsing.
 btf *load_kernel_btf() {
-  const char *path = "/sys/kernel/btf/vmlinux";
-  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  UniqueFd fd(open("/sys/kernel/btf/vmlinux", O_RDONLY | O_CLOEXEC));
   struct stat st {};
-  if (fd >= 0 && fstat(fd, &st) == 0 && st.st_size > 0) {
-    void *p = mmap(nullptr, static_cast<size_t>(st.st_size), PROT_READ,
-                   MAP_PRIVATE, fd, 0);
+  if (fd && fstat(fd.get(), &st) == 0 && st.st_size > 0) {
+    const size_t size = static_cast<size_t>(st.st_size);
+    void *p = mmap(nullptr, size, PROT_READ, MAP_PRIVATE, fd.get(), 0);
     if (p != MAP_FAILED) {
-      btf *b = btf__new(p, static_cast<__u32>(st.st_size));
-      munmap(p, static_cast<size_t>(st.st_size));
-      close(fd);
+      btf *b = btf__new(p, static_cast<__u32>(size)); // copies what it keeps
+      munmap(p, size);
       if (b)
         return b;
-      return btf__load_vmlinux_btf();
     }
   }
-  if (fd >= 0)
-    close(fd);
   return btf__load_vmlinux_btf();
 }
 
@@ -143,8 +139,8 @@ std::vector<OffcpuPlan> offcpu_plans(const KernelFeatures &f,
     p.flush_open_waits = f.task_iter;
     plans.push_back(p);
   }
-  // raw_tp: kernels before 5.5, or where tp_btf fails to load. Stacks at
-  // switch-out, start times in a hash map.
+  // raw_tp: kernels with BTF but no working tp_btf (5.4, or tp_btf refused).
+  // Stacks at switch-out, start times in a hash map.
   if (choice != AttachChoice::TpBtf) {
     OffcpuPlan p;
     p.tp_btf = false;

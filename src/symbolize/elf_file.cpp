@@ -140,18 +140,49 @@ std::unique_ptr<ElfFile> ElfFile::open_memory(std::string image) {
   return from_elf(elf.get());
 }
 
+void ElfFile::read_segments(void *handle) {
+  Elf *elf = static_cast<Elf *>(handle);
+  size_t phnum = 0;
+  if (elf_getphdrnum(elf, &phnum) != 0)
+    return;
+  for (size_t i = 0; i < phnum && i < kMaxSections; i++) {
+    GElf_Phdr ph;
+    if (gelf_getphdr(elf, static_cast<int>(i), &ph) && ph.p_type == PT_LOAD)
+      segments_.push_back({ph.p_offset, ph.p_vaddr, ph.p_filesz});
+  }
+}
+
+// .gnu_debuglink: a file name, padding to 4 bytes, the file's CRC-32.
+void ElfFile::read_debuglink(const void *bytes, size_t size) {
+  const char *p = static_cast<const char *>(bytes);
+  size_t len = strnlen(p, size);
+  size_t crc_off = (len + 4) & ~size_t{3};
+  if (len == 0 || crc_off + 4 > size)
+    return;
+  debuglink_.assign(p, len);
+  std::memcpy(&debuglink_crc_, p + crc_off, 4);
+}
+
+// The two sections found by name: MiniDebugInfo and the debug link.
+void ElfFile::read_named_section(void *scn_handle, const char *name) {
+  bool debugdata = name && std::strcmp(name, ".gnu_debugdata") == 0;
+  bool debuglink = name && std::strcmp(name, ".gnu_debuglink") == 0;
+  if (!debugdata && !debuglink)
+    return;
+  Elf_Data *data = elf_getdata(static_cast<Elf_Scn *>(scn_handle), nullptr);
+  if (!data || !data->d_buf || data->d_size == 0 ||
+      data->d_size >= kMaxMiniDebugInfo)
+    return;
+  if (debugdata)
+    minidebuginfo_.assign(static_cast<const char *>(data->d_buf), data->d_size);
+  else if (data->d_size >= 8)
+    read_debuglink(data->d_buf, data->d_size);
+}
+
 std::unique_ptr<ElfFile> ElfFile::from_elf(void *handle) {
   Elf *elf = static_cast<Elf *>(handle); // borrowed: the caller ends it
   auto file = std::unique_ptr<ElfFile>(new ElfFile());
-  size_t phnum = 0;
-  if (elf_getphdrnum(elf, &phnum) == 0) {
-    for (size_t i = 0; i < phnum && i < kMaxSections; i++) {
-      GElf_Phdr ph;
-      if (gelf_getphdr(elf, static_cast<int>(i), &ph) && ph.p_type == PT_LOAD)
-        file->segments_.push_back({ph.p_offset, ph.p_vaddr, ph.p_filesz});
-    }
-  }
-
+  file->read_segments(elf);
   std::vector<ElfSymbol> symtab, dynsym;
   size_t shstrndx = 0;
   if (elf_getshdrstrndx(elf, &shstrndx) != 0 ||
@@ -164,36 +195,16 @@ std::unique_ptr<ElfFile> ElfFile::from_elf(void *handle) {
     GElf_Shdr shdr;
     if (!gelf_getshdr(scn, &shdr))
       continue;
-    if (shdr.sh_type == SHT_SYMTAB) {
+    if (shdr.sh_type == SHT_SYMTAB)
       read_symbols(elf, scn, shdr, symtab);
-    } else if (shdr.sh_type == SHT_DYNSYM) {
+    else if (shdr.sh_type == SHT_DYNSYM)
       read_symbols(elf, scn, shdr, dynsym);
-    } else if (shdr.sh_type == SHT_NOTE && file->build_id_.empty() &&
-               shdr.sh_size <= kMaxNoteBytes) {
+    else if (shdr.sh_type == SHT_NOTE && file->build_id_.empty() &&
+             shdr.sh_size <= kMaxNoteBytes)
       file->build_id_ = read_build_id(elf, scn);
-    } else if (shdr.sh_type == SHT_PROGBITS && shstrndx != 0) {
-      const char *name = elf_strptr(elf, shstrndx, shdr.sh_name);
-      if (shdr.sh_size > kMaxMiniDebugInfo) {
-        // Neither section below is ever this large in a real file.
-      } else if (name && std::strcmp(name, ".gnu_debugdata") == 0) {
-        Elf_Data *data = elf_getdata(scn, nullptr);
-        if (data && data->d_buf && data->d_size > 0 &&
-            data->d_size < kMaxMiniDebugInfo)
-          file->minidebuginfo_.assign(static_cast<const char *>(data->d_buf),
-                                      data->d_size);
-      } else if (name && std::strcmp(name, ".gnu_debuglink") == 0) {
-        Elf_Data *data = elf_getdata(scn, nullptr);
-        if (data && data->d_buf && data->d_size >= 8) {
-          const char *p = static_cast<const char *>(data->d_buf);
-          size_t len = strnlen(p, data->d_size);
-          size_t crc_off = (len + 4) & ~size_t{3};
-          if (len > 0 && crc_off + 4 <= data->d_size) {
-            file->debuglink_.assign(p, len);
-            std::memcpy(&file->debuglink_crc_, p + crc_off, 4);
-          }
-        }
-      }
-    }
+    else if (shdr.sh_type == SHT_PROGBITS && shstrndx != 0 &&
+             shdr.sh_size <= kMaxMiniDebugInfo)
+      file->read_named_section(scn, elf_strptr(elf, shstrndx, shdr.sh_name));
   }
   // .symtab is a superset of .dynsym when present.
   file->has_symtab_ = !symtab.empty();

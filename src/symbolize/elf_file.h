@@ -54,7 +54,12 @@ private:
     uint64_t offset, vaddr, filesz;
   };
   void finish_symbols();
-  static std::unique_ptr<ElfFile> from_elf(void *elf); // an Elf *, not owned
+  // The helpers take libelf's Elf * and Elf_Scn * as void *, to keep
+  // libelf's header out of this one.
+  static std::unique_ptr<ElfFile> from_elf(void *elf); // not owned
+  void read_segments(void *elf);
+  void read_named_section(void *scn, const char *name);
+  void read_debuglink(const void *bytes, size_t size);
 
   std::vector<Segment> segments_;
   std::vector<ElfSymbol> symbols_;

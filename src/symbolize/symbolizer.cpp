@@ -386,81 +386,96 @@ bool Symbolizer::adopt_debug(ElfFile &file, CheckedFile debug, bool check_crc) {
   return true;
 }
 
-void Symbolizer::find_debug_file(FileEntry &f) {
-  ElfFile &file = *f.elf;
-  // Plausible sizes only, checked before anything is read.
-  FilePolicy ours;
-  ours.follow_last_symlink = true;
-  ours.max_size = std::min(kMaxDebugFileBytes,
-                           std::max(kDebugFileFloor, f.size * kDebugFileRatio));
-  FilePolicy theirs = ours; // inside the process's root: its user's files
-  theirs.reader = f.creds;
-  const int root = f.root ? f.root->get() : -1;
-  auto note_size = [&](const CheckedFile &c) {
-    if (c.failure == OpenFailure::TooLarge)
-      stats_.debug_files_skipped++;
-  };
+// Plausible sizes only, checked before anything is read: ours (trusted
+// debug directories) and theirs (inside the process's root, readable by its
+// user).
+struct Symbolizer::DebugPolicies {
+  FilePolicy ours, theirs;
+  explicit DebugPolicies(const FileEntry &f) {
+    ours.follow_last_symlink = true;
+    ours.max_size =
+        std::min(kMaxDebugFileBytes,
+                 std::max(kDebugFileFloor, f.size * kDebugFileRatio));
+    theirs = ours;
+    theirs.reader = f.creds;
+  }
+};
 
-  // 1. By build id, in each debug root, ours and the process's.
-  const std::string &id = file.build_id();
-  if (id.size() > 2) {
-    std::string rel =
-        "/.build-id/" + id.substr(0, 2) + "/" + id.substr(2) + ".debug";
-    for (const std::string &dir : debug_dirs_) {
-      UniqueFd dir_fd = open_root_dir(dir);
-      if (dir_fd) {
-        CheckedFile c = open_in_root(dir_fd.get(), rel, ours);
-        note_size(c);
-        if (c.failure != OpenFailure::Missing &&
-            adopt_debug(file, std::move(c), false))
-          return;
-      }
-      if (root >= 0) {
-        CheckedFile c = open_in_root(root, dir + rel, theirs);
-        note_size(c);
-        if (c.failure != OpenFailure::Missing &&
-            adopt_debug(file, std::move(c), false))
-          return;
-      }
-    }
+// Adopts the debug file if it opened and fits; counts one that was too big.
+bool Symbolizer::try_debug_file(ElfFile &file, CheckedFile c, bool crc) {
+  if (c.failure == OpenFailure::TooLarge)
+    stats_.debug_files_skipped++;
+  return c.failure != OpenFailure::Missing &&
+         adopt_debug(file, std::move(c), crc);
+}
+
+// 1. By build id, in each debug root, ours and the process's.
+bool Symbolizer::debug_by_build_id(FileEntry &f, const DebugPolicies &pol) {
+  const std::string &id = f.elf->build_id();
+  if (id.size() <= 2)
+    return false;
+  std::string rel =
+      "/.build-id/" + id.substr(0, 2) + "/" + id.substr(2) + ".debug";
+  for (const std::string &dir : debug_dirs_) {
+    UniqueFd dir_fd = open_root_dir(dir);
+    if (dir_fd && try_debug_file(
+                      *f.elf, open_in_root(dir_fd.get(), rel, pol.ours), false))
+      return true;
+    if (f.root &&
+        try_debug_file(
+            *f.elf, open_in_root(f.root->get(), dir + rel, pol.theirs), false))
+      return true;
   }
-  // 2. By .gnu_debuglink: beside the file, in .debug/, under the debug
-  // roots; the CRC must match.
-  const std::string &link = file.debuglink();
-  if (!link.empty() && link.find('/') == std::string::npos && link != "." &&
-      link != "..") {
-    std::string dir = dirname_of(f.mapping.real_path());
-    std::vector<std::pair<int, std::string>> tries;
-    std::vector<UniqueFd> dir_fds;
-    if (root >= 0) {
-      tries.emplace_back(root, dir + "/" + link);
-      tries.emplace_back(root, dir + "/.debug/" + link);
-    }
-    for (const std::string &d : debug_dirs_) {
-      dir_fds.push_back(open_root_dir(d));
-      if (dir_fds.back())
-        tries.emplace_back(dir_fds.back().get(), dir + "/" + link);
-    }
-    for (const auto &[base, path] : tries) {
-      CheckedFile c = open_in_root(base, path, base == root ? theirs : ours);
-      note_size(c);
-      if (c.failure != OpenFailure::Missing &&
-          adopt_debug(file, std::move(c), true))
-        return;
-    }
+  return false;
+}
+
+// 2. By .gnu_debuglink: beside the file, in .debug/, under the debug roots;
+// the CRC must match.
+bool Symbolizer::debug_by_link(FileEntry &f, const DebugPolicies &pol) {
+  const std::string &link = f.elf->debuglink();
+  if (link.empty() || link.find('/') != std::string::npos || link == "." ||
+      link == "..")
+    return false;
+  const std::string dir = dirname_of(f.mapping.real_path());
+  std::string beside = dir;
+  beside.append("/").append(link);
+  if (f.root) {
+    std::string in_debug = dir;
+    in_debug.append("/.debug/").append(link);
+    for (const std::string *path : {&beside, &in_debug})
+      if (try_debug_file(*f.elf, open_in_root(f.root->get(), *path, pol.theirs),
+                         true))
+        return true;
   }
-  // 3. MiniDebugInfo: an xz-compressed ELF with function symbols inside
-  // the file itself (.gnu_debugdata).
-  if (!file.minidebuginfo().empty()) {
-    std::string elf = xz_decompress(file.minidebuginfo(), 256u << 20);
-    if (!elf.empty()) {
-      auto mini = ElfFile::open_memory(std::move(elf));
-      if (mini && mini->has_symtab()) {
-        stats_.elf_files_parsed++;
-        file.adopt_symbols(std::move(*mini));
-      }
-    }
+  for (const std::string &d : debug_dirs_) {
+    UniqueFd dir_fd = open_root_dir(d);
+    if (dir_fd &&
+        try_debug_file(*f.elf, open_in_root(dir_fd.get(), beside, pol.ours),
+                       true))
+      return true;
   }
+  return false;
+}
+
+// 3. MiniDebugInfo: an xz-compressed ELF with function symbols inside the
+// file itself (.gnu_debugdata).
+void Symbolizer::debug_from_minidebuginfo(ElfFile &file) {
+  if (file.minidebuginfo().empty())
+    return;
+  std::string image = xz_decompress(file.minidebuginfo(), 256u << 20);
+  if (image.empty())
+    return;
+  auto mini = ElfFile::open_memory(std::move(image));
+  if (mini && mini->has_symtab()) {
+    stats_.elf_files_parsed++;
+    file.adopt_symbols(std::move(*mini));
+  }
+}
+
+void Symbolizer::find_debug_file(FileEntry &f) {
+  const DebugPolicies policies(f);
+  if (!debug_by_build_id(f, policies) && !debug_by_link(f, policies))
+    debug_from_minidebuginfo(*f.elf);
 }
 
 // ---- naming ----

@@ -131,7 +131,12 @@ private:
   ElfFile *vdso_for(uint32_t tgid, const Mapping &m);
   const ModuleInfo *module_info(const std::string &path,
                                 const std::string &build_id);
+  struct DebugPolicies;
   void find_debug_file(FileEntry &f);
+  bool debug_by_build_id(FileEntry &f, const DebugPolicies &policies);
+  bool debug_by_link(FileEntry &f, const DebugPolicies &policies);
+  void debug_from_minidebuginfo(ElfFile &file);
+  bool try_debug_file(ElfFile &file, CheckedFile c, bool crc);
   bool adopt_debug(ElfFile &file, CheckedFile debug, bool check_crc);
   const std::string *perf_map_name(Process &p, uint64_t addr);
   std::string name_user_address(uint32_t tgid, uint64_t lookup,

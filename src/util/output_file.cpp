@@ -23,17 +23,19 @@ OutputFile::OutputFile(const std::optional<std::string> &path) {
       throw runtime_error("cannot write " + path_ + ": it is a directory");
     // A pipe, terminal or device (/dev/stdout, a shell's >(...)): written
     // in place. Renaming a file over it would replace the node itself.
-    fd_ = ::open(path_.c_str(), O_WRONLY | O_CLOEXEC | O_NOCTTY);
-    if (fd_ < 0)
+    file_.reset(::open(path_.c_str(), O_WRONLY | O_CLOEXEC | O_NOCTTY));
+    if (!file_)
       throw runtime_error("cannot write " + path_ + ": " +
                           std::strerror(errno));
+    fd_ = file_.get();
     in_place_ = true;
     return;
   }
   temp_ = path_ + ".offcpu-XXXXXX";
-  fd_ = mkostemp(temp_.data(), O_CLOEXEC);
-  if (fd_ < 0)
+  file_.reset(mkostemp(temp_.data(), O_CLOEXEC));
+  if (!file_)
     throw runtime_error("cannot write " + path_ + ": " + std::strerror(errno));
+  fd_ = file_.get();
   fchmod(fd_, 0644);
   cleanup_ = add_cleanup_path(temp_.c_str());
 }
@@ -41,8 +43,7 @@ OutputFile::OutputFile(const std::optional<std::string> &path) {
 OutputFile::~OutputFile() {
   if (path_.empty())
     return;
-  if (fd_ >= 0)
-    close(fd_);
+  file_.reset();
   forget_cleanup_path(cleanup_);
   if (!committed_ && !in_place_)
     unlink(temp_.c_str());
@@ -60,11 +61,12 @@ WriteResult OutputFile::write(const std::string &data) {
 void OutputFile::commit() {
   if (path_.empty() || committed_ || in_place_)
     return;
-  if (fsync(fd_) != 0 || close(fd_) != 0) {
-    fd_ = -1;
-    throw runtime_error("cannot write " + path_ + ": " + std::strerror(errno));
-  }
+  // close() reports what delayed writes failed: checked, not left to RAII.
+  bool ok = fsync(fd_) == 0;
+  ok = close(file_.release()) == 0 && ok;
   fd_ = -1;
+  if (!ok)
+    throw runtime_error("cannot write " + path_ + ": " + std::strerror(errno));
   if (rename(temp_.c_str(), path_.c_str()) != 0)
     throw runtime_error("cannot write " + path_ + ": " + std::strerror(errno));
   committed_ = true;

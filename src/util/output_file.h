@@ -4,6 +4,7 @@
 #include <optional>
 #include <string>
 
+#include "util/fd.h"
 #include "util/output.h"
 
 namespace offcpu {
@@ -25,6 +26,7 @@ public:
   void commit();
 
 private:
+  UniqueFd file_; // owned when writing a file; stdout is not ours
   int fd_ = 1;
   std::string path_, temp_;
   bool committed_ = false;

@@ -30,7 +30,8 @@ int main(void) {
     perror(path);
     return 1;
   }
-  fprintf(map, "%lx %zx jit_compiled_sleep\n", (unsigned long)(mem + 64), sizeof(code));
+  fprintf(map, "%lx %zx jit_compiled_sleep\n", (unsigned long)(mem + 64),
+          sizeof(code));
   fclose(map);
   printf("ready %d\n", getpid());
   fflush(stdout);
