@@ -36,6 +36,8 @@ int resolve_kernel_text(void *ctx) {
   if (!found.fork_ret)
     RESOLVE(fork_ret, "ret_from_fork");
   RESOLVE(graph_ret, "return_to_handler");
+  RESOLVE(irqentry_start, "__irqentry_text_start");
+  RESOLVE(irqentry_end, "__irqentry_text_end");
   RESOLVE(rethook_ret, "arch_rethook_trampoline");
   if (!found.rethook_ret)
     RESOLVE(rethook_ret, "kretprobe_trampoline");

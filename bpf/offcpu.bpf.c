@@ -34,6 +34,15 @@ const volatile bool want_kernel_stacks = true;
 const volatile __u64 min_block_ns = 1000;
 const volatile __u64 max_block_ns = ~0ULL;
 const volatile __s64 state_filter = -1; /* < 0: no state filter */
+/* --state by name: a set of offcpu_state_class bits (0: not used). */
+const volatile __u32 state_classes = 0;
+/* --show-state: the state class is part of the key (an annotation frame). */
+const volatile bool show_state = false;
+/* --wakers: who woke each wait; --runqueue: when, to split the wait into
+ * blocked and runnable time. Both need the sched_waking hook, attached only
+ * then. */
+const volatile bool want_wakers = false;
+const volatile bool split_runqueue = false;
 /* 5.18+ passes prev_state to sched_switch; older kernels read the task. */
 const volatile bool has_prev_state_arg = true;
 /* The kernel stack of a task being switched in is still frozen where it
@@ -54,13 +63,13 @@ const volatile bool user_fp_walk = true;
 __u64 stop_ns = 0;
 /* Written by user space right after attaching: when the window opened. */
 __u64 window_start_ns = 0;
-/* Waits added to `counts` so far, for the progress line; per CPU, so the
- * hot path shares no cache line between CPUs. */
+/* Waits added to `counts` so far (the progress line) and their time by
+ * state class; per CPU, so the hot path shares no cache line between CPUs. */
 struct {
   __uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
   __uint(max_entries, 1);
   __type(key, __u32);
-  __type(value, __u64);
+  __type(value, struct offcpu_charged);
 } waits_charged SEC(".maps");
 
 /* A task field: a plain load through a trusted BTF pointer (tp_btf,
@@ -125,8 +134,11 @@ static __always_inline bool passes_task_filters(struct task_struct *t,
 }
 
 /* BCC semantics: --state 0 means preempted while runnable, any other value
- * is a bitmask tested against the state the task blocked in. */
+ * is a bitmask tested against the state the task blocked in. By name, the
+ * classes are exact: D does not include TASK_IDLE. */
 static __always_inline bool passes_state_filter(unsigned int state) {
+  if (state_classes)
+    return state_classes & (1u << offcpu_state_class(state));
   if (state_filter < 0)
     return true;
   if (state_filter == 0)
@@ -165,7 +177,8 @@ static __always_inline void forget_start(struct offcpu_start *rec, __u32 pid,
     bpf_map_delete_elem(&starts_hash, &pid);
 }
 
-static __always_inline void charge(const struct offcpu_key *key, __u64 delta) {
+static __always_inline void charge(const struct offcpu_key *key, __u64 delta,
+                                   __u64 runq, unsigned int state) {
   struct offcpu_value empty = {};
   struct offcpu_value *val =
       lookup_or_insert(&counts, key, &empty, OFFCPU_LOST_AGG_MAP_FULL);
@@ -173,10 +186,28 @@ static __always_inline void charge(const struct offcpu_key *key, __u64 delta) {
     return;
   __sync_fetch_and_add(&val->total_ns, delta);
   __sync_fetch_and_add(&val->count, 1);
+  if (split_runqueue && runq)
+    __sync_fetch_and_add(&val->runq_ns, runq);
   __u32 zero = 0;
-  __u64 *n = bpf_map_lookup_elem(&waits_charged, &zero);
-  if (n)
-    *n += 1;
+  struct offcpu_charged *c = bpf_map_lookup_elem(&waits_charged, &zero);
+  if (c) {
+    c->waits += 1;
+    __u32 cls = offcpu_state_class(state);
+    if (cls < OFFCPU_STATE_NR)
+      c->state_ns[cls] += delta;
+  }
+}
+
+/* Of a wait from `start` to `end` woken at `wake` (0: not seen), the part
+ * spent runnable: all of it when the task was preempted (state 0). */
+static __always_inline __u64 runnable_part(const struct offcpu_start *rec,
+                                           __u64 start, __u64 end) {
+  if (rec->state == 0)
+    return end - start;
+  __u64 wake = rec->wake_ns;
+  if (!wake || wake >= end)
+    return 0;
+  return end - (wake > start ? wake : start);
 }
 
 /* Ends a wait: applies -m/-M, takes the kernel stack if it was deferred and
@@ -198,6 +229,17 @@ static __always_inline void end_wait(struct task_struct *t, __u32 pid,
   key.user_stack = rec->user_stack;
   key.kernel_stack = rec->kernel_stack;
   key.flags = rec->flags & OFFCPU_KSTACK_NOSCHED;
+  if (show_state)
+    key.flags |= (offcpu_state_class(rec->state) + 1) << OFFCPU_KEY_STATE_SHIFT;
+  if (want_wakers) {
+    key.waker = rec->waker;
+    if (!key.waker)
+      key.waker =
+          rec->state == 0 ? OFFCPU_WAKER_PREEMPTED : OFFCPU_WAKER_UNSEEN;
+  }
+  unsigned int state = rec->state;
+  __u64 runq =
+      split_runqueue && end > start ? runnable_part(rec, start, end) : 0;
   /* With stacks taken at switch-in, the flush at stop runs while the switch
    * hook is still attached (so no task runs off with its stack unwalked):
    * whichever of the two claims the record charges the wait, after walking
@@ -218,7 +260,7 @@ static __always_inline void end_wait(struct task_struct *t, __u32 pid,
   if (claim && __sync_val_compare_and_swap(&rec->start_ns, start, 0) != start)
     return;
   BPF_CORE_READ_STR_INTO(&key.comm, t, comm);
-  charge(&key, delta);
+  charge(&key, delta, runq, state);
 }
 
 /* ---- Switch-ins that sched_switch does not report ----
@@ -340,6 +382,45 @@ static __always_inline void on_switch(void *ctx, struct task_struct *prev,
     count_loss(OFFCPU_LOST_START_STORE);
 }
 
+/* ---- Wakeups (--wakers, --runqueue) ---- */
+
+/* After the knobs it reads (want_user_stacks, user_fp_walk). */
+#include "waker.bpf.h"
+
+/* A task being woken: if one of our waits is open, note when (the start of
+ * its run-queue time) and, with --wakers, who woke it. The first wakeup of
+ * a wait counts; a task already runnable is not woken again. */
+static __always_inline void on_waking(void *ctx, struct task_struct *p,
+                                      bool trusted) {
+  __u32 pid = TASK_FIELD(trusted, p, pid);
+  if (pid == 0)
+    return;
+  struct offcpu_start *rec = find_start(p, pid, trusted);
+  if (!rec || !rec->start_ns || rec->wake_ns)
+    return;
+  __u64 now = bpf_ktime_get_ns();
+  rec->wake_ns = now;
+  if (!want_wakers)
+    return;
+  __u64 waited = now > rec->start_ns ? now - rec->start_ns : 0;
+  if (waited > max_block_ns)
+    return; /* too long to be counted: no waker needed */
+  rec->waker = waited < min_block_ns ? OFFCPU_WAKER_TOO_SHORT : take_waker(ctx);
+}
+
+SEC("tp_btf/sched_waking")
+int BPF_PROG(offcpu_waking_btf, struct task_struct *p) {
+  on_waking(ctx, p, true);
+  return 0;
+}
+
+/* The raw_tp plan's counterpart (kernels with BTF but no working tp_btf). */
+SEC("raw_tp/sched_waking")
+int BPF_PROG(offcpu_waking_raw, struct task_struct *p) {
+  on_waking(ctx, p, false);
+  return 0;
+}
+
 /* Preferred: BTF-enabled tracepoint (5.5+), typed and trusted pointers. */
 SEC("tp_btf/sched_switch")
 int BPF_PROG(offcpu_switch_btf, bool preempt, struct task_struct *prev,
@@ -453,7 +534,10 @@ int offcpu_flush(struct bpf_iter__task *ctx) {
     end_unseen_wait(task, pid, rec, bpf_ktime_get_ns(),
                     rq_clock_of(bpf_get_current_task_btf()), stop_ns, true,
                     SCRATCH_ITER);
-  else
+  else {
+    if (want_wakers && !rec->wake_ns)
+      rec->waker = OFFCPU_WAKER_STILL_WAITING;
     end_wait(task, pid, rec, stop_ns, true, SCRATCH_ITER, true);
+  }
   return 0;
 }

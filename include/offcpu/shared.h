@@ -30,6 +30,7 @@ enum offcpu_loss {
   OFFCPU_LOST_USER_STACK_WALK,    /* user stack walk failed or empty */
   OFFCPU_LOST_KERNEL_STACK_WALK,  /* kernel stack walk failed or empty */
   OFFCPU_LOST_ANNOUNCE,           /* announcement ring full: told later */
+  OFFCPU_LOST_WAKER_STORE,        /* wakers map full (--wakers) */
   OFFCPU_LOST_NR,
 };
 
@@ -52,6 +53,9 @@ struct offcpu_kernel_text {
   __u64 fork_ret;               /* ret_from_fork_asm (6.6+) or ret_from_fork */
   __u64 graph_ret;              /* return_to_handler: ftrace graph trampoline */
   __u64 rethook_ret;            /* arch_rethook_trampoline / kretprobe's */
+  /* __irqentry_text_start/end: interrupt entry code. A wakeup whose stack
+   * passes through it was made by an interrupt, not by the task it hit. */
+  __u64 irqentry_start, irqentry_end;
   /* Bit positions in the 16-bit word that follows the two offsets. */
   __u8 type_shift, type_bits;
   __u8 signal_shift; /* 0xff: no signal bit (before 6.3) */
@@ -75,11 +79,72 @@ enum offcpu_kunwind {
   OFFCPU_KUNWIND_NR,
 };
 
+/* Classes of the task state a wait began in, for --state S,D,... and the
+ * per-state totals. */
+enum offcpu_state_class {
+  OFFCPU_STATE_R = 0, /* runnable: preempted (TASK_RUNNING) */
+  OFFCPU_STATE_S,     /* interruptible sleep */
+  OFFCPU_STATE_D,     /* uninterruptible, not TASK_IDLE */
+  OFFCPU_STATE_I,     /* TASK_IDLE (uninterruptible + noload: idle kworkers) */
+  OFFCPU_STATE_T,     /* stopped, traced, parked and the rest */
+  OFFCPU_STATE_NR,
+};
+
+#define OFFCPU_TASK_INTERRUPTIBLE 0x1
+#define OFFCPU_TASK_UNINTERRUPTIBLE 0x2
+#define OFFCPU_TASK_IDLE 0x402 /* TASK_UNINTERRUPTIBLE | TASK_NOLOAD */
+
+static inline __attribute__((always_inline)) unsigned int
+offcpu_state_class(unsigned int state) {
+  if (state == 0)
+    return OFFCPU_STATE_R;
+  if ((state & OFFCPU_TASK_IDLE) == OFFCPU_TASK_IDLE)
+    return OFFCPU_STATE_I;
+  if (state & OFFCPU_TASK_UNINTERRUPTIBLE)
+    return OFFCPU_STATE_D;
+  if (state & OFFCPU_TASK_INTERRUPTIBLE)
+    return OFFCPU_STATE_S;
+  return OFFCPU_STATE_T;
+}
+
+/* Per-CPU counters of the switch hook, for the progress line and the
+ * per-state totals (one lookup per charged wait). */
+struct offcpu_charged {
+  __u64 waits;
+  __u64 state_ns[OFFCPU_STATE_NR];
+};
+
+/* What woke a wait (--wakers): the waking task with its stacks, or the
+ * interrupt that did (kernel frames up to the interrupt entry only). Kept
+ * in the wakers map under a 64-bit hash of its fields, like stacks. */
+#define OFFCPU_WAKER_NONE 0ULL      /* not asked for */
+#define OFFCPU_WAKER_UNSEEN 1ULL    /* no wakeup seen: timeout lost, seeded */
+#define OFFCPU_WAKER_PREEMPTED 2ULL /* runnable all along: nobody woke it */
+#define OFFCPU_WAKER_LOST 3ULL      /* the wakers map was full */
+#define OFFCPU_WAKER_TOO_SHORT 4ULL /* shorter than -m at wakeup: not taken */
+#define OFFCPU_WAKER_STILL_WAITING 5ULL /* not woken when tracing ended */
+#define OFFCPU_WAKER_FIRST_ID 16ULL     /* real ids are at least this */
+
+#define OFFCPU_WAKER_TASK 0u
+#define OFFCPU_WAKER_INTERRUPT 1u
+
+struct offcpu_waker {
+  __u32 pid;
+  __u32 tgid;
+  __u64 user_stack;
+  __u64 kernel_stack;
+  __u32 kind; /* OFFCPU_WAKER_TASK or _INTERRUPT */
+  __u32 pad;
+  char comm[OFFCPU_COMM_LEN];
+};
+
 /* Where a task's current off-CPU wait began (task storage or hash map). */
 struct offcpu_start {
   __u64 start_ns;
   __u64 user_stack;   /* id in the stacks map, taken at switch-out */
   __u64 kernel_stack; /* only when kernel stacks are taken at switch-out */
+  __u64 wake_ns;      /* when it was woken (--wakers, --runqueue); 0: not */
+  __u64 waker;        /* id in the wakers map, or OFFCPU_WAKER_* */
   /* The kernel's count of the task's switch-ins (sched_info.pcount) when
    * the wait began: a switch-in sched_switch did not report moves it. */
   __u64 pcount;
@@ -109,20 +174,26 @@ struct offcpu_new_stack {
   __u64 user_stack;
 };
 
-/* Aggregation key: one per (process, thread, name, stacks). */
+/* Aggregation key: one per (process, thread, name, stacks[, waker]). */
 struct offcpu_key {
   __u32 tgid;
   __u32 pid;
   __u64 user_stack;
   __u64 kernel_stack;
-  __u32 flags; /* OFFCPU_KSTACK_* */
+  __u64 waker; /* --wakers: id in the wakers map or OFFCPU_WAKER_* */
+  __u32 flags; /* OFFCPU_KSTACK_*, state class with --show-state */
   __u32 pad;
   char comm[OFFCPU_COMM_LEN];
 };
 
+/* offcpu_key.flags: the state class (+1) in bits 8-11 with --show-state. */
+#define OFFCPU_KEY_STATE_SHIFT 8
+#define OFFCPU_KEY_STATE_MASK 0xf00u
+
 struct offcpu_value {
   __u64 total_ns;
   __u64 count;
+  __u64 runq_ns; /* --runqueue: the part spent runnable, waiting for a CPU */
 };
 
 /* A stored stack: frames leaf first, as the kernel returns them. */

@@ -3,6 +3,7 @@
 #include <sys/stat.h>
 
 #include <CLI/CLI.hpp>
+#include <cctype>
 #include <cerrno>
 #include <cmath>
 #include <cstdlib>
@@ -28,15 +29,42 @@ double parse_duration(const std::string &text) {
   return v;
 }
 
-int64_t parse_state(const std::string &text) {
-  char *end = nullptr;
-  errno = 0;
-  long long v = std::strtoll(text.c_str(), &end, 0);
-  if (text.empty() || errno != 0 || *end != '\0' || v < 0 || v > 0xffffffffLL)
-    throw usage_error("--state takes a task-state bitmask such as 2 or 0x402, "
-                      "got '" +
-                      text + "'");
-  return v;
+// --state: BCC's numeric bitmask (as it is), or state classes by name,
+// exact: R preempted, S sleeping, D uninterruptible but not idle, I idle
+// (TASK_IDLE), T stopped/traced/other; "D,S" for several.
+void parse_state(const std::string &text, OffcpuConfig &o) {
+  if (!text.empty() && std::isdigit(static_cast<unsigned char>(text[0]))) {
+    char *end = nullptr;
+    errno = 0;
+    long long v = std::strtoll(text.c_str(), &end, 0);
+    if (errno != 0 || *end != '\0' || v < 0 || v > 0xffffffffLL)
+      throw usage_error("--state takes a task-state bitmask such as 2 or "
+                        "0x402, or state names such as D,S; got '" +
+                        text + "'");
+    o.state = v;
+    return;
+  }
+  static const char letters[] = "RSDIT"; // offcpu_state_class order
+  uint32_t classes = 0;
+  size_t start = 0;
+  for (;;) {
+    size_t comma = text.find(',', start);
+    std::string item = text.substr(start, comma - start);
+    const char *at =
+        item.size() == 1
+            ? std::strchr(letters,
+                          std::toupper(static_cast<unsigned char>(item[0])))
+            : nullptr;
+    if (!at || !*at)
+      throw usage_error("--state names are R (preempted), S (sleeping), D "
+                        "(uninterruptible), I (idle), T (stopped); got '" +
+                        item + "'");
+    classes |= 1u << (at - letters);
+    if (comma == std::string::npos)
+      break;
+    start = comma + 1;
+  }
+  o.state_classes = classes;
 }
 
 std::vector<uint32_t> parse_id_list(const std::vector<std::string> &args,
@@ -260,9 +288,21 @@ void setup_profile(CLI::App &app, ProfileOptions &o, ProfileArgs &a) {
       ->check(CLI::Range(uint64_t{1}, uint64_t{UINT64_MAX}))
       ->group("Filters");
   app.add_option("--state", a.state,
-                 "only waits that began in this task state: a bitmask (2 = "
-                 "uninterruptible, 0x402 = idle), or 0 for preempted")
+                 "only waits that began in these states: names R (preempted), "
+                 "S, D (uninterruptible, not idle), I (idle), T, e.g. D,S; or "
+                 "BCC's bitmask (2, 0x402; 0 = preempted)")
       ->group("Filters");
+  app.add_flag("--show-state", o.show_state,
+               "a frame with the state each wait began in: [S], [D]...")
+      ->group("Output");
+  app.add_flag("--wakers", o.wakers,
+               "who woke each wait: the waker's stacks after a '--' frame, "
+               "as BCC's offwaketime, or [timer], [interrupt]...")
+      ->group("Output");
+  app.add_flag("--runqueue", o.runqueue,
+               "split each wait into time blocked and time runnable, waiting "
+               "for a CPU ([runqueue] leaf frame)")
+      ->group("Output");
 
   auto *us = app.add_flag("-U,--user-stacks-only", o.user_stacks_only,
                           "show user stacks only")
@@ -401,7 +441,7 @@ void finish_profile(ProfileOptions &o, ProfileArgs &a,
   if (!a.duration.empty())
     o.duration_s = parse_duration(a.duration);
   if (!a.state.empty())
-    o.state = parse_state(a.state);
+    parse_state(a.state, o);
   if (o.min_block_us > o.max_block_us)
     throw usage_error("--min-block-time must not exceed --max-block-time");
   o.loader = a.loader == "light"    ? Loader::Light

@@ -48,6 +48,7 @@ void offcpu_light_set_sizes(struct offcpu_light *l,
   l->skel->maps.stacks.max_entries = sizes->stacks;
   l->skel->maps.counts.max_entries = sizes->counts;
   l->skel->maps.starts_hash.max_entries = sizes->starts_hash;
+  l->skel->maps.wakers.max_entries = sizes->wakers;
 }
 
 int offcpu_light_load(struct offcpu_light *l) {
@@ -58,6 +59,7 @@ int offcpu_light_load(struct offcpu_light *l) {
 void offcpu_light_get_fds(struct offcpu_light *l,
                           struct offcpu_light_fds *fds) {
   fds->switch_btf = l->skel->progs.offcpu_switch_btf.prog_fd;
+  fds->waking_btf = l->skel->progs.offcpu_waking_btf.prog_fd;
   fds->seed_open = l->skel->progs.offcpu_seed_open.prog_fd;
   fds->seed_stacks = l->skel->progs.offcpu_seed_stacks.prog_fd;
   fds->flush = l->skel->progs.offcpu_flush.prog_fd;
@@ -67,4 +69,5 @@ void offcpu_light_get_fds(struct offcpu_light *l,
   fds->new_processes = l->skel->maps.new_processes.map_fd;
   fds->filter_tgids = l->skel->maps.filter_tgids.map_fd;
   fds->filter_tids = l->skel->maps.filter_tids.map_fd;
+  fds->wakers = l->skel->maps.wakers.map_fd;
 }

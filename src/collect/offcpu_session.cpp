@@ -49,11 +49,16 @@ void set_rodata(Rodata *ro, const OffcpuConfig &o, const OffcpuPlan &p) {
   ro->max_block_ns =
       o.max_block_us >= UINT64_MAX / 1000 ? UINT64_MAX : o.max_block_us * 1000;
   ro->state_filter = o.state ? *o.state : -1;
+  ro->state_classes = o.state_classes;
+  ro->show_state = o.show_state;
+  ro->want_wakers = o.wakers;
+  ro->split_runqueue = o.runqueue;
   ro->has_prev_state_arg = p.prev_state_arg;
   ro->kstack_at_switch_in = p.kstack_at_switch_in;
   ro->kwalk_orc = p.kstack_at_switch_in;
-  if (p.kstack_at_switch_in)
-    ro->ktext = p.kernel_text;
+  ro->ktext = p.kernel_text; // zero where unknown: no ORC walk, no irq test
+  ro->irqentry_start = p.kernel_text.irqentry_start;
+  ro->irqentry_end = p.kernel_text.irqentry_end;
   if (o.kernel_unwind_limit)
     ro->kwalk_limit = o.kernel_unwind_limit;
   ro->kwalk_verify = o.verify_kernel_unwind;
@@ -75,6 +80,8 @@ offcpu_map_sizes map_sizes(const OffcpuConfig &o, const OffcpuPlan &p) {
   s.counts = o.max_entries;
   // One in-flight wait per blocked thread; sized for large hosts.
   s.starts_hash = p.task_storage ? 1u : 262144u;
+  // Distinct wakers (thread, stacks): as many as stacks, at most.
+  s.wakers = o.wakers ? o.stack_storage_size : 1u;
   return s;
 }
 
@@ -90,10 +97,14 @@ int try_load(offcpu_bpf *skel, const OffcpuConfig &o, const OffcpuPlan &p) {
   bpf_map__set_max_entries(skel->maps.stacks, sizes.stacks);
   bpf_map__set_max_entries(skel->maps.counts, sizes.counts);
   bpf_map__set_max_entries(skel->maps.starts_hash, sizes.starts_hash);
+  bpf_map__set_max_entries(skel->maps.wakers, sizes.wakers);
   bpf_map__set_autocreate(skel->maps.new_processes, p.announce_processes);
   bpf_map__set_autocreate(skel->maps.starts_task, p.task_storage);
   bpf_program__set_autoload(skel->progs.offcpu_switch_btf, p.tp_btf);
   bpf_program__set_autoload(skel->progs.offcpu_switch_raw, !p.tp_btf);
+  const bool waking = o.wakers || o.runqueue;
+  bpf_program__set_autoload(skel->progs.offcpu_waking_btf, waking && p.tp_btf);
+  bpf_program__set_autoload(skel->progs.offcpu_waking_raw, waking && !p.tp_btf);
   bpf_program__set_autoload(skel->progs.offcpu_seed_open, p.seed_open_waits);
   bpf_program__set_autoload(skel->progs.offcpu_seed_stacks, p.seed_user_stacks);
   bpf_program__set_autoload(skel->progs.offcpu_flush, p.flush_open_waits);
@@ -142,6 +153,8 @@ void OffcpuSession::take(std::unique_ptr<offcpu_bpf, SkelDeleter> skel) {
   };
   h_.switch_prog = fd(plan_.tp_btf ? skel_->progs.offcpu_switch_btf
                                    : skel_->progs.offcpu_switch_raw);
+  h_.waking_prog = fd(plan_.tp_btf ? skel_->progs.offcpu_waking_btf
+                                   : skel_->progs.offcpu_waking_raw);
   h_.seed_open = fd(skel_->progs.offcpu_seed_open);
   h_.seed_stacks = fd(skel_->progs.offcpu_seed_stacks);
   h_.flush = fd(skel_->progs.offcpu_flush);
@@ -152,6 +165,7 @@ void OffcpuSession::take(std::unique_ptr<offcpu_bpf, SkelDeleter> skel) {
       plan_.announce_processes ? bpf_map__fd(skel_->maps.new_processes) : -1;
   h_.filter_tgids = bpf_map__fd(skel_->maps.filter_tgids);
   h_.filter_tids = bpf_map__fd(skel_->maps.filter_tids);
+  h_.wakers = bpf_map__fd(skel_->maps.wakers);
   h_.bss = skel_->bss;
 }
 
@@ -165,6 +179,7 @@ bool OffcpuSession::take(std::unique_ptr<offcpu_light, LightDeleter> light) {
   offcpu_light_fds fds{};
   offcpu_light_get_fds(l, &fds);
   h_.switch_prog = fds.switch_btf;
+  h_.waking_prog = fds.waking_btf;
   h_.seed_open = fds.seed_open;
   h_.seed_stacks = fds.seed_stacks;
   h_.flush = fds.flush;
@@ -174,6 +189,7 @@ bool OffcpuSession::take(std::unique_ptr<offcpu_light, LightDeleter> light) {
   h_.new_processes = fds.new_processes;
   h_.filter_tgids = fds.filter_tgids;
   h_.filter_tids = fds.filter_tids;
+  h_.wakers = fds.wakers;
   return true;
 }
 
@@ -184,6 +200,7 @@ OffcpuSession::load(const OffcpuConfig &opts,
     throw runtime_error("no way to attach to sched_switch on this kernel "
                         "(needs BTF-enabled or raw tracepoints)");
   auto loaded = [&](std::unique_ptr<OffcpuSession> s, const char *loader) {
+    s->waking_ = opts.wakers || opts.runqueue;
     fill_id_set(s->h_.filter_tgids, opts.pids);
     fill_id_set(s->h_.filter_tids, opts.tids);
     if (verbose)
@@ -233,6 +250,14 @@ OffcpuSession::load(const OffcpuConfig &opts,
 }
 
 void OffcpuSession::attach(double duration_s) {
+  // Wakeups first: every wait the switch hook opens can then be woken.
+  if (waking_) {
+    waking_link_.reset(bpf_raw_tracepoint_open(
+        plan_.tp_btf ? nullptr : "sched_waking", h_.waking_prog));
+    if (!waking_link_)
+      throw runtime_error("cannot attach to sched_waking: " +
+                          errno_text(errno));
+  }
   switch_link_.reset(bpf_raw_tracepoint_open(
       plan_.tp_btf ? nullptr : "sched_switch", h_.switch_prog));
   if (!switch_link_)
@@ -254,8 +279,6 @@ void OffcpuSession::attach(double duration_s) {
               errno_text(err).c_str());
   }
 }
-
-namespace {} // namespace
 
 std::vector<uint64_t> OffcpuSession::read_stack(uint64_t id) const {
   StackTable table;
@@ -299,24 +322,37 @@ void OffcpuSession::stop() {
       usleep(20000);
     flush();
     switch_link_.reset();
+    waking_link_.reset();
   } else {
     // Detaching waits for programs in flight, so the flush cannot race with
     // a switch-in charging the same wait.
     switch_link_.reset();
+    waking_link_.reset();
     flush();
   }
 }
 
+// The per-CPU counters of charged waits, summed.
+offcpu_charged OffcpuSession::charged() const {
+  offcpu_charged sum{};
+  int ncpus = libbpf_num_possible_cpus();
+  if (ncpus <= 0)
+    return sum;
+  std::vector<offcpu_charged> per_cpu(static_cast<size_t>(ncpus));
+  uint32_t zero = 0;
+  if (bpf_map_lookup_elem(h_.waits_charged, &zero, per_cpu.data()) != 0)
+    return sum;
+  for (const offcpu_charged &c : per_cpu) {
+    sum.waits += c.waits;
+    for (int i = 0; i < OFFCPU_STATE_NR; i++)
+      sum.state_ns[i] += c.state_ns[i];
+  }
+  return sum;
+}
+
 OffcpuSession::Progress OffcpuSession::progress() const {
   Progress p;
-  int ncpus = libbpf_num_possible_cpus();
-  if (ncpus > 0) {
-    std::vector<uint64_t> per_cpu(static_cast<size_t>(ncpus));
-    uint32_t zero = 0;
-    if (bpf_map_lookup_elem(h_.waits_charged, &zero, per_cpu.data()) == 0)
-      for (uint64_t n : per_cpu)
-        p.waits += n;
-  }
+  p.waits = charged().waits;
   p.keys = map_keys<offcpu_key>(h_.counts).size();
   return p;
 }
@@ -341,10 +377,22 @@ RawProfile OffcpuSession::drain() const {
       out.counts.emplace_back(key, val);
   }
 
+  offcpu_charged sums = charged();
+  std::copy(std::begin(sums.state_ns), std::end(sums.state_ns),
+            out.state_ns.begin());
+
   std::vector<uint64_t> ids;
   for (const auto &kv : out.counts) {
     ids.push_back(kv.first.user_stack);
     ids.push_back(kv.first.kernel_stack);
+    uint64_t w = kv.first.waker;
+    offcpu_waker waker{};
+    if (w >= OFFCPU_WAKER_FIRST_ID && !out.wakers.count(w) &&
+        bpf_map_lookup_elem(h_.wakers, &w, &waker) == 0) {
+      out.wakers.emplace(w, waker);
+      ids.push_back(waker.user_stack);
+      ids.push_back(waker.kernel_stack);
+    }
   }
   read_stacks(h_.stacks, ids, out.stacks);
   return out;

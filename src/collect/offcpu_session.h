@@ -62,8 +62,10 @@ public:
 
   // What the session uses once loaded, from either skeleton.
   struct Handles {
-    int switch_prog = -1, seed_open = -1, seed_stacks = -1, flush = -1;
+    int switch_prog = -1, waking_prog = -1, seed_open = -1, seed_stacks = -1,
+        flush = -1;
     int stacks = -1, counts = -1, waits_charged = -1, new_processes = -1;
+    int wakers = -1;
     int filter_tgids = -1, filter_tids = -1;
     void *bss = nullptr; // the object's .bss, mapped
   };
@@ -73,6 +75,7 @@ public:
     uint64_t keys = 0;  // distinct thread/stack pairs
   };
   Progress progress() const;
+  offcpu_charged charged() const;
 
 private:
   struct SkelDeleter {
@@ -91,6 +94,8 @@ private:
   OffcpuPlan plan_;
   bool verbose_;
   UniqueFd switch_link_; // closing it detaches
+  UniqueFd waking_link_; // --wakers, --runqueue
+  bool waking_ = false;  // the sched_waking hook is wanted
   std::unique_ptr<Announcements> announcements_;
   uint64_t start_ns_ = 0;
   uint64_t planned_stop_ns_ = 0;

@@ -44,6 +44,10 @@ struct RawProfile {
   // Switch-ins the kernel did not report, whose waits were ended from its
   // scheduler accounting (see end_unseen_wait in bpf/offcpu.bpf.c).
   uint64_t unseen_switch_ins = 0;
+  // Off-CPU time by the state class the waits began in.
+  std::array<uint64_t, OFFCPU_STATE_NR> state_ns{};
+  // --wakers: the wakers the keys refer to (their stacks are in `stacks`).
+  std::unordered_map<uint64_t, offcpu_waker> wakers;
   uint64_t window_ns = 0;
 };
 

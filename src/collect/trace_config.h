@@ -24,7 +24,11 @@ struct OffcpuConfig {
   bool kernel_stacks_only = false;
   uint64_t min_block_us = 1;
   uint64_t max_block_us = UINT64_MAX;
-  std::optional<int64_t> state; // BCC --state
+  std::optional<int64_t> state; // BCC --state: a bitmask
+  uint32_t state_classes = 0;   // --state by name: offcpu_state_class bits
+  bool show_state = false;      // --show-state: a [S]/[D]... frame
+  bool wakers = false;          // --wakers: who woke each wait
+  bool runqueue = false;        // --runqueue: blocked vs runnable time
   uint32_t stack_storage_size = 16384;
   uint32_t max_stack_depth = 127;
   uint32_t max_entries = 65536;      // distinct (thread, stack) keys
@@ -43,6 +47,7 @@ struct RwsemConfig {
   uint32_t max_stack_depth = 127;
   uint32_t max_entries = 65536;
   RwsemAttach attach = RwsemAttach::Auto;
+  bool wakers = false; // --wakers: the holder's release path
 };
 
 } // namespace offcpu

@@ -1,8 +1,10 @@
 // The one place that decides how a sample's frames line up, root first:
 //   thread; [Missed User Stack] or user frames; delimiter (-d, when both
-//   parts exist); [Missed Kernel Stack] or kernel frames.
+//   parts exist); [Missed Kernel Stack] or kernel frames; the state it
+//   waited in ([D], --show-state); then, with --wakers, "--" and the
+//   waker's part leaf first, its comm last (BCC offwaketime's layout).
 // Every format (folded, text, SVG, pprof) draws this sequence; a new part
-// of a sample (a waker stack, a run-queue leaf) is added here once.
+// of a sample is added here once.
 #pragma once
 
 #include <vector>
@@ -16,5 +18,18 @@ struct LayoutOptions {
 };
 
 std::vector<Frame> lay_out(const Sample &s, const LayoutOptions &opts);
+
+// A sample as the stacks a flame graph draws: itself, or with --runqueue
+// its blocked part and its run-queue part, the latter with its own
+// [runqueue] leaf frame (before the waker's part); totals unchanged.
+struct LaidOutPart {
+  std::vector<Frame> frames;
+  uint64_t ns = 0;
+};
+std::vector<LaidOutPart> lay_out_parts(const Sample &s,
+                                       const LayoutOptions &opts);
+
+// The name a waker kind is shown as where it has no frames of its own.
+const char *waker_marker(Waker::Kind kind);
 
 } // namespace offcpu

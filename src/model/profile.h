@@ -12,11 +12,14 @@
 namespace offcpu {
 
 enum class FrameKind {
-  User,      // user-space code (a function, or [module] when unnamed)
-  Kernel,    // kernel code
-  Thread,    // the root of a laid-out stack: the thread's comm
-  Marker,    // a stack that could not be taken: [Missed User Stack]...
-  Delimiter, // between the user and the kernel part (-d)
+  User,           // user-space code (a function, or [module] when unnamed)
+  Kernel,         // kernel code
+  Thread,         // the root of a laid-out stack: the thread's comm
+  Marker,         // a stack that could not be taken: [Missed User Stack]...
+  Delimiter,      // between the user and the kernel part (-d)
+  Annotation,     // about the wait, not code: [D], [runqueue]
+  WakerDelimiter, // "--": the waker's part begins (--wakers)
+  Waker,          // a frame of the waker's part (its stacks, its comm)
 };
 
 // Where a frame's code lives: a file, [kernel.kallsyms], [perf-map]...
@@ -40,7 +43,27 @@ struct LockWait {
   std::string lock;  // "mmap_lock", a kernel symbol, or an address
 };
 
-// One (thread, user stack, kernel stack) with its total time.
+// Who woke a wait (--wakers).
+struct Waker {
+  enum class Kind {
+    Task,      // a task: its stacks and comm
+    Timer,     // a timer expired (a timeout, a sleep)
+    Interrupt, // another interrupt: its kernel frames
+    Unseen,    // no wakeup was seen (it began before tracing, or was lost)
+    Preempted, // runnable all along: nobody had to wake it
+    TooShort,  // shorter than -m when woken: not recorded
+    Lost,      // the wakers map was full
+    Waiting,   // still waiting when tracing ended
+  };
+  Kind kind = Kind::Unseen;
+  uint32_t tgid = 0;
+  uint32_t tid = 0;
+  std::string comm;
+  std::vector<Frame> user;   // root first
+  std::vector<Frame> kernel; // root first
+};
+
+// One (thread, user stack, kernel stack[, waker]) with its total time.
 struct Sample {
   uint32_t tgid = 0;
   uint32_t tid = 0;
@@ -52,6 +75,9 @@ struct Sample {
   bool kernel_nosched = false; // kernel stack lacks the __sched frames
   uint64_t total_ns = 0;
   uint64_t count = 0;
+  uint64_t runq_ns = 0; // --runqueue: the part spent runnable, in total_ns
+  char state = 0;       // --show-state: R, S, D, I or T
+  std::optional<Waker> waker;
   std::optional<LockWait> lock;
 };
 
@@ -66,7 +92,11 @@ struct Profile {
   std::vector<Module> modules;
   int64_t time_nanos = 0; // wall clock when tracing started
   int64_t duration_nanos = 0;
-  std::string comment; // what was traced, for pprof
+  std::string comment;   // what was traced, for pprof
+  bool runqueue = false; // samples carry runq_ns (--runqueue)
+  // Off-CPU time by the state waits began in (R, S, D, I, T); empty where
+  // not measured.
+  std::vector<uint64_t> state_ns;
 
   // The index of the module with this path (added on first use; the first
   // build id given for a path stays).

@@ -24,7 +24,7 @@ constexpr int kBottom = 24;
 // real stack, and a file of ';' must not exhaust our own stack.
 constexpr size_t kMaxFrames = 1024;
 
-enum class Kind { User, Kernel, Comm, Marker };
+enum class Kind { User, Kernel, Comm, Marker, Waker };
 
 struct Node {
   std::string name;
@@ -41,7 +41,11 @@ Kind kind_of(FrameKind k) {
     return Kind::Comm;
   case FrameKind::Marker:
   case FrameKind::Delimiter:
+  case FrameKind::Annotation:
+  case FrameKind::WakerDelimiter:
     return Kind::Marker;
+  case FrameKind::Waker:
+    return Kind::Waker;
   case FrameKind::User:
     break;
   }
@@ -70,6 +74,10 @@ std::string color(const Node &n) {
     break;
   case Kind::Marker:
     r = g = b = 190 + static_cast<int>(v * 30);
+    break;
+  case Kind::Waker: // the waker's part (--wakers): warm, apart from blues
+    r = 220 + static_cast<int>(v * 30), g = 150 + static_cast<int>(v * 50),
+    b = 80 + static_cast<int>(v * 40);
     break;
   default:
     r = 80 + static_cast<int>(v * 60), g = 130 + static_cast<int>(v * 60),
@@ -252,11 +260,13 @@ std::vector<FlameStack> flame_stacks(const Profile &profile, bool delimited) {
   std::vector<FlameStack> out;
   out.reserve(profile.samples.size());
   for (const Sample &s : profile.samples) {
-    FlameStack f;
-    f.value = static_cast<double>(s.total_ns) / 1000.0;
-    for (Frame &frame : lay_out(s, LayoutOptions{delimited}))
-      f.frames.push_back({folded_safe(frame.name), frame.kind});
-    out.push_back(std::move(f));
+    for (LaidOutPart &part : lay_out_parts(s, LayoutOptions{delimited})) {
+      FlameStack f;
+      f.value = static_cast<double>(part.ns) / 1000.0;
+      for (Frame &frame : part.frames)
+        f.frames.push_back({folded_safe(frame.name), frame.kind});
+      out.push_back(std::move(f));
+    }
   }
   return out;
 }

@@ -52,13 +52,15 @@ std::string folded_safe(const std::string &name) {
 std::string render_folded(const Profile &profile, bool delimited) {
   std::map<std::string, uint64_t> ns_by_line;
   for (const Sample &s : profile.samples) {
-    std::string line;
-    for (const Frame &f : lay_out(s, LayoutOptions{delimited})) {
-      if (!line.empty())
-        line += ';';
-      line += folded_safe(f.name);
+    for (const LaidOutPart &part : lay_out_parts(s, LayoutOptions{delimited})) {
+      std::string line;
+      for (const Frame &f : part.frames) {
+        if (!line.empty())
+          line += ';';
+        line += folded_safe(f.name);
+      }
+      ns_by_line[line] += part.ns;
     }
-    ns_by_line[line] += s.total_ns;
   }
   std::vector<std::pair<uint64_t, const std::string *>> lines;
   for (const auto &[line, ns] : ns_by_line) {

@@ -83,6 +83,7 @@ private:
 // Modules that are not the profile's: where markers and threads "live".
 const Module kMissed{"[missed]", ""};
 const Module kThread{"[thread]", ""};
+const Module kAnnotation{"[annotation]", ""};
 
 class ProfileBuilder {
 public:
@@ -132,10 +133,14 @@ public:
     return id;
   }
 
-  void sample(const std::vector<uint64_t> &locs, const Sample &s) {
+  void sample(const std::vector<uint64_t> &locs, const Sample &s,
+              bool runqueue) {
     ProtoWriter w;
     w.packed_field(field::kLocationId, locs);
-    w.packed_field(field::kValue, {s.count, s.total_ns});
+    if (runqueue)
+      w.packed_field(field::kValue, {s.count, s.total_ns, s.runq_ns});
+    else
+      w.packed_field(field::kValue, {s.count, s.total_ns});
     auto label = [&](const std::string &key, const std::string *text,
                      uint64_t num) {
       ProtoWriter l;
@@ -149,6 +154,13 @@ public:
     label("pid", nullptr, s.tgid);
     label("tid", nullptr, s.tid);
     label("comm", &s.comm, 0);
+    if (s.waker && s.waker->kind == Waker::Kind::Task) {
+      label("waker_comm", &s.waker->comm, 0);
+      label("waker_tid", nullptr, s.waker->tid);
+    } else if (s.waker) {
+      const std::string kind = waker_marker(s.waker->kind);
+      label("waker", &kind, 0);
+    }
     sample_msgs_.push_back(w.data());
   }
 
@@ -165,6 +177,8 @@ public:
     };
     p.bytes_field(field::kSampleType, value_type(count_type, "count"));
     p.bytes_field(field::kSampleType, value_type(time_type, "nanoseconds"));
+    if (profile.runqueue)
+      p.bytes_field(field::kSampleType, value_type("runqueue", "nanoseconds"));
     for (const auto &m : sample_msgs_)
       p.bytes_field(field::kSample, m);
     for (const auto &m : mapping_msgs_)
@@ -225,6 +239,13 @@ const Module *module_of(const Profile &p, const Frame &f) {
   case FrameKind::Marker:
   case FrameKind::Delimiter:
     return &kMissed;
+  case FrameKind::Annotation:
+  case FrameKind::WakerDelimiter:
+    return &kAnnotation;
+  case FrameKind::Waker:
+    if (f.module >= p.modules.size())
+      return &kThread; // the waker's comm, or its marker
+    return &p.modules[f.module];
   default:
     return f.module < p.modules.size() ? &p.modules[f.module] : nullptr;
   }
@@ -244,7 +265,7 @@ std::string encode_pprof(const Profile &profile) {
     std::vector<uint64_t> locs;
     for (auto it = frames.rbegin(); it != frames.rend(); ++it)
       locs.push_back(b.location(it->name, module_of(profile, *it)));
-    b.sample(locs, s);
+    b.sample(locs, s, profile.runqueue);
   }
   return b.finish(profile);
 }

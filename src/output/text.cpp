@@ -1,6 +1,8 @@
 #include "output/text.h"
 
 #include <algorithm>
+#include <cinttypes>
+#include <cstdio>
 
 #include "model/layout.h"
 
@@ -39,33 +41,93 @@ std::string thread_line(const Sample &s) {
   return line + "\n";
 }
 
-std::string totals_line(const Sample &s) {
+std::string totals_line(const Sample &s, bool runqueue) {
   const char *waits = s.count == 1 ? " wait" : " waits";
-  if (!s.lock)
-    return "        " + us(s.total_ns) + " in " + std::to_string(s.count) +
-           waits + "\n";
-  uint64_t avg = s.count ? s.total_ns / s.count : 0;
-  return "        " + std::to_string(s.count) + waits + ", total " +
-         us(s.total_ns) + ", max " + us(s.lock->max_ns) + ", avg " + us(avg) +
-         "\n";
+  if (s.lock) {
+    uint64_t avg = s.count ? s.total_ns / s.count : 0;
+    return "        " + std::to_string(s.count) + waits + ", total " +
+           us(s.total_ns) + ", max " + us(s.lock->max_ns) + ", avg " + us(avg) +
+           "\n";
+  }
+  std::string line =
+      "        " + us(s.total_ns) + " in " + std::to_string(s.count) + waits;
+  if (runqueue) {
+    uint64_t runq = std::min(s.runq_ns, s.total_ns);
+    line +=
+        ": " + us(s.total_ns - runq) + " blocked, " + us(runq) + " runnable";
+  }
+  return line + "\n";
+}
+
+// The waker's part, leaf first as laid out, its comm (or marker) last.
+std::string waker_lines(const Sample &s, const std::vector<Frame> &part) {
+  std::string out = "    --\n";
+  for (size_t i = 0; i + 1 < part.size(); i++)
+    out += "    " + part[i].name + "\n";
+  if (s.waker->kind == Waker::Kind::Task)
+    out += "    -                " + s.waker->comm + " (" +
+           std::to_string(s.waker->tid) + ")\n";
+  else if (!part.empty())
+    out += "    " + part.back().name + "\n";
+  return out;
+}
+
+std::string entry(const Sample &s, bool delimited, bool runqueue) {
+  std::vector<Frame> frames = lay_out(s, LayoutOptions{delimited});
+  auto waker = std::find_if(frames.begin(), frames.end(), [](const Frame &f) {
+    return f.kind == FrameKind::WakerDelimiter;
+  });
+  std::string out;
+  // The waiting thread leaf first; the thread itself gets its own line.
+  for (auto it = std::make_reverse_iterator(waker); it != frames.rend(); ++it) {
+    if (it->kind == FrameKind::Thread)
+      continue;
+    out += it->kind == FrameKind::Delimiter ? "    --\n"
+                                            : "    " + it->name + "\n";
+  }
+  out += thread_line(s);
+  if (s.waker && waker != frames.end())
+    out += waker_lines(s, std::vector<Frame>(waker + 1, frames.end()));
+  return out + totals_line(s, runqueue) + "\n";
+}
+
+// The state classes of offcpu_state_class, in its order.
+struct StateName {
+  const char *letter, *meaning;
+};
+constexpr StateName kStates[] = {
+    {"R", "preempted (runnable)"},       {"S", "sleeping (interruptible)"},
+    {"D", "uninterruptible (not idle)"}, {"I", "idle (TASK_IDLE)"},
+    {"T", "stopped, traced or other"},
+};
+
+std::string state_summary(const std::vector<uint64_t> &state_ns) {
+  uint64_t total = 0;
+  for (uint64_t ns : state_ns)
+    total += ns;
+  if (total == 0)
+    return {};
+  std::string out = "Off-CPU time by the state each wait began in:\n";
+  for (size_t i = 0; i < state_ns.size() && i < std::size(kStates); i++) {
+    if (!state_ns[i])
+      continue;
+    char line[128];
+    snprintf(line, sizeof(line), "    %s  %-28s %14" PRIu64 " us  %5.1f%%\n",
+             kStates[i].letter, kStates[i].meaning, (state_ns[i] + 500) / 1000,
+             100.0 * static_cast<double>(state_ns[i]) /
+                 static_cast<double>(total));
+    out += line;
+  }
+  return out;
 }
 
 } // namespace
 
 std::string render_text(const Profile &profile, bool delimited) {
   std::string out;
-  for (const Sample *s : report_order(profile)) {
-    std::vector<Frame> frames = lay_out(*s, LayoutOptions{delimited});
-    // Leaf first; the thread (the root) gets its own line below.
-    for (auto it = frames.rbegin(); it != frames.rend(); ++it) {
-      if (it->kind == FrameKind::Thread)
-        continue;
-      out += it->kind == FrameKind::Delimiter ? "    --\n"
-                                              : "    " + it->name + "\n";
-    }
-    out += thread_line(*s) + totals_line(*s) + "\n";
-  }
-  return out;
+  for (const Sample *s : report_order(profile))
+    out += entry(*s, delimited, profile.runqueue);
+  return out + state_summary(profile.state_ns);
 }
 
 } // namespace offcpu

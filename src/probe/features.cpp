@@ -132,7 +132,8 @@ std::vector<OffcpuPlan> offcpu_plans(const KernelFeatures &f,
     // switch-out: bpf_get_task_stack() could walk later too, but it drops
     // the __sched frames (schedule, mutex_lock, down_write...).
     p.kstack_at_switch_in = orc && unwind != KernelUnwind::SwitchOut;
-    if (p.kstack_at_switch_in)
+    // Also where wakeups come from interrupts (--wakers).
+    if (f.kernel_text)
       p.kernel_text = *f.kernel_text;
     p.seed_open_waits = f.task_iter && f.get_task_stack;
     p.seed_user_stacks = p.seed_open_waits && f.user_walk_other_task;

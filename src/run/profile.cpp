@@ -142,8 +142,12 @@ void collect(OffcpuSession &session, const ProfileOptions &opts,
 Profile build_profile(const RawProfile &raw, Symbolizer &symbolizer,
                       const ProfileOptions &opts, int64_t wall_start) {
   std::string fallback;
-  symbolizer.set_kernel_symbols(kernel_symbols_for(
-      kernel_addresses(raw.counts, raw.stacks), {}, system_files(), &fallback));
+  std::vector<uint64_t> addrs = kernel_addresses(raw.counts, raw.stacks);
+  for (const auto &[id, waker] : raw.wakers) // --wakers: theirs too
+    if (auto it = raw.stacks.find(waker.kernel_stack); it != raw.stacks.end())
+      addrs.insert(addrs.end(), it->second.begin(), it->second.end());
+  symbolizer.set_kernel_symbols(
+      kernel_symbols_for(addrs, {}, system_files(), &fallback));
   if (!fallback.empty() && opts.verbose)
     note("kernel frames named from /proc/kallsyms: " + fallback);
   if (symbolizer.kernel_symbols().addresses_hidden())
@@ -155,6 +159,8 @@ Profile build_profile(const RawProfile &raw, Symbolizer &symbolizer,
   p.duration_nanos = static_cast<int64_t>(raw.window_ns);
   p.comment =
       "offcpu " OFFCPU_VERSION ": off-CPU time of " + target_description(opts);
+  p.runqueue = opts.runqueue;
+  p.state_ns.assign(raw.state_ns.begin(), raw.state_ns.end());
   add_offcpu_samples(p, raw, symbolizer,
                      {!opts.kernel_stacks_only, !opts.user_stacks_only});
   return p;

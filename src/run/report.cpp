@@ -24,6 +24,10 @@ std::string describe_losses(const std::array<uint64_t, OFFCPU_LOST_NR> &lost,
        "user stacks could not be walked (shown as [Missed User Stack])");
   line(lost[OFFCPU_LOST_KERNEL_STACK_WALK],
        "kernel stacks could not be walked (shown as [Missed Kernel Stack])");
+  line(lost[OFFCPU_LOST_WAKER_STORE],
+       "wakers lost: too many distinct wakers ([waker lost]); raise "
+       "--stack-storage-size (now " +
+           std::to_string(stack_storage_size) + ")");
   line(lost[OFFCPU_LOST_ANNOUNCE],
        "new stacks announced late (announcement ring full): a process that "
        "exited before blocking on the same stack again may show [unknown]");

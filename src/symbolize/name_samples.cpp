@@ -105,6 +105,82 @@ bool extends(const Sample &full, const Sample &part) {
              [](const Frame &x, const Frame &y) { return x.name == y.name; });
 }
 
+// The letter of a state class (offcpu_state_class), 0 for none.
+char state_letter(uint32_t key_flags) {
+  uint32_t cls = (key_flags & OFFCPU_KEY_STATE_MASK) >> OFFCPU_KEY_STATE_SHIFT;
+  static const char letters[] = "RSDIT";
+  return cls >= 1 && cls <= OFFCPU_STATE_NR ? letters[cls - 1] : 0;
+}
+
+bool has_frame(const std::vector<Frame> &frames, const char *name) {
+  return std::any_of(frames.begin(), frames.end(),
+                     [name](const Frame &f) { return f.name == name; });
+}
+
+// Interrupt entry frames, for kernels where the BPF side could not cut the
+// waker's stack there (it did not know where entry code is).
+bool is_interrupt_entry(const std::string &name) {
+  return name.rfind("asm_sysvec_", 0) == 0 ||
+         name.rfind("asm_common_interrupt", 0) == 0 ||
+         name.rfind("sysvec_", 0) == 0 ||
+         name.rfind("common_interrupt", 0) == 0;
+}
+
+Waker::Kind marker_kind(uint64_t id) {
+  switch (id) {
+  case OFFCPU_WAKER_PREEMPTED:
+    return Waker::Kind::Preempted;
+  case OFFCPU_WAKER_TOO_SHORT:
+    return Waker::Kind::TooShort;
+  case OFFCPU_WAKER_LOST:
+    return Waker::Kind::Lost;
+  case OFFCPU_WAKER_STILL_WAITING:
+    return Waker::Kind::Waiting;
+  default:
+    return Waker::Kind::Unseen;
+  }
+}
+
+// The waker of a key: a task with its stacks, or an interrupt, told apart
+// from a timer by the function that did the wakeup.
+Waker name_waker(Profile &p, uint64_t id, const RawProfile &raw,
+                 Symbolizer &sym, StackSelection show) {
+  Waker w;
+  auto it = raw.wakers.find(id);
+  if (id < OFFCPU_WAKER_FIRST_ID || it == raw.wakers.end()) {
+    w.kind = id < OFFCPU_WAKER_FIRST_ID ? marker_kind(id) : Waker::Kind::Lost;
+    return w;
+  }
+  const offcpu_waker &rw = it->second;
+  const auto *kips = find_stack(raw.stacks, rw.kernel_stack);
+  if (show.kernel && kips)
+    w.kernel = kernel_frames(p, *kips, sym);
+  auto entry =
+      std::find_if(w.kernel.begin(), w.kernel.end(),
+                   [](const Frame &f) { return is_interrupt_entry(f.name); });
+  bool interrupt = rw.kind == OFFCPU_WAKER_INTERRUPT || entry != w.kernel.end();
+  if (interrupt) {
+    // Root first: what lies below the entry is the task it interrupted.
+    if (entry != w.kernel.end())
+      w.kernel.erase(w.kernel.begin(), entry);
+    bool timer = has_frame(w.kernel, "hrtimer_wakeup") ||
+                 has_frame(w.kernel, "process_timeout");
+    w.kind = timer ? Waker::Kind::Timer : Waker::Kind::Interrupt;
+    if (timer)
+      w.kernel.clear();
+    return w;
+  }
+  w.kind = Waker::Kind::Task;
+  w.tgid = rw.tgid;
+  w.tid = rw.pid;
+  w.comm = valid_utf8({rw.comm, strnlen(rw.comm, sizeof(rw.comm))});
+  if (show.user && rw.user_stack != OFFCPU_NO_STACK) {
+    if (const auto *uips = find_stack(raw.stacks, rw.user_stack))
+      w.user = user_frames(p, rw.tgid, rw.user_stack, *uips, sym);
+  }
+  return w;
+}
+
 // Every user stack first, so perf maps are scanned once for all of them.
 template <typename Key, typename Value>
 void expect_user_stacks(const std::vector<std::pair<Key, Value>> &keys,
@@ -171,7 +247,11 @@ void add_offcpu_samples(Profile &profile, const RawProfile &raw,
                     key.user_stack, key.kernel_stack, raw.stacks, sym, show);
     s.total_ns = val.total_ns;
     s.count = val.count;
+    s.runq_ns = val.runq_ns;
     s.kernel_nosched = key.flags & OFFCPU_KSTACK_NOSCHED;
+    s.state = state_letter(key.flags);
+    if (key.waker != OFFCPU_WAKER_NONE)
+      s.waker = name_waker(profile, key.waker, raw, sym, show);
     samples.push_back(std::move(s));
   }
   merge_partial_kernel_stacks(samples);

@@ -1,0 +1,248 @@
+// Why waits lasted: who woke them (--wakers), how long they then waited for
+// a CPU (--runqueue, checked against the kernel's own run_delay), and the
+// state they waited in (--state by name, --show-state, the per-state
+// totals). Workloads with known wakers and known states.
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <regex>
+#include <sstream>
+
+#include "support/folded_parse.h"
+#include "support/process.h"
+
+namespace offcpu {
+namespace {
+
+class Wakeups : public ::testing::Test {
+protected:
+  void SetUp() override {
+    if (geteuid() != 0)
+      GTEST_SKIP() << "integration tests load BPF programs: run as root";
+  }
+  static test::RunResult offcpu(std::vector<std::string> args) {
+    args.insert(args.begin(), OFFCPU_BIN);
+    auto r = test::run(args, 60);
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    return r;
+  }
+};
+
+// "ready PID [TID]" from a workload.
+std::vector<int> wait_ready(test::Subprocess &p) {
+  auto line = p.read_line(20);
+  if (!line || line->rfind("ready ", 0) != 0)
+    throw std::runtime_error("workload did not start");
+  std::istringstream in(line->substr(6));
+  std::vector<int> ids;
+  for (int id; in >> id;)
+    ids.push_back(id);
+  return ids;
+}
+
+// The heaviest line of a comm whose frames include `frame`.
+const test::FoldedLine *heaviest(const std::vector<test::FoldedLine> &lines,
+                                 const std::string &comm,
+                                 const std::string &frame) {
+  const test::FoldedLine *best = nullptr;
+  for (const auto &l : lines)
+    if (l.frames[0] == comm && test::frame_index(l, frame) >= 0 &&
+        (!best || l.value > best->value))
+      best = &l;
+  return best;
+}
+
+// The part of a folded line after "--": the waker, leaf first, comm last.
+std::vector<std::string> waker_part(const test::FoldedLine &l) {
+  int at = test::frame_index(l, "--");
+  if (at < 0)
+    return {};
+  return {l.frames.begin() + at + 1, l.frames.end()};
+}
+
+bool contains(const std::vector<std::string> &v, const std::string &s) {
+  return std::find(v.begin(), v.end(), s) != v.end();
+}
+
+TEST_F(Wakeups, WakersNameTheThreadAndThePathThatWoke) {
+  test::Subprocess w({WORKLOAD_BLOCKER, "--no-spinner"});
+  int pid = wait_ready(w)[0];
+  test::sleep_seconds(0.3);
+  auto lines = test::parse_folded(
+      offcpu({"-p", std::to_string(pid), "--wakers", "-f", "2"}).out);
+
+  // The pipe reader was woken by the writer thread, from its write.
+  const auto *pipe = heaviest(lines, "piperd", "block_in_pipe_read");
+  ASSERT_NE(pipe, nullptr);
+  auto waker = waker_part(*pipe);
+  ASSERT_FALSE(waker.empty()) << pipe->text;
+  EXPECT_EQ(waker.back(), "pipewr") << pipe->text;
+  EXPECT_TRUE(contains(waker, "pipe_writer_main")) << pipe->text;
+  EXPECT_TRUE(contains(waker, "try_to_wake_up")) << pipe->text;
+  EXPECT_GT(pipe->value, 1500000u) << "most of the 2 s";
+
+  // The mutex waiter was woken by the holder's unlock (futex wake).
+  const auto *mutex = heaviest(lines, "mutexw", "wait_for_contended_mutex");
+  ASSERT_NE(mutex, nullptr);
+  waker = waker_part(*mutex);
+  ASSERT_FALSE(waker.empty()) << mutex->text;
+  EXPECT_EQ(waker.back(), "mutexh") << mutex->text;
+  EXPECT_TRUE(contains(waker, "futex_wake")) << mutex->text;
+
+  // A timed sleep ends by a timer, not by a thread.
+  const auto *sleep = heaviest(lines, "sleeper", "block_in_nanosleep");
+  ASSERT_NE(sleep, nullptr);
+  EXPECT_EQ(waker_part(*sleep), std::vector<std::string>{"[timer]"})
+      << sleep->text;
+  // A thread blocked for the whole window was never woken.
+  const auto *stuck = heaviest(lines, "stuck", "block_forever_in_read");
+  ASSERT_NE(stuck, nullptr);
+  EXPECT_EQ(waker_part(*stuck), std::vector<std::string>{"[still waiting]"})
+      << stuck->text;
+}
+
+TEST_F(Wakeups, TextAndPprofCarryTheWaker) {
+  test::Subprocess w({WORKLOAD_BLOCKER, "--no-spinner"});
+  int pid = wait_ready(w)[0];
+  test::sleep_seconds(0.3);
+  char dir[] = "/tmp/offcpu-wakers-XXXXXX";
+  ASSERT_NE(mkdtemp(dir), nullptr);
+  std::string pb = std::string(dir) + "/w.pb.gz";
+  auto r = offcpu({"-p", std::to_string(pid), "--wakers", "--runqueue", "-o",
+                   pb, "-o", std::string(dir) + "/w.txt", "2"});
+  std::string text =
+      test::run({"/bin/cat", std::string(dir) + "/w.txt"}, 10).out;
+  // The reader's entry: its stack, itself, "--", the writer's stack and it.
+  std::regex entry("block_in_pipe_read\n(.*\n)*?    -  +piperd \\([0-9]+\\)\n"
+                   "    --\n(.*\n)*?.*pipe_writer_main\n(.*\n)*?"
+                   "    -  +pipewr \\([0-9]+\\)\n +[0-9]+ us in [0-9]+ waits?: "
+                   "[0-9]+ us blocked, [0-9]+ us runnable\n");
+  EXPECT_TRUE(std::regex_search(text, entry)) << text;
+  if (access("/usr/bin/go", X_OK) == 0) {
+    auto raw = test::run({"/usr/bin/go", "tool", "pprof", "-raw", pb}, 60);
+    EXPECT_NE(raw.out.find("runqueue/nanoseconds"), std::string::npos)
+        << raw.out.substr(0, 2000);
+    EXPECT_NE(raw.out.find("waker_comm:[pipewr]"), std::string::npos)
+        << raw.out.substr(0, 4000);
+  }
+  test::run({"/bin/rm", "-rf", dir}, 10);
+}
+
+// The victim's run_delay, interpolated at time t from the workload's
+// samples of /proc/self/task/TID/schedstat.
+double run_delay_at(const std::vector<std::pair<double, double>> &samples,
+                    double t) {
+  for (size_t i = 1; i < samples.size(); i++) {
+    if (samples[i].first < t)
+      continue;
+    auto [t0, d0] = samples[i - 1];
+    auto [t1, d1] = samples[i];
+    return d0 + (d1 - d0) * (t - t0) / (t1 - t0);
+  }
+  return samples.empty() ? 0 : samples.back().second;
+}
+
+// A thread woken every 2 ms on a CPU that two hogs keep busy: offcpu's
+// run-queue time for it agrees with the kernel's run_delay over the same
+// window, within 10%.
+TEST_F(Wakeups, RunQueueTimeAgreesWithTheKernelsRunDelay) {
+  test::Subprocess w({WORKLOAD_WAITS, "runq"});
+  wait_ready(w);
+  test::sleep_seconds(0.3);
+  auto r = offcpu(
+      {"-v", "-q", "-p", std::to_string(w.pid()), "--runqueue", "-f", "3"});
+  std::smatch m;
+  ASSERT_TRUE(std::regex_search(r.err, m,
+                                std::regex("window: ([0-9]+) to ([0-9]+) ns")))
+      << r.err;
+  double from = std::stod(m[1]), to = std::stod(m[2]);
+  test::sleep_seconds(0.1);
+  w.signal(SIGUSR1);
+  std::vector<std::pair<double, double>> samples;
+  for (;;) {
+    auto line = w.read_line(20);
+    ASSERT_TRUE(line);
+    if (*line == "end")
+      break;
+    std::istringstream in(*line);
+    double t, d;
+    in >> t >> d;
+    samples.emplace_back(t, d);
+  }
+  double kernel_us =
+      (run_delay_at(samples, to) - run_delay_at(samples, from)) / 1000;
+  uint64_t ours_us = 0, total_us = 0;
+  for (const auto &l : test::parse_folded(r.out)) {
+    if (l.frames[0] != "victim")
+      continue;
+    total_us += l.value;
+    if (l.frames.back() == "[runqueue]")
+      ours_us += l.value;
+  }
+  ASSERT_GT(kernel_us, 100000) << "the victim waited for the CPU";
+  EXPECT_NEAR(static_cast<double>(ours_us), kernel_us, kernel_us * 0.10)
+      << "offcpu " << ours_us << " us, kernel run_delay " << kernel_us << " us";
+  EXPECT_NEAR(static_cast<double>(total_us), 3e6, 3e6 * 0.05)
+      << "blocked and runnable add up to the window";
+}
+
+// An idle kworker: waiting in worker_thread itself (in TASK_IDLE), not in
+// work it runs.
+bool idle_kworker(const test::FoldedLine &l) {
+  int at = test::frame_index(l, "worker_thread");
+  return l.frames[0].rfind("kworker", 0) == 0 && at >= 0 &&
+         at + 1 < static_cast<int>(l.frames.size()) &&
+         l.frames[at + 1] == "schedule";
+}
+
+// --state D: uninterruptible waits, but not TASK_IDLE ones (idle kworkers
+// wait in TASK_IDLE, which has the uninterruptible bit); BCC's numeric
+// --state 2 keeps its meaning and matches both.
+TEST_F(Wakeups, StateDMeansUninterruptibleButNotIdle) {
+  test::Subprocess w({WORKLOAD_WAITS, "vfork"});
+  wait_ready(w);
+  auto named = test::parse_folded(offcpu({"--state", "D", "-f", "2"}).out);
+  bool vfork = false, kworker = false;
+  for (const auto &l : named) {
+    vfork |=
+        l.frames[0] == "vforker" && test::frame_index(l, "wait_in_vfork") >= 0;
+    kworker |= idle_kworker(l);
+  }
+  EXPECT_TRUE(vfork) << "the vfork parent waits in D state";
+  EXPECT_FALSE(kworker) << "idle kworkers are I, not D";
+
+  auto numeric = test::parse_folded(offcpu({"--state", "2", "-f", "2"}).out);
+  bool idle = false;
+  for (const auto &l : numeric)
+    idle |= idle_kworker(l);
+  EXPECT_TRUE(idle) << "BCC's bitmask 2 includes TASK_IDLE (0x402)";
+}
+
+TEST_F(Wakeups, ShowStateFramesAndPerStateTotals) {
+  test::Subprocess w({WORKLOAD_WAITS, "vfork"});
+  int pid = wait_ready(w)[0];
+  auto folded = test::parse_folded(
+      offcpu({"-p", std::to_string(pid), "--show-state", "-f", "2"}).out);
+  const auto *line = heaviest(folded, "vforker", "wait_in_vfork");
+  ASSERT_NE(line, nullptr);
+  EXPECT_EQ(line->frames.back(), "[D]") << line->text;
+
+  auto text = offcpu({"-p", std::to_string(pid), "2"}).out;
+  std::smatch m;
+  ASSERT_TRUE(std::regex_search(
+      text, m,
+      std::regex("by the state each wait began in:\n(    [RSDIT] .*\n)+")))
+      << text;
+  EXPECT_NE(m.str().find("    D  uninterruptible"), std::string::npos)
+      << m.str();
+}
+
+TEST_F(Wakeups, StateNamesAreChecked) {
+  auto r = test::run({OFFCPU_BIN, "--state", "D,X", "1"}, 10);
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("--state names"), std::string::npos) << r.err;
+}
+
+} // namespace
+} // namespace offcpu
