@@ -37,8 +37,13 @@ const volatile bool want_user_stacks = true;
 const volatile bool want_kernel_stacks = true;
 const volatile bool user_fp_walk = true;
 const volatile __u64 min_wait_ns = 0;
+/* --wakers: the holder's release path that woke each waiter. */
+const volatile bool want_wakers = false;
 
 ID_SET_MAP(filter_tgids);
+
+/* After the knobs it reads (want_user_stacks, user_fp_walk). */
+#include "waker.bpf.h"
 
 /* Start times keyed by thread id: a thread waits for one lock at a time. */
 struct {
@@ -131,6 +136,8 @@ static __always_inline void wait_end(void) {
   __u64 now = bpf_ktime_get_ns();
   __u64 delta = now > rec->start_ns ? now - rec->start_ns : 0;
   struct rwsem_key key = rwsem_key_of(rec, pid);
+  if (want_wakers && !key.waker)
+    key.waker = OFFCPU_WAKER_UNSEEN;
   bpf_map_delete_elem(&starts, &pid);
   if (delta < min_wait_ns)
     return;
@@ -144,6 +151,17 @@ static __always_inline void wait_end(void) {
   __sync_fetch_and_add(&val->count, 1);
   if (delta > val->max_ns) /* racy by design: a max, not a sum */
     val->max_ns = delta;
+}
+
+/* A waiter being woken (--wakers): the first wakeup of its wait names the
+ * waker, normally the holder releasing the lock (up_write, up_read). */
+SEC("tp_btf/sched_waking")
+int BPF_PROG(rwsem_waking, struct task_struct *p) {
+  __u32 pid = p->pid;
+  struct rwsem_start *rec = bpf_map_lookup_elem(&starts, &pid);
+  if (rec && !rec->waker)
+    rec->waker = take_waker(ctx);
+  return 0;
 }
 
 /* ---- lock:contention_begin/end (5.19+) ---- */

@@ -216,6 +216,7 @@ struct rwsem_start {
   __u64 lock;
   __u64 user_stack;
   __u64 kernel_stack;
+  __u64 waker; /* --wakers: the first wakeup's waker (offcpu_waker id) */
   __u32 tgid;
   __u32 flags;
   char comm[OFFCPU_COMM_LEN];
@@ -227,6 +228,7 @@ struct rwsem_key {
   __u64 user_stack;
   __u64 kernel_stack;
   __u64 lock;
+  __u64 waker; /* --wakers: id in the wakers map or OFFCPU_WAKER_* */
   __u32 flags;
   __u32 pad;
   char comm[OFFCPU_COMM_LEN];
@@ -250,6 +252,7 @@ rwsem_key_of(const struct rwsem_start *s, __u32 pid) {
   k.user_stack = s->user_stack;
   k.kernel_stack = s->kernel_stack;
   k.lock = s->lock;
+  k.waker = s->waker;
   k.flags = s->flags;
   __builtin_memcpy(k.comm, s->comm, sizeof(k.comm));
   return k;

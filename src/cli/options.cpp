@@ -360,6 +360,9 @@ CLI::App *setup_rwsem(CLI::App &app, RwsemOptions &r, RwsemArgs &a) {
   add_id_list(rw, "-p,--pid", a.pids,
               "trace these processes; comma separated or repeated", "PID");
   rw->add_flag("--read", r.include_read, "also trace read-side waits");
+  rw->add_flag("--wakers", r.wakers,
+               "who woke each waiter: the holder's release path (up_write, "
+               "up_read) after a '--' frame");
   rw->add_option("-i,--interval", r.interval_s,
                  "print and clear every this many seconds; 0: once at the end "
                  "(default 5)")

@@ -381,19 +381,13 @@ RawProfile OffcpuSession::drain() const {
   std::copy(std::begin(sums.state_ns), std::end(sums.state_ns),
             out.state_ns.begin());
 
-  std::vector<uint64_t> ids;
+  std::vector<uint64_t> ids, waker_ids;
   for (const auto &kv : out.counts) {
     ids.push_back(kv.first.user_stack);
     ids.push_back(kv.first.kernel_stack);
-    uint64_t w = kv.first.waker;
-    offcpu_waker waker{};
-    if (w >= OFFCPU_WAKER_FIRST_ID && !out.wakers.count(w) &&
-        bpf_map_lookup_elem(h_.wakers, &w, &waker) == 0) {
-      out.wakers.emplace(w, waker);
-      ids.push_back(waker.user_stack);
-      ids.push_back(waker.kernel_stack);
-    }
+    waker_ids.push_back(kv.first.waker);
   }
+  read_wakers(h_.wakers, waker_ids, out.wakers, ids);
   read_stacks(h_.stacks, ids, out.stacks);
   return out;
 }

@@ -19,4 +19,18 @@ void read_stacks(int stacks_map_fd, const std::vector<uint64_t> &ids,
   }
 }
 
+void read_wakers(int wakers_map_fd, const std::vector<uint64_t> &ids,
+                 std::unordered_map<uint64_t, offcpu_waker> &out,
+                 std::vector<uint64_t> &stack_ids) {
+  for (uint64_t id : ids) {
+    offcpu_waker w{};
+    if (id < OFFCPU_WAKER_FIRST_ID || out.count(id) ||
+        bpf_map_lookup_elem(wakers_map_fd, &id, &w) != 0)
+      continue;
+    out.emplace(id, w);
+    stack_ids.push_back(w.user_stack);
+    stack_ids.push_back(w.kernel_stack);
+  }
+}
+
 } // namespace offcpu

@@ -56,6 +56,13 @@ struct RawLockWaits {
   std::vector<std::pair<rwsem_key, rwsem_value>> waits;
   StackTable stacks;
   std::array<uint64_t, OFFCPU_LOST_NR> lost{};
+  std::unordered_map<uint64_t, offcpu_waker> wakers; // --wakers
 };
+
+// Reads the wakers `ids` refer to from a wakers map into `out`, and the
+// ids of their stacks into `stack_ids`.
+void read_wakers(int wakers_map_fd, const std::vector<uint64_t> &ids,
+                 std::unordered_map<uint64_t, offcpu_waker> &out,
+                 std::vector<uint64_t> &stack_ids);
 
 } // namespace offcpu

@@ -28,11 +28,15 @@ int try_load(rwsem_bpf *skel, const RwsemConfig &o, const RwsemPlan &p,
   ro->use_bpf_loop = p.bpf_loop;
   ro->min_wait_ns = min_wait_ns;
   ro->stack_depth = o.max_stack_depth;
+  ro->want_wakers = o.wakers;
 
   bpf_map__set_max_entries(skel->maps.filter_tgids,
                            std::max<uint32_t>(1, o.pids.size()));
   bpf_map__set_max_entries(skel->maps.stacks, o.stack_storage_size);
   bpf_map__set_max_entries(skel->maps.waits, o.max_entries);
+  bpf_map__set_max_entries(skel->maps.wakers,
+                           o.wakers ? o.stack_storage_size : 1);
+  bpf_program__set_autoload(skel->progs.rwsem_waking, o.wakers);
 
   auto &pr = skel->progs;
   bool fentry = p.mechanism == RwsemAttach::Fentry;
@@ -111,6 +115,7 @@ RwsemSession::load(const RwsemConfig &opts, const std::vector<RwsemPlan> &plans,
       fill_id_set(skel->maps.filter_tgids, opts.pids);
       auto session = std::unique_ptr<RwsemSession>(
           new RwsemSession(std::move(skel), plan, floor));
+      session->wakers_ = opts.wakers;
       try {
         session->attach();
       } catch (const FatalError &e) {
@@ -194,6 +199,8 @@ void RwsemSession::attach() {
   default:
     break;
   }
+  if (bpf_program__autoload(p.rwsem_waking))
+    attach_one(p.rwsem_waking, "sched_waking");
   attached_ns_ = monotonic_ns();
 }
 
@@ -228,11 +235,13 @@ RawLockWaits RwsemSession::drain() {
   }
   for (int i = 0; i < OFFCPU_LOST_NR; i++)
     out.lost[i] = skel_->bss->lost[i];
-  std::vector<uint64_t> ids;
+  std::vector<uint64_t> ids, waker_ids;
   for (const auto &kv : out.waits) {
     ids.push_back(kv.first.user_stack);
     ids.push_back(kv.first.kernel_stack);
+    waker_ids.push_back(kv.first.waker);
   }
+  read_wakers(bpf_map__fd(skel_->maps.wakers), waker_ids, out.wakers, ids);
   read_stacks(bpf_map__fd(skel_->maps.stacks), ids, out.stacks);
   return out;
 }
@@ -245,7 +254,7 @@ RawLockWaits RwsemSession::stop_and_drain() {
   // Waits still open: the thread is blocked on the lock right now. Charge
   // them up to the end, or the worst one would vanish from the report.
   int fd = bpf_map__fd(skel_->maps.starts);
-  std::vector<uint64_t> ids;
+  std::vector<uint64_t> ids, waker_ids;
   for (uint32_t tid : map_keys<uint32_t>(fd)) {
     rwsem_start rec{};
     if (bpf_map_lookup_elem(fd, &tid, &rec) != 0 || rec.start_ns >= now)
@@ -253,11 +262,15 @@ RawLockWaits RwsemSession::stop_and_drain() {
     uint64_t delta = now - rec.start_ns;
     if (delta < min_wait_ns_)
       continue;
-    out.waits.emplace_back(rwsem_key_of(&rec, tid),
-                           rwsem_value{delta, 1, delta});
+    rwsem_key key = rwsem_key_of(&rec, tid);
+    if (wakers_ && !key.waker)
+      key.waker = OFFCPU_WAKER_STILL_WAITING;
+    out.waits.emplace_back(key, rwsem_value{delta, 1, delta});
     ids.push_back(rec.user_stack);
     ids.push_back(rec.kernel_stack);
+    waker_ids.push_back(key.waker);
   }
+  read_wakers(bpf_map__fd(skel_->maps.wakers), waker_ids, out.wakers, ids);
   read_stacks(bpf_map__fd(skel_->maps.stacks), ids, out.stacks);
   return out;
 }

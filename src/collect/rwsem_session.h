@@ -54,6 +54,7 @@ private:
   std::unique_ptr<rwsem_bpf, SkelDeleter> skel_;
   RwsemPlan plan_;
   uint64_t min_wait_ns_;
+  bool wakers_ = false; // --wakers: waits still open get [still waiting]
   std::vector<BpfLink> links_;
   std::unique_ptr<Announcements> announcements_;
   uint64_t attached_ns_ = 0;

@@ -108,10 +108,13 @@ void name_kernel(const RawLockWaits &raw, Symbolizer &sym, bool &on_kallsyms,
   for (const auto &kv : raw.waits)
     if (!(kv.first.flags & RWSEM_LOCK_IS_MMAP))
       locks.push_back(kv.first.lock);
+  std::vector<uint64_t> addrs = kernel_addresses(raw.waits, raw.stacks);
+  for (const auto &[id, waker] : raw.wakers) // --wakers: theirs too
+    if (auto it = raw.stacks.find(waker.kernel_stack); it != raw.stacks.end())
+      addrs.insert(addrs.end(), it->second.begin(), it->second.end());
   std::string fallback;
   sym.set_kernel_symbols(
-      kernel_symbols_for(kernel_addresses(raw.waits, raw.stacks), locks,
-                         system_files(), &fallback));
+      kernel_symbols_for(addrs, locks, system_files(), &fallback));
   if (fallback.empty())
     return;
   on_kallsyms = true;

@@ -143,16 +143,18 @@ Waker::Kind marker_kind(uint64_t id) {
 
 // The waker of a key: a task with its stacks, or an interrupt, told apart
 // from a timer by the function that did the wakeup.
-Waker name_waker(Profile &p, uint64_t id, const RawProfile &raw,
-                 Symbolizer &sym, StackSelection show) {
+Waker name_waker(Profile &p, uint64_t id,
+                 const std::unordered_map<uint64_t, offcpu_waker> &wakers,
+                 const StackTable &stacks, Symbolizer &sym,
+                 StackSelection show) {
   Waker w;
-  auto it = raw.wakers.find(id);
-  if (id < OFFCPU_WAKER_FIRST_ID || it == raw.wakers.end()) {
+  auto it = wakers.find(id);
+  if (id < OFFCPU_WAKER_FIRST_ID || it == wakers.end()) {
     w.kind = id < OFFCPU_WAKER_FIRST_ID ? marker_kind(id) : Waker::Kind::Lost;
     return w;
   }
   const offcpu_waker &rw = it->second;
-  const auto *kips = find_stack(raw.stacks, rw.kernel_stack);
+  const auto *kips = find_stack(stacks, rw.kernel_stack);
   if (show.kernel && kips)
     w.kernel = kernel_frames(p, *kips, sym);
   auto entry =
@@ -175,7 +177,7 @@ Waker name_waker(Profile &p, uint64_t id, const RawProfile &raw,
   w.tid = rw.pid;
   w.comm = valid_utf8({rw.comm, strnlen(rw.comm, sizeof(rw.comm))});
   if (show.user && rw.user_stack != OFFCPU_NO_STACK) {
-    if (const auto *uips = find_stack(raw.stacks, rw.user_stack))
+    if (const auto *uips = find_stack(stacks, rw.user_stack))
       w.user = user_frames(p, rw.tgid, rw.user_stack, *uips, sym);
   }
   return w;
@@ -251,7 +253,8 @@ void add_offcpu_samples(Profile &profile, const RawProfile &raw,
     s.kernel_nosched = key.flags & OFFCPU_KSTACK_NOSCHED;
     s.state = state_letter(key.flags);
     if (key.waker != OFFCPU_WAKER_NONE)
-      s.waker = name_waker(profile, key.waker, raw, sym, show);
+      s.waker =
+          name_waker(profile, key.waker, raw.wakers, raw.stacks, sym, show);
     samples.push_back(std::move(s));
   }
   merge_partial_kernel_stacks(samples);
@@ -272,6 +275,9 @@ void add_lock_waits(Profile &profile, const RawLockWaits &raw, Symbolizer &sym,
     s.lock = LockWait{
         val.max_ns, (key.flags & RWSEM_WAIT_WRITE) != 0,
         valid_utf8(describe_lock(key.lock, key.flags, sym.kernel_symbols()))};
+    if (key.waker != OFFCPU_WAKER_NONE)
+      s.waker =
+          name_waker(profile, key.waker, raw.wakers, raw.stacks, sym, show);
     profile.samples.push_back(std::move(s));
   }
 }

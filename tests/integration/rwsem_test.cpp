@@ -3,6 +3,8 @@
 // same code under another name must not show up; the total must agree with
 // an independent bpftrace measurement on the same tracepoints.
 #include <gtest/gtest.h>
+
+#include <algorithm>
 #include <signal.h>
 #include <sys/mount.h>
 #include <unistd.h>
@@ -240,6 +242,33 @@ TEST_F(Rwsem, ProcessesThatExitBeforeTheReportKeepTheirNames) {
     named |= l.frames[0] == "churn_gone" && has_frame(l, "churn_mappings");
   EXPECT_TRUE(named) << r.out;
   EXPECT_EQ(r.out.find("[unknown]"), std::string::npos) << r.out;
+}
+
+// --wakers: a waiter was woken by a holder releasing the lock.
+TEST_F(Rwsem, WakersShowTheHoldersReleasePath) {
+  Churn traced(WORKLOAD_MMAP_CHURN);
+  auto r =
+      test::run({OFFCPU_BIN, "rwsem", "mmap_churn", "--wakers", "-f", "2"}, 60);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  uint64_t total = 0, released = 0;
+  for (const auto &l : test::parse_folded(r.out)) {
+    if (l.frames[0] != "mmap_churn")
+      continue;
+    total += l.value;
+    int sep = test::frame_index(l, "--");
+    bool up = sep > 0 && (test::frame_index(l, "up_write") > sep ||
+                          test::frame_index(l, "up_read") > sep);
+    // rwsem_wake may carry a compiler suffix (rwsem_wake.isra.0).
+    bool wake = std::any_of(
+        l.frames.begin() + std::max(sep, 0), l.frames.end(),
+        [](const std::string &f) { return f.rfind("rwsem_wake", 0) == 0; });
+    if (up && wake && l.frames.back() == "mmap_churn")
+      released += l.value;
+  }
+  ASSERT_GT(total, 0u) << r.out;
+  EXPECT_GT(released, total * 8 / 10)
+      << "most waits end by a holder's up_write/up_read:\n"
+      << r.out.substr(0, 3000);
 }
 
 TEST_F(Rwsem, SelectByPid) {
