@@ -38,6 +38,16 @@ const volatile __s64 state_filter = -1; /* < 0: no state filter */
 const volatile __u32 state_classes = 0;
 /* --show-state: the state class is part of the key (an annotation frame). */
 const volatile bool show_state = false;
+/* --children, -- COMMAND: processes forked by traced ones are traced too
+ * (the fork hook adds them to filter_tgids). */
+const volatile bool follow_children = false;
+/* -n NAME: the process name (its main thread's comm), exact. */
+const volatile bool filter_name = false;
+const volatile char target_name[OFFCPU_COMM_LEN] = {};
+/* --cgroup: only tasks in these cgroups (v2) or below; --per-cgroup: the
+ * cgroup is part of the key. */
+const volatile bool filter_cgroup = false;
+const volatile bool key_cgroup = false;
 /* --wakers: who woke each wait; --runqueue: when, to split the wait into
  * blocked and runnable time. Both need the sched_waking hook, attached only
  * then. */
@@ -81,6 +91,47 @@ struct {
 ID_SET_MAP(filter_tgids);
 
 ID_SET_MAP(filter_tids);
+
+/* --cgroup: cgroup v2 ids (u64 -> u8), filled by the loader. */
+struct {
+  __uint(type, BPF_MAP_TYPE_HASH);
+  __uint(max_entries, 1); /* resized by the loader */
+  __type(key, __u64);
+  __type(value, __u8);
+} filter_cgroups SEC(".maps");
+
+/* Cgroups nest at most this deep below a --cgroup for a task to match. */
+#define CGROUP_MAX_DEPTH 16
+
+static __always_inline __u64 task_cgroup_id(struct task_struct *t) {
+  return BPF_CORE_READ(t, cgroups, dfl_cgrp, kn, id);
+}
+
+/* The task's cgroup or one of its ancestors is in filter_cgroups. */
+static __always_inline bool in_filter_cgroups(struct task_struct *t) {
+  struct cgroup *cg = BPF_CORE_READ(t, cgroups, dfl_cgrp);
+  for (int i = 0; i < CGROUP_MAX_DEPTH && cg; i++) {
+    __u64 id = BPF_CORE_READ(cg, kn, id);
+    if (bpf_map_lookup_elem(&filter_cgroups, &id))
+      return true;
+    /* self is the cgroup's first member: its parent css is the parent. */
+    cg = (struct cgroup *)BPF_CORE_READ(cg, self.parent);
+  }
+  return false;
+}
+
+/* The process name is its main thread's comm (threads rename themselves). */
+static __always_inline bool name_matches(struct task_struct *t) {
+  char comm[OFFCPU_COMM_LEN];
+  BPF_CORE_READ_STR_INTO(&comm, t, group_leader, comm);
+  for (int i = 0; i < OFFCPU_COMM_LEN; i++) {
+    if (comm[i] != target_name[i])
+      return false;
+    if (comm[i] == 0)
+      return true;
+  }
+  return true;
+}
 
 struct {
   __uint(type, BPF_MAP_TYPE_TASK_STORAGE);
@@ -130,6 +181,10 @@ static __always_inline bool passes_task_filters(struct task_struct *t,
     if (kernel_threads_only && !kthread)
       return false;
   }
+  if (filter_name && !name_matches(t))
+    return false;
+  if (filter_cgroup && !in_filter_cgroups(t))
+    return false;
   return true;
 }
 
@@ -229,6 +284,7 @@ static __always_inline void end_wait(struct task_struct *t, __u32 pid,
   key.user_stack = rec->user_stack;
   key.kernel_stack = rec->kernel_stack;
   key.flags = rec->flags & OFFCPU_KSTACK_NOSCHED;
+  key.cgroup = rec->cgroup;
   if (show_state)
     key.flags |= (offcpu_state_class(rec->state) + 1) << OFFCPU_KEY_STATE_SHIFT;
   if (want_wakers) {
@@ -365,6 +421,7 @@ static __always_inline void on_switch(void *ctx, struct task_struct *prev,
 
   struct offcpu_start rec = {
       .start_ns = now,
+      .cgroup = key_cgroup ? task_cgroup_id(prev) : 0,
       .pcount = task_pcount(prev),
       .tgid = tgid,
       .state = prev_state,
@@ -418,6 +475,32 @@ int BPF_PROG(offcpu_waking_btf, struct task_struct *p) {
 SEC("raw_tp/sched_waking")
 int BPF_PROG(offcpu_waking_raw, struct task_struct *p) {
   on_waking(ctx, p, false);
+  return 0;
+}
+
+/* ---- Children (--children, -- COMMAND) ---- */
+
+/* A traced process forked a new one: trace it too, from its first
+ * instruction (threads share the tgid and are traced already). */
+static __always_inline void on_fork(__u32 parent_tgid, __u32 child_tgid) {
+  if (parent_tgid == child_tgid ||
+      !bpf_map_lookup_elem(&filter_tgids, &parent_tgid))
+    return;
+  __u8 one = 1;
+  bpf_map_update_elem(&filter_tgids, &child_tgid, &one, BPF_ANY);
+}
+
+SEC("tp_btf/sched_process_fork")
+int BPF_PROG(offcpu_fork_btf, struct task_struct *parent,
+             struct task_struct *child) {
+  on_fork(parent->tgid, child->tgid);
+  return 0;
+}
+
+SEC("raw_tp/sched_process_fork")
+int BPF_PROG(offcpu_fork_raw, struct task_struct *parent,
+             struct task_struct *child) {
+  on_fork(BPF_CORE_READ(parent, tgid), BPF_CORE_READ(child, tgid));
   return 0;
 }
 
@@ -479,6 +562,7 @@ int offcpu_seed_open(struct bpf_iter__task *ctx) {
     start = born;
   struct offcpu_start rec = {
       .start_ns = start,
+      .cgroup = key_cgroup ? task_cgroup_id(task) : 0,
       .pcount = task_pcount(task),
       .tgid = tgid,
       .state = state,

@@ -141,6 +141,7 @@ struct offcpu_waker {
 /* Where a task's current off-CPU wait began (task storage or hash map). */
 struct offcpu_start {
   __u64 start_ns;
+  __u64 cgroup;       /* --per-cgroup: the cgroup it blocked in */
   __u64 user_stack;   /* id in the stacks map, taken at switch-out */
   __u64 kernel_stack; /* only when kernel stacks are taken at switch-out */
   __u64 wake_ns;      /* when it was woken (--wakers, --runqueue); 0: not */
@@ -180,8 +181,9 @@ struct offcpu_key {
   __u32 pid;
   __u64 user_stack;
   __u64 kernel_stack;
-  __u64 waker; /* --wakers: id in the wakers map or OFFCPU_WAKER_* */
-  __u32 flags; /* OFFCPU_KSTACK_*, state class with --show-state */
+  __u64 waker;  /* --wakers: id in the wakers map or OFFCPU_WAKER_* */
+  __u64 cgroup; /* --per-cgroup: the task's cgroup v2 id */
+  __u32 flags;  /* OFFCPU_KSTACK_*, state class with --show-state */
   __u32 pad;
   char comm[OFFCPU_COMM_LEN];
 };

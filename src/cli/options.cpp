@@ -271,6 +271,29 @@ void setup_profile(CLI::App &app, ProfileOptions &o, ProfileArgs &a) {
   add_id_list(&app, "-t,--tid", a.tids,
               "trace these threads; comma separated or repeated", "TID")
       ->group("Filters");
+  app.add_option("-n,--name", o.name,
+                 "trace processes of this name (their main thread's comm, "
+                 "exact), also those that start later")
+      ->group("Filters");
+  app.add_flag("--children", o.follow_children,
+               "also trace the processes the traced ones fork from now on")
+      ->group("Filters");
+  app.add_option("--cgroup", o.cgroup_paths,
+                 "only tasks in this cgroup (v2) or below: a path under "
+                 "/sys/fs/cgroup; repeatable")
+      ->expected(1)
+      ->allow_extra_args(false)
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll)
+      ->type_name("PATH")
+      ->group("Filters");
+  app.add_flag("--per-cgroup", o.per_cgroup,
+               "the cgroup (systemd unit) as the first frame of each stack")
+      ->group("Output");
+  app.add_option("--user", o.user,
+                 "run the command (after --) as this user; default: the user "
+                 "who ran sudo")
+      ->type_name("USER")
+      ->group("Filters");
   auto *uth = app.add_flag("-u,--user-threads-only", o.user_threads_only,
                            "user threads only (no kernel threads)")
                   ->group("Filters");
@@ -458,6 +481,21 @@ void finish_profile(ProfileOptions &o, ProfileArgs &a,
                                     : AttachChoice::Auto;
   check_tasks(o.pids, "PID", exists);
   check_tasks(o.tids, "TID", exists);
+  if (o.name.size() > 15)
+    throw usage_error("process names are at most 15 characters (the kernel's "
+                      "comm), got '" +
+                      o.name + "'");
+  if (!o.command.empty()) {
+    if (!o.pids.empty() || !o.tids.empty() || !o.name.empty())
+      throw usage_error("with a command after --, offcpu traces that command "
+                        "and its children: leave out -p, -t and -n");
+    o.follow_children = true;
+  } else {
+    if (!o.user.empty())
+      throw usage_error("--user is for the command given after --");
+    if (o.follow_children && o.pids.empty())
+      throw usage_error("--children follows the processes of -p PID");
+  }
 }
 
 } // namespace
@@ -465,6 +503,19 @@ void finish_profile(ProfileOptions &o, ProfileArgs &a,
 CommandLine parse_command_line(int argc, const char *const *argv,
                                const TaskExists &exists) {
   CommandLine cl;
+  // offcpu [options] -- COMMAND ARGS...: the command is not ours to parse.
+  std::vector<const char *> ours(argv, argv + argc);
+  for (int i = 1; i < argc; i++) {
+    if (std::strcmp(argv[i], "--") == 0) {
+      cl.profile.command.assign(argv + i + 1, argv + argc);
+      ours.assign(argv, argv + i);
+      if (cl.profile.command.empty())
+        throw usage_error("nothing to run after '--'");
+      break;
+    }
+  }
+  argc = static_cast<int>(ours.size());
+  argv = ours.data();
   CLI::App app{"offcpu: where threads spend their time off CPU, by stack.\n"
                "Traces the whole system unless -p or -t is given, for DURATION "
                "seconds or until Ctrl-C.",
@@ -494,6 +545,8 @@ CommandLine parse_command_line(int argc, const char *const *argv,
     throw usage_error(one_line(e.what()) + " (see offcpu --help)");
   }
 
+  if ((fga->parsed() || rw->parsed()) && !cl.profile.command.empty())
+    throw usage_error("a command after -- is for the main command only");
   if (fga->parsed()) {
     cl.command = Command::Flamegraph;
     finish_flamegraph(cl.flamegraph, flamegraph_args);

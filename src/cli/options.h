@@ -37,6 +37,10 @@ struct OutputOptions {
 
 // The main command: what to trace (OffcpuConfig) and how to report it.
 struct ProfileOptions : OffcpuConfig {
+  // offcpu [options] -- COMMAND ARGS...: run it, trace it and its children.
+  std::vector<std::string> command;
+  std::string user;                      // --user: who the command runs as
+  std::vector<std::string> cgroup_paths; // --cgroup, resolved when run
   OutputOptions output;
   std::optional<double> duration_s; // none: until Ctrl-C
   bool verbose = false;

@@ -32,13 +32,15 @@ int on_new_stack(void *ctx, void *data, size_t size) {
 } // namespace
 
 bool Announcements::wait(uint64_t deadline, const NewStack &new_stack,
-                         const IdleWork &idle) {
+                         const IdleWork &idle, const Finished &finished) {
   ctx_.callback = new_stack;
   ctx_.deadline = deadline;
   if (ring_fd_ >= 0 && !ring_)
     ring_.reset(ring_buffer__new(ring_fd_, on_new_stack, &ctx_, nullptr));
   bool work_left = true;
   while (!stop_requested()) {
+    if (finished && finished())
+      return true;
     uint64_t now = monotonic_ns();
     if (deadline && now >= deadline)
       return false;

@@ -18,14 +18,17 @@ public:
       std::function<void(uint32_t tgid, uint64_t user_stack, uint32_t parent)>;
   // Does deferred work until deadline_ns; true when none is left.
   using IdleWork = std::function<bool(uint64_t deadline_ns)>;
+  // True when the run is over for another reason (the traced command
+  // exited); asked between polls.
+  using Finished = std::function<bool()>;
 
   // `ring_fd` < 0: the kernel announces nothing; waiting is plain sleeping.
   explicit Announcements(int ring_fd) : ring_fd_(ring_fd) {}
 
-  // Until `deadline_ns` (CLOCK_MONOTONIC; 0: none) or a stop request. True
-  // when stopped by a signal.
+  // Until `deadline_ns` (CLOCK_MONOTONIC; 0: none), a stop request or
+  // `finished`. True when stopped by a signal or finished.
   bool wait(uint64_t deadline_ns, const NewStack &new_stack,
-            const IdleWork &idle);
+            const IdleWork &idle, const Finished &finished = {});
 
   // What the ring's callback sees; public for the C callback only.
   struct Context {

@@ -45,6 +45,7 @@ void offcpu_light_set_sizes(struct offcpu_light *l,
                             const struct offcpu_map_sizes *sizes) {
   l->skel->maps.filter_tgids.max_entries = sizes->filter_tgids;
   l->skel->maps.filter_tids.max_entries = sizes->filter_tids;
+  l->skel->maps.filter_cgroups.max_entries = sizes->filter_cgroups;
   l->skel->maps.stacks.max_entries = sizes->stacks;
   l->skel->maps.counts.max_entries = sizes->counts;
   l->skel->maps.starts_hash.max_entries = sizes->starts_hash;
@@ -60,6 +61,7 @@ void offcpu_light_get_fds(struct offcpu_light *l,
                           struct offcpu_light_fds *fds) {
   fds->switch_btf = l->skel->progs.offcpu_switch_btf.prog_fd;
   fds->waking_btf = l->skel->progs.offcpu_waking_btf.prog_fd;
+  fds->fork_btf = l->skel->progs.offcpu_fork_btf.prog_fd;
   fds->seed_open = l->skel->progs.offcpu_seed_open.prog_fd;
   fds->seed_stacks = l->skel->progs.offcpu_seed_stacks.prog_fd;
   fds->flush = l->skel->progs.offcpu_flush.prog_fd;
@@ -70,4 +72,5 @@ void offcpu_light_get_fds(struct offcpu_light *l,
   fds->filter_tgids = l->skel->maps.filter_tgids.map_fd;
   fds->filter_tids = l->skel->maps.filter_tids.map_fd;
   fds->wakers = l->skel->maps.wakers.map_fd;
+  fds->filter_cgroups = l->skel->maps.filter_cgroups.map_fd;
 }

@@ -18,14 +18,15 @@ extern "C" {
 
 /* Sizes of the maps the command line sizes; both loaders take these. */
 struct offcpu_map_sizes {
-  unsigned int filter_tgids, filter_tids, stacks, counts, starts_hash, wakers;
+  unsigned int filter_tgids, filter_tids, filter_cgroups, stacks, counts,
+      starts_hash, wakers;
 };
 
 /* Descriptors of what a session uses once loaded. */
 struct offcpu_light_fds {
-  int switch_btf, waking_btf, seed_open, seed_stacks, flush;
+  int switch_btf, waking_btf, fork_btf, seed_open, seed_stacks, flush;
   int stacks, counts, waits_charged, new_processes, filter_tgids, filter_tids,
-      wakers;
+      filter_cgroups, wakers;
 };
 
 struct offcpu_light;

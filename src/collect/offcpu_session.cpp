@@ -17,6 +17,11 @@
 #include "util/signals.h"
 
 namespace offcpu {
+
+void OffcpuSession::add_process(uint32_t tgid) {
+  fill_id_set(h_.filter_tgids, {tgid});
+}
+
 namespace {
 
 // One line that says why loading failed and what to do about it.
@@ -39,7 +44,8 @@ using Bss = std::remove_pointer_t<decltype(offcpu_bpf::bss)>;
 
 // The knobs, in either skeleton's .rodata (one layout: one object).
 void set_rodata(Rodata *ro, const OffcpuConfig &o, const OffcpuPlan &p) {
-  ro->filter_tgid = !o.pids.empty();
+  // With children followed, processes join the filter while tracing.
+  ro->filter_tgid = !o.pids.empty() || o.follow_children;
   ro->filter_tid = !o.tids.empty();
   ro->user_threads_only = o.user_threads_only;
   ro->kernel_threads_only = o.kernel_threads_only;
@@ -52,6 +58,13 @@ void set_rodata(Rodata *ro, const OffcpuConfig &o, const OffcpuPlan &p) {
   ro->state_classes = o.state_classes;
   ro->show_state = o.show_state;
   ro->want_wakers = o.wakers;
+  ro->follow_children = o.follow_children;
+  ro->filter_name = !o.name.empty();
+  std::memset(const_cast<char *>(ro->target_name), 0, sizeof(ro->target_name));
+  std::memcpy(const_cast<char *>(ro->target_name), o.name.data(),
+              std::min(o.name.size(), sizeof(ro->target_name) - 1));
+  ro->filter_cgroup = !o.cgroup_ids.empty();
+  ro->key_cgroup = o.per_cgroup;
   ro->split_runqueue = o.runqueue;
   ro->has_prev_state_arg = p.prev_state_arg;
   ro->kstack_at_switch_in = p.kstack_at_switch_in;
@@ -74,7 +87,10 @@ void set_rodata(Rodata *ro, const OffcpuConfig &o, const OffcpuPlan &p) {
 // stacks under perf bench sched pipe, and a stack was lost.
 offcpu_map_sizes map_sizes(const OffcpuConfig &o, const OffcpuPlan &p) {
   offcpu_map_sizes s{};
-  s.filter_tgids = std::max<uint32_t>(1, o.pids.size());
+  // Children join the process filter as they are forked.
+  s.filter_tgids =
+      o.follow_children ? 65536u : std::max<uint32_t>(1, o.pids.size());
+  s.filter_cgroups = std::max<uint32_t>(1, o.cgroup_ids.size());
   s.filter_tids = std::max<uint32_t>(1, o.tids.size());
   s.stacks = o.stack_storage_size;
   s.counts = o.max_entries;
@@ -94,6 +110,7 @@ int try_load(offcpu_bpf *skel, const OffcpuConfig &o, const OffcpuPlan &p) {
   const offcpu_map_sizes sizes = map_sizes(o, p);
   bpf_map__set_max_entries(skel->maps.filter_tgids, sizes.filter_tgids);
   bpf_map__set_max_entries(skel->maps.filter_tids, sizes.filter_tids);
+  bpf_map__set_max_entries(skel->maps.filter_cgroups, sizes.filter_cgroups);
   bpf_map__set_max_entries(skel->maps.stacks, sizes.stacks);
   bpf_map__set_max_entries(skel->maps.counts, sizes.counts);
   bpf_map__set_max_entries(skel->maps.starts_hash, sizes.starts_hash);
@@ -105,6 +122,10 @@ int try_load(offcpu_bpf *skel, const OffcpuConfig &o, const OffcpuPlan &p) {
   const bool waking = o.wakers || o.runqueue;
   bpf_program__set_autoload(skel->progs.offcpu_waking_btf, waking && p.tp_btf);
   bpf_program__set_autoload(skel->progs.offcpu_waking_raw, waking && !p.tp_btf);
+  bpf_program__set_autoload(skel->progs.offcpu_fork_btf,
+                            o.follow_children && p.tp_btf);
+  bpf_program__set_autoload(skel->progs.offcpu_fork_raw,
+                            o.follow_children && !p.tp_btf);
   bpf_program__set_autoload(skel->progs.offcpu_seed_open, p.seed_open_waits);
   bpf_program__set_autoload(skel->progs.offcpu_seed_stacks, p.seed_user_stacks);
   bpf_program__set_autoload(skel->progs.offcpu_flush, p.flush_open_waits);
@@ -155,6 +176,8 @@ void OffcpuSession::take(std::unique_ptr<offcpu_bpf, SkelDeleter> skel) {
                                    : skel_->progs.offcpu_switch_raw);
   h_.waking_prog = fd(plan_.tp_btf ? skel_->progs.offcpu_waking_btf
                                    : skel_->progs.offcpu_waking_raw);
+  h_.fork_prog = fd(plan_.tp_btf ? skel_->progs.offcpu_fork_btf
+                                 : skel_->progs.offcpu_fork_raw);
   h_.seed_open = fd(skel_->progs.offcpu_seed_open);
   h_.seed_stacks = fd(skel_->progs.offcpu_seed_stacks);
   h_.flush = fd(skel_->progs.offcpu_flush);
@@ -166,6 +189,7 @@ void OffcpuSession::take(std::unique_ptr<offcpu_bpf, SkelDeleter> skel) {
   h_.filter_tgids = bpf_map__fd(skel_->maps.filter_tgids);
   h_.filter_tids = bpf_map__fd(skel_->maps.filter_tids);
   h_.wakers = bpf_map__fd(skel_->maps.wakers);
+  h_.filter_cgroups = bpf_map__fd(skel_->maps.filter_cgroups);
   h_.bss = skel_->bss;
 }
 
@@ -180,6 +204,7 @@ bool OffcpuSession::take(std::unique_ptr<offcpu_light, LightDeleter> light) {
   offcpu_light_get_fds(l, &fds);
   h_.switch_prog = fds.switch_btf;
   h_.waking_prog = fds.waking_btf;
+  h_.fork_prog = fds.fork_btf;
   h_.seed_open = fds.seed_open;
   h_.seed_stacks = fds.seed_stacks;
   h_.flush = fds.flush;
@@ -190,6 +215,7 @@ bool OffcpuSession::take(std::unique_ptr<offcpu_light, LightDeleter> light) {
   h_.filter_tgids = fds.filter_tgids;
   h_.filter_tids = fds.filter_tids;
   h_.wakers = fds.wakers;
+  h_.filter_cgroups = fds.filter_cgroups;
   return true;
 }
 
@@ -201,7 +227,13 @@ OffcpuSession::load(const OffcpuConfig &opts,
                         "(needs BTF-enabled or raw tracepoints)");
   auto loaded = [&](std::unique_ptr<OffcpuSession> s, const char *loader) {
     s->waking_ = opts.wakers || opts.runqueue;
+    s->forks_ = opts.follow_children;
     fill_id_set(s->h_.filter_tgids, opts.pids);
+    const uint8_t one = 1;
+    for (uint64_t id : opts.cgroup_ids)
+      if (bpf_map_update_elem(s->h_.filter_cgroups, &id, &one, BPF_ANY))
+        throw runtime_error(std::string("cannot fill the cgroup filter: ") +
+                            std::strerror(errno));
     fill_id_set(s->h_.filter_tids, opts.tids);
     if (verbose)
       fprintf(stderr, "offcpu: attach plan: %s; loaded %s\n",
@@ -250,7 +282,15 @@ OffcpuSession::load(const OffcpuConfig &opts,
 }
 
 void OffcpuSession::attach(double duration_s) {
-  // Wakeups first: every wait the switch hook opens can then be woken.
+  // Forks first: a process forked while the rest attaches is not missed.
+  if (forks_) {
+    fork_link_.reset(bpf_raw_tracepoint_open(
+        plan_.tp_btf ? nullptr : "sched_process_fork", h_.fork_prog));
+    if (!fork_link_)
+      throw runtime_error("cannot attach to sched_process_fork: " +
+                          errno_text(errno));
+  }
+  // Wakeups next: every wait the switch hook opens can then be woken.
   if (waking_) {
     waking_link_.reset(bpf_raw_tracepoint_open(
         plan_.tp_btf ? nullptr : "sched_waking", h_.waking_prog));
@@ -288,11 +328,11 @@ std::vector<uint64_t> OffcpuSession::read_stack(uint64_t id) const {
 }
 
 bool OffcpuSession::wait(uint64_t deadline, const NewStack &new_stack,
-                         const IdleWork &idle) {
+                         const IdleWork &idle, const Finished &finished) {
   if (!announcements_)
     announcements_ = std::make_unique<Announcements>(
         plan_.announce_processes ? h_.new_processes : -1);
-  return announcements_->wait(deadline, new_stack, idle);
+  return announcements_->wait(deadline, new_stack, idle, finished);
 }
 
 void OffcpuSession::stop() {
@@ -323,11 +363,13 @@ void OffcpuSession::stop() {
     flush();
     switch_link_.reset();
     waking_link_.reset();
+    fork_link_.reset();
   } else {
     // Detaching waits for programs in flight, so the flush cannot race with
     // a switch-in charging the same wait.
     switch_link_.reset();
     waking_link_.reset();
+    fork_link_.reset();
     flush();
   }
 }

@@ -48,8 +48,12 @@ public:
   // by a signal.
   using NewStack = Announcements::NewStack;
   using IdleWork = Announcements::IdleWork;
+  using Finished = Announcements::Finished;
   bool wait(uint64_t deadline_ns, const NewStack &new_stack,
-            const IdleWork &idle);
+            const IdleWork &idle, const Finished &finished = {});
+  // Traces this process from now on (and, following children, what it
+  // forks); for a command started by offcpu.
+  void add_process(uint32_t tgid);
   // A stored stack's frames (leaf first); empty if unknown.
   std::vector<uint64_t> read_stack(uint64_t id) const;
   // Ends the window: waits end now; the switch hook is detached and waits
@@ -62,10 +66,10 @@ public:
 
   // What the session uses once loaded, from either skeleton.
   struct Handles {
-    int switch_prog = -1, waking_prog = -1, seed_open = -1, seed_stacks = -1,
-        flush = -1;
+    int switch_prog = -1, waking_prog = -1, fork_prog = -1, seed_open = -1,
+        seed_stacks = -1, flush = -1;
     int stacks = -1, counts = -1, waits_charged = -1, new_processes = -1;
-    int wakers = -1;
+    int wakers = -1, filter_cgroups = -1;
     int filter_tgids = -1, filter_tids = -1;
     void *bss = nullptr; // the object's .bss, mapped
   };
@@ -96,6 +100,8 @@ private:
   UniqueFd switch_link_; // closing it detaches
   UniqueFd waking_link_; // --wakers, --runqueue
   bool waking_ = false;  // the sched_waking hook is wanted
+  UniqueFd fork_link_;   // --children, -- COMMAND
+  bool forks_ = false;
   std::unique_ptr<Announcements> announcements_;
   uint64_t start_ns_ = 0;
   uint64_t planned_stop_ns_ = 0;

@@ -16,8 +16,12 @@ namespace offcpu {
 enum class Loader { Auto, Light, Libbpf };
 
 struct OffcpuConfig {
-  std::vector<uint32_t> pids; // processes: all their threads
-  std::vector<uint32_t> tids; // individual threads
+  std::vector<uint32_t> pids;       // processes: all their threads
+  std::vector<uint32_t> tids;       // individual threads
+  bool follow_children = false;     // and every process they fork from now on
+  std::string name;                 // -n: the process name (main thread's comm)
+  std::vector<uint64_t> cgroup_ids; // --cgroup: v2 cgroup ids, and below
+  bool per_cgroup = false;          // --per-cgroup: the cgroup in the key
   bool user_threads_only = false;
   bool kernel_threads_only = false;
   bool user_stacks_only = false;

@@ -54,7 +54,9 @@ const char *waker_marker(Waker::Kind kind) {
 
 std::vector<Frame> lay_out(const Sample &s, const LayoutOptions &opts) {
   std::vector<Frame> out;
-  out.reserve(s.user.size() + s.kernel.size() + 3);
+  out.reserve(s.user.size() + s.kernel.size() + 4);
+  if (!s.cgroup.empty())
+    out.push_back({s.cgroup, FrameKind::Group, kNoModule, 0});
   out.push_back({s.comm, FrameKind::Thread, kNoModule, 0});
   if (s.user_missed)
     out.push_back({"[Missed User Stack]", FrameKind::Marker, kNoModule, 0});

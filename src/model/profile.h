@@ -20,6 +20,7 @@ enum class FrameKind {
   Annotation,     // about the wait, not code: [D], [runqueue]
   WakerDelimiter, // "--": the waker's part begins (--wakers)
   Waker,          // a frame of the waker's part (its stacks, its comm)
+  Group,          // the root above the thread: its cgroup (--per-cgroup)
 };
 
 // Where a frame's code lives: a file, [kernel.kallsyms], [perf-map]...
@@ -77,6 +78,7 @@ struct Sample {
   uint64_t count = 0;
   uint64_t runq_ns = 0; // --runqueue: the part spent runnable, in total_ns
   char state = 0;       // --show-state: R, S, D, I or T
+  std::string cgroup;   // --per-cgroup: its systemd unit or cgroup path
   std::optional<Waker> waker;
   std::optional<LockWait> lock;
 };

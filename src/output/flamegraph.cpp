@@ -38,6 +38,7 @@ Kind kind_of(FrameKind k) {
   case FrameKind::Kernel:
     return Kind::Kernel;
   case FrameKind::Thread:
+  case FrameKind::Group:
     return Kind::Comm;
   case FrameKind::Marker:
   case FrameKind::Delimiter:

@@ -154,6 +154,8 @@ public:
     label("pid", nullptr, s.tgid);
     label("tid", nullptr, s.tid);
     label("comm", &s.comm, 0);
+    if (!s.cgroup.empty())
+      label("cgroup", &s.cgroup, 0);
     if (s.waker && s.waker->kind == Waker::Kind::Task) {
       label("waker_comm", &s.waker->comm, 0);
       label("waker_tid", nullptr, s.waker->tid);
@@ -235,6 +237,7 @@ private:
 const Module *module_of(const Profile &p, const Frame &f) {
   switch (f.kind) {
   case FrameKind::Thread:
+  case FrameKind::Group:
     return &kThread;
   case FrameKind::Marker:
   case FrameKind::Delimiter:

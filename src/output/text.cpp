@@ -35,6 +35,8 @@ std::vector<const Sample *> report_order(const Profile &p) {
 std::string thread_line(const Sample &s) {
   std::string line =
       "    -                " + s.comm + " (" + std::to_string(s.tid) + ")";
+  if (!s.cgroup.empty())
+    line += " in " + s.cgroup;
   if (s.lock)
     line += std::string(" ") + (s.lock->write ? "write" : "read") +
             " wait on " + s.lock->lock;
@@ -80,7 +82,7 @@ std::string entry(const Sample &s, bool delimited, bool runqueue) {
   std::string out;
   // The waiting thread leaf first; the thread itself gets its own line.
   for (auto it = std::make_reverse_iterator(waker); it != frames.rend(); ++it) {
-    if (it->kind == FrameKind::Thread)
+    if (it->kind == FrameKind::Thread || it->kind == FrameKind::Group)
       continue;
     out += it->kind == FrameKind::Delimiter ? "    --\n"
                                             : "    " + it->name + "\n";

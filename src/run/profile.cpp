@@ -1,13 +1,17 @@
 #include "run/profile.h"
 
+#include <signal.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cstdio>
+#include <map>
 #include <memory>
 
+#include "collect/cgroups.h"
 #include "collect/offcpu_session.h"
 #include "probe/features.h"
+#include "run/command.h"
 #include "run/outputs.h"
 #include "run/preamble.h"
 #include "run/report.h"
@@ -25,6 +29,8 @@ namespace offcpu {
 namespace {
 
 std::string target_description(const ProfileOptions &o) {
+  if (!o.command.empty())
+    return o.command[0] + " and its children";
   std::string s;
   auto list = [](const std::vector<uint32_t> &ids) {
     std::string r;
@@ -36,6 +42,16 @@ std::string target_description(const ProfileOptions &o) {
     s += "PID " + list(o.pids);
   if (!o.tids.empty())
     s += (s.empty() ? "" : " and ") + std::string("TID ") + list(o.tids);
+  if (!o.name.empty())
+    s += (s.empty() ? "" : " and ") + std::string("processes named '") +
+         o.name + "'";
+  if (o.follow_children)
+    s += " and their children";
+  if (!o.cgroup_paths.empty()) {
+    s += (s.empty() ? "all threads" : "") + std::string(" in cgroup");
+    for (const std::string &c : o.cgroup_paths)
+      s += " " + c;
+  }
   if (s.empty())
     s = "all threads";
   if (o.user_threads_only)
@@ -110,7 +126,7 @@ void show_progress(const OffcpuSession &session, double total) {
 // Processes announced by the kernel get their maps read and files opened
 // now, while they exist; files are parsed between polls.
 void collect(OffcpuSession &session, const ProfileOptions &opts,
-             Symbolizer &symbolizer) {
+             Symbolizer &symbolizer, const OffcpuSession::Finished &finished) {
   auto remember = [&](uint32_t tgid, uint64_t stack, uint32_t parent) {
     symbolizer.note_user_stack(tgid, stack, session.read_stack(stack), parent);
   };
@@ -122,7 +138,7 @@ void collect(OffcpuSession &session, const ProfileOptions &opts,
   bool progress =
       !opts.output.quiet && isatty(STDERR_FILENO) && (total < 0 || total >= 2);
   if (!progress) {
-    session.wait(deadline, remember, parse);
+    session.wait(deadline, remember, parse, finished);
     return;
   }
   for (;;) {
@@ -131,7 +147,7 @@ void collect(OffcpuSession &session, const ProfileOptions &opts,
     if (deadline && step_end > deadline)
       step_end = deadline;
     if ((deadline && now >= deadline) ||
-        session.wait(step_end, remember, parse))
+        session.wait(step_end, remember, parse, finished))
       break;
     show_progress(session, total);
   }
@@ -141,6 +157,14 @@ void collect(OffcpuSession &session, const ProfileOptions &opts,
 // Names every frame of what the session collected.
 Profile build_profile(const RawProfile &raw, Symbolizer &symbolizer,
                       const ProfileOptions &opts, int64_t wall_start) {
+  std::map<uint64_t, std::string> cgroups;
+  if (opts.per_cgroup) {
+    std::vector<uint64_t> ids;
+    for (const auto &kv : raw.counts)
+      ids.push_back(kv.first.cgroup);
+    for (auto &[id, path] : cgroup_paths(ids))
+      cgroups[id] = cgroup_label(path);
+  }
   std::string fallback;
   std::vector<uint64_t> addrs = kernel_addresses(raw.counts, raw.stacks);
   for (const auto &[id, waker] : raw.wakers) // --wakers: theirs too
@@ -162,7 +186,8 @@ Profile build_profile(const RawProfile &raw, Symbolizer &symbolizer,
   p.runqueue = opts.runqueue;
   p.state_ns.assign(raw.state_ns.begin(), raw.state_ns.end());
   add_offcpu_samples(p, raw, symbolizer,
-                     {!opts.kernel_stacks_only, !opts.user_stacks_only});
+                     {!opts.kernel_stacks_only, !opts.user_stacks_only},
+                     cgroups);
   return p;
 }
 
@@ -211,12 +236,39 @@ void report(const RawProfile &raw, const Symbolizer &symbolizer,
   }
 }
 
+// The traced command's end: asked to stop when the window ends on its
+// duration (as timeout(1) does) or offcpu got SIGTERM; a Ctrl-C reached it
+// from the terminal already. Its status is offcpu's.
+int finish_command(TracedCommand &cmd, bool window_over) {
+  if (!cmd.exited() && (window_over || stop_signal() == SIGTERM)) {
+    cmd.terminate();
+    for (int i = 0; i < 100 && !cmd.exited(); i++)
+      usleep(10000);
+  }
+  if (!cmd.exited()) {
+    note("the command is still running (PID " + std::to_string(cmd.pid()) +
+         "); offcpu is done tracing it");
+    return kExitOk;
+  }
+  if (!cmd.exec_error().empty())
+    warn(cmd.exec_error());
+  return cmd.status();
+}
+
 } // namespace
 
-int run_profile(const ProfileOptions &opts) {
-  prepare_tracing(opts.verbose, {opts.stack_storage_size, opts.max_entries,
-                                 sizeof(offcpu_key) + sizeof(offcpu_value)});
+int run_profile(const ProfileOptions &given) {
+  prepare_tracing(given.verbose, {given.stack_storage_size, given.max_entries,
+                                  sizeof(offcpu_key) + sizeof(offcpu_value)});
+  ProfileOptions opts = given;
+  for (const std::string &path : opts.cgroup_paths)
+    opts.cgroup_ids.push_back(cgroup_id(path));
   Outputs outputs(opts.output); // before tracing: a bad -o fails first
+  std::unique_ptr<TracedCommand> command;
+  if (!opts.command.empty()) {
+    command =
+        std::make_unique<TracedCommand>(opts.command, command_user(opts.user));
+  }
   auto session = start_session(opts);
   if (!session) {
     note("interrupted before tracing started; nothing collected");
@@ -226,16 +278,25 @@ int run_profile(const ProfileOptions &opts) {
   const int64_t wall_start = wall_clock_ns();
   Symbolizer symbolizer(system_files(), KernelSymbols{});
   symbolizer.add_debug_dirs(opts.output.debug_dirs);
+  OffcpuSession::Finished finished;
+  if (command) {
+    // In the filter only now: its wait for this release is offcpu's, not
+    // the command's; from exec on, it and its children are traced.
+    session->add_process(static_cast<uint32_t>(command->pid()));
+    command->release();
+    finished = [&command] { return command->exited(); };
+  }
   {
     PriorityBoost boost(kTracingNice);
-    collect(*session, opts, symbolizer);
+    collect(*session, opts, symbolizer, finished);
     session->stop();
   }
+  const bool window_over = !stop_requested() && !(finished && finished());
   RawProfile raw = session->drain();
   Profile profile = build_profile(raw, symbolizer, opts, wall_start);
   outputs.write_all(profile);
   report(raw, symbolizer, *session, opts);
-  return kExitOk;
+  return command ? finish_command(*command, window_over) : kExitOk;
 }
 
 } // namespace offcpu

@@ -238,7 +238,8 @@ void merge_partial_kernel_stacks(std::vector<Sample> &samples) {
 }
 
 void add_offcpu_samples(Profile &profile, const RawProfile &raw,
-                        Symbolizer &sym, StackSelection show) {
+                        Symbolizer &sym, StackSelection show,
+                        const std::map<uint64_t, std::string> &cgroups) {
   if (show.user)
     expect_user_stacks(raw.counts, raw.stacks, sym);
   std::vector<Sample> samples;
@@ -252,6 +253,12 @@ void add_offcpu_samples(Profile &profile, const RawProfile &raw,
     s.runq_ns = val.runq_ns;
     s.kernel_nosched = key.flags & OFFCPU_KSTACK_NOSCHED;
     s.state = state_letter(key.flags);
+    if (key.cgroup) {
+      auto c = cgroups.find(key.cgroup);
+      s.cgroup = c != cgroups.end()
+                     ? c->second
+                     : "[cgroup " + std::to_string(key.cgroup) + "]";
+    }
     if (key.waker != OFFCPU_WAKER_NONE)
       s.waker =
           name_waker(profile, key.waker, raw.wakers, raw.stacks, sym, show);

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -22,8 +23,10 @@ struct StackSelection {
 // OFFCPU_KSTACK_NOSCHED): where the same thread was also seen blocking in
 // full on a stack that extends it, it is added to that one, so one wait is
 // drawn once.
+// `cgroups`: names of the cgroup ids of --per-cgroup keys.
 void add_offcpu_samples(Profile &profile, const RawProfile &raw,
-                        Symbolizer &sym, StackSelection show);
+                        Symbolizer &sym, StackSelection show,
+                        const std::map<uint64_t, std::string> &cgroups = {});
 
 // The partial-stack merge of add_offcpu_samples, on its own (tests).
 void merge_partial_kernel_stacks(std::vector<Sample> &samples);

@@ -14,10 +14,13 @@ namespace offcpu {
 namespace {
 
 std::atomic<int> g_stops{0};
+std::atomic<int> g_stop_signal{0};
 constexpr int kCleanupSlots = 32;
 std::atomic<const char *> g_cleanup_paths[kCleanupSlots];
 
 void on_stop_signal(int sig) {
+  int none = 0;
+  g_stop_signal.compare_exchange_strong(none, sig);
   if (g_stops.fetch_add(1) >= 1 && sig == SIGINT) {
     for (auto &slot : g_cleanup_paths)
       if (const char *path = slot.load())
@@ -43,6 +46,10 @@ void install_stop_handlers() {
 
 bool stop_requested() {
   return g_stops.load() > 0;
+}
+
+int stop_signal() {
+  return g_stop_signal.load();
 }
 
 int add_cleanup_path(const char *path) {

@@ -6,6 +6,8 @@ namespace offcpu {
 
 void install_stop_handlers();
 bool stop_requested();
+// The signal that asked for the stop (SIGINT, SIGTERM), 0 if none did.
+int stop_signal();
 // Files to delete if a second Ctrl-C ends the process (unfinished output
 // files). The string must outlive its registration. Returns a handle for
 // forget_cleanup_path, or -1 when all slots are taken (the file is then
