@@ -19,12 +19,14 @@ extern "C" {
 /* Sizes of the maps the command line sizes; both loaders take these. */
 struct offcpu_map_sizes {
   unsigned int filter_tgids, filter_tids, stacks, counts, starts_hash;
+  unsigned int uw_files, uw_pages, uw_rows, uw_rules; /* user unwind tables */
 };
 
 /* Descriptors of what a session uses once loaded. */
 struct offcpu_light_fds {
   int switch_btf, seed_open, seed_stacks, flush;
   int stacks, counts, waits_charged, new_processes, filter_tgids, filter_tids;
+  int uw_procs, uw_files, uw_pages, uw_rows, uw_rules, uw_requests, uw_stats;
 };
 
 struct offcpu_light;

@@ -2,6 +2,7 @@
 // along the attach plans), attach, stop, drain.
 #pragma once
 
+#include <array>
 #include <functional>
 #include <memory>
 #include <string>
@@ -11,7 +12,9 @@
 #include "collect/bpf_util.h"
 #include "collect/raw_profile.h"
 #include "collect/trace_config.h"
+#include "offcpu/unwind.h"
 #include "probe/features.h"
+#include "unwind/unwinder.h"
 #include "util/fd.h"
 
 struct offcpu_bpf;
@@ -50,6 +53,18 @@ public:
   using IdleWork = Announcements::IdleWork;
   bool wait(uint64_t deadline_ns, const NewStack &new_stack,
             const IdleWork &idle);
+  // Where the walker asks for a process's unwind tables; set before wait().
+  void on_unwind_request(std::function<void(uint32_t tgid)> cb) {
+    unwind_request_ = std::move(cb);
+  }
+  // The unwind maps, for the Unwinder to fill (plan().user_unwind_tables).
+  const UnwindMapFds &unwind_maps() const { return h_.unwind; }
+  // Walks again the user stacks of blocked threads walked before their
+  // tables were ready (the sleepable seeding iterator). False if it could
+  // not run.
+  bool rewalk_user_stacks();
+  // The user-stack walker's counters (enum uw_stat), summed over CPUs.
+  std::array<uint64_t, UW_STAT_NR> unwind_counters() const;
   // A stored stack's frames (leaf first); empty if unknown.
   std::vector<uint64_t> read_stack(uint64_t id) const;
   // Ends the window: waits end now; the switch hook is detached and waits
@@ -65,6 +80,8 @@ public:
     int switch_prog = -1, seed_open = -1, seed_stacks = -1, flush = -1;
     int stacks = -1, counts = -1, waits_charged = -1, new_processes = -1;
     int filter_tgids = -1, filter_tids = -1;
+    UnwindMapFds unwind;
+    int uw_requests = -1, uw_stats = -1;
     void *bss = nullptr; // the object's .bss, mapped
   };
 
@@ -92,6 +109,7 @@ private:
   bool verbose_;
   UniqueFd switch_link_; // closing it detaches
   std::unique_ptr<Announcements> announcements_;
+  std::function<void(uint32_t)> unwind_request_;
   uint64_t start_ns_ = 0;
   uint64_t planned_stop_ns_ = 0;
   uint64_t stop_ns_ = 0;
