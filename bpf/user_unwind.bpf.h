@@ -314,6 +314,10 @@ __noinline int uw_frame_begin(struct uw_frame *f) {
   /* Frames but the first are looked up one byte back when named: an exact
    * address after a signal frame is stored one byte on. */
   f->store_pc = f->exact && f->n > 0 ? f->pc + 1 : f->pc;
+  /* The sigreturn trampoline is entered by a return to its first byte
+   * (its CFI starts a byte early for that): named by that byte. */
+  if (q.where == UW_AT_TABLE && q.rule.kind == UW_RULE_SIGNAL && !f->exact)
+    f->store_pc = f->pc + 1;
   if (q.where != UW_AT_TABLE)
     __builtin_memset(&q.rule, 0, sizeof(q.rule)); /* frame pointers */
   f->rule = q.rule;

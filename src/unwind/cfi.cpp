@@ -678,4 +678,38 @@ std::vector<Row> parse_cfi(const CfiSection &section, CfiStats *stats) {
   return out;
 }
 
+uint64_t covered_bytes(const std::vector<Row> &rows) {
+  uint64_t n = 0;
+  for (size_t i = 0; i + 1 < rows.size(); i++)
+    if (rows[i].rule.kind != UW_RULE_NONE)
+      n += rows[i + 1].pc - rows[i].pc;
+  return n;
+}
+
+std::vector<Row> merge_rows(const std::vector<Row> &primary,
+                            const std::vector<Row> &secondary) {
+  // The rule each list gives at `pc`, walking both forward.
+  std::vector<uint64_t> points;
+  for (const Row &r : primary)
+    points.push_back(r.pc);
+  for (const Row &r : secondary)
+    points.push_back(r.pc);
+  std::sort(points.begin(), points.end());
+  points.erase(std::unique(points.begin(), points.end()), points.end());
+  size_t a = 0, b = 0;
+  std::vector<Row> out;
+  for (uint64_t pc : points) {
+    while (a < primary.size() && primary[a].pc <= pc)
+      a++;
+    while (b < secondary.size() && secondary[b].pc <= pc)
+      b++;
+    Rule ra = a ? primary[a - 1].rule : Rule{};
+    Rule rb = b ? secondary[b - 1].rule : Rule{};
+    Rule r = ra.kind != UW_RULE_NONE ? ra : rb;
+    if (out.empty() || out.back().rule != r)
+      out.push_back(Row{pc, r});
+  }
+  return out;
+}
+
 } // namespace offcpu::unwind

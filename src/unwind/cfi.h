@@ -46,4 +46,12 @@ struct CfiStats {
 // The rows of every FDE, sorted by address, consecutive equal rules merged.
 std::vector<Row> parse_cfi(const CfiSection &section, CfiStats *stats);
 
+// Bytes of code the rows give a rule for.
+uint64_t covered_bytes(const std::vector<Row> &rows);
+
+// `primary`'s rules where it has one, `secondary`'s elsewhere (.eh_frame
+// and a debug file's .debug_frame for code built partly without the former).
+std::vector<Row> merge_rows(const std::vector<Row> &primary,
+                            const std::vector<Row> &secondary);
+
 } // namespace offcpu::unwind

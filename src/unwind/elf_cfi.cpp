@@ -81,7 +81,8 @@ std::optional<ElfCfi> from_elf(Elf *elf, CfiWant want) {
     for (size_t i = 0; i < phnum && i < kMaxSections; i++) {
       GElf_Phdr ph;
       if (gelf_getphdr(elf, static_cast<int>(i), &ph) && ph.p_type == PT_LOAD)
-        out.loads.push_back({ph.p_offset, ph.p_vaddr, ph.p_filesz});
+        out.loads.push_back(
+            {ph.p_offset, ph.p_vaddr, ph.p_filesz, (ph.p_flags & PF_X) != 0});
     }
   size_t shstrndx = 0;
   if (elf_getshdrstrndx(elf, &shstrndx) != 0)
@@ -123,6 +124,14 @@ std::optional<ElfCfi> from_elf(Elf *elf, CfiWant want) {
 }
 
 } // namespace
+
+uint64_t ElfCfi::code_bytes() const {
+  uint64_t n = 0;
+  for (const Segment &s : loads)
+    if (s.exec)
+      n += s.filesz;
+  return n;
+}
 
 std::optional<uint64_t> ElfCfi::vaddr_of_offset(uint64_t offset) const {
   // The kernel maps a segment from its offset rounded down to a page: a

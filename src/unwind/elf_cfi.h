@@ -14,6 +14,7 @@ namespace offcpu::unwind {
 struct ElfCfi {
   struct Segment {
     uint64_t offset, vaddr, filesz;
+    bool exec;
   };
   std::vector<Segment> loads;
   std::string build_id; // lowercase hex
@@ -24,6 +25,8 @@ struct ElfCfi {
   std::string debug_frame;    // bytes of .debug_frame (decompressed)
   uint64_t eh_frame_size = 0; // from the section header, even if not read
 
+  // Bytes of executable segments.
+  uint64_t code_bytes() const;
   // The file address where a mapping at file offset `offset` starts.
   std::optional<uint64_t> vaddr_of_offset(uint64_t offset) const;
 };

@@ -319,14 +319,20 @@ void Unwinder::load_file(File &f, int fd, const std::string &path,
       rows = unwind::parse_cfi({cfi->eh_frame, cfi->eh_frame_vaddr, true}, &st);
   }
   stats_.parse_ns += monotonic_ns() - t0;
-  if (rows.empty()) {
-    f.cfi_headers.debuglink = headers->debuglink;
-    f.cfi_headers.debuglink_crc = headers->debuglink_crc;
-    find_debug_frame(f, path, tgid);
-    return;
-  }
   stats_.cfi_bad_entries += st.bad_entries;
   stats_.cfi_unsupported_rows += st.unsupported_rows;
+  // Code with little or no .eh_frame (built without asynchronous unwind
+  // tables) may have .debug_frame in its debug file.
+  if (unwind::covered_bytes(rows) < headers->code_bytes() / 2) {
+    f.cfi_headers.debuglink = headers->debuglink;
+    f.cfi_headers.debuglink_crc = headers->debuglink_crc;
+    if (find_debug_frame(f, path, tgid, rows))
+      return;
+  }
+  if (rows.empty()) {
+    stats_.files_without_cfi++;
+    return;
+  }
   t0 = monotonic_ns();
   store(f, unwind::build_table(rows, rules_));
   stats_.parse_ns += monotonic_ns() - t0;
@@ -337,8 +343,8 @@ void Unwinder::load_file(File &f, int fd, const std::string &path,
 // Code built without .eh_frame (-fno-asynchronous-unwind-tables) keeps its
 // CFI in .debug_frame, which stripping moves to the debug file: by build
 // id under the debug directories, or by .gnu_debuglink beside the file.
-void Unwinder::find_debug_frame(File &f, const std::string &path,
-                                uint32_t tgid) {
+bool Unwinder::find_debug_frame(File &f, const std::string &path, uint32_t tgid,
+                                const std::vector<unwind::Row> &eh_rows) {
   FilePolicy ours;
   ours.follow_last_symlink = true;
   ours.max_size = kMaxDebugFileBytes;
@@ -359,7 +365,8 @@ void Unwinder::find_debug_frame(File &f, const std::string &path,
          cfi->build_id != f.build_id))
       return false;
     unwind::CfiStats st;
-    auto rows = unwind::parse_cfi({cfi->debug_frame, 0, false}, &st);
+    auto rows = unwind::merge_rows(
+        eh_rows, unwind::parse_cfi({cfi->debug_frame, 0, false}, &st));
     stats_.cfi_bad_entries += st.bad_entries;
     stats_.cfi_unsupported_rows += st.unsupported_rows;
     if (rows.empty())
@@ -377,7 +384,7 @@ void Unwinder::find_debug_frame(File &f, const std::string &path,
     for (const std::string &dir : debug_dirs_) {
       UniqueFd d = open_root_dir(dir);
       if (d && try_file(open_in_root(d.get(), rel, ours), false))
-        return;
+        return true;
     }
   }
   const std::string &link = f.cfi_headers.debuglink;
@@ -390,15 +397,15 @@ void Unwinder::find_debug_frame(File &f, const std::string &path,
     if (root && theirs.reader)
       for (const std::string &p : {dir + "/" + link, dir + "/.debug/" + link})
         if (try_file(open_in_root(root.get(), p, theirs), true))
-          return;
+          return true;
     for (const std::string &d : debug_dirs_) {
       UniqueFd dfd = open_root_dir(d);
       if (dfd &&
           try_file(open_in_root(dfd.get(), dir + "/" + link, ours), true))
-        return;
+        return true;
     }
   }
-  stats_.files_without_cfi++;
+  return false;
 }
 
 void Unwinder::flush_rules() {

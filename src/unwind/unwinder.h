@@ -92,7 +92,8 @@ private:
   File *file_for(uint32_t tgid, const Mapping &m);
   File *vdso_for(uint32_t tgid, const Mapping &m);
   void load_file(File &f, int fd, const std::string &path, uint32_t tgid);
-  void find_debug_frame(File &f, const std::string &path, uint32_t tgid);
+  bool find_debug_frame(File &f, const std::string &path, uint32_t tgid,
+                        const std::vector<unwind::Row> &eh_rows);
   bool store(File &f, const unwind::FileTable &t);
   void flush_rules();
   bool install(uint32_t tgid);
