@@ -116,6 +116,8 @@ struct uw_query {
   __u32 cache;
   __u32 where; /* result: UW_AT_* */
   struct uw_rule rule;
+  __u32 missed; /* result: the cache did not have it */
+  __u32 pad;
 };
 
 struct uw_msearch {
@@ -175,11 +177,8 @@ static long uw_rsearch_step(__u32 i, void *data) {
   return 0;
 }
 
-/* The rule for q->pc in process q->owner's installed mappings. A global
- * function: verified once. */
-__noinline int uw_lookup(struct uw_query *q) {
-  if (!q)
-    return 0;
+/* The rule for q->pc in process q->owner's installed mappings. */
+static __always_inline int uw_lookup(struct uw_query *q) {
   __u32 idx = (mix64(q->pc ^ ((__u64)q->owner << 40)) & (UW_CACHE_SLOTS - 1)) +
               (q->cache ? UW_CACHE_SLOTS : 0);
   struct uw_cache_slot *c = bpf_map_lookup_elem(&uw_cache, &idx);
@@ -190,7 +189,7 @@ __noinline int uw_lookup(struct uw_query *q) {
     q->rule = c->rule;
     return 0;
   }
-  uw_count(uw_stats_of(q->cache), UW_STAT_CACHE_MISSES);
+  q->missed = 1;
   __builtin_memset(&q->rule, 0, sizeof(q->rule));
   q->where = UW_AT_OUTSIDE;
 
@@ -269,6 +268,10 @@ struct uw_frame {
   __u8 stale;   /* the process's map_count moved since its install */
   __u8 partial; /* result: walked without (current) tables */
   __u8 fault;   /* a read failed */
+  /* Counted here, added to uw_stats once per walk: a shared per-CPU
+   * counter read and written per frame would cost more than the frame. */
+  __u16 by_table, by_fp, misses;
+  __u16 end; /* enum uw_stat: how the walk ended; 0 while going */
 };
 
 #define UW_GO 0
@@ -286,9 +289,8 @@ static __always_inline void uw_reads_for_cfa(struct uw_frame *f, __u64 cfa) {
 __noinline int uw_frame_begin(struct uw_frame *f) {
   if (!f)
     return UW_STOP;
-  struct uw_stats *st = uw_stats_of(f->cache);
   if (f->n >= f->max || f->n >= OFFCPU_MAX_STACK_DEPTH) {
-    uw_count(st, UW_STAT_TRUNCATED);
+    f->end = UW_STAT_TRUNCATED;
     return UW_STOP;
   }
   if (!f->pc)
@@ -300,14 +302,16 @@ __noinline int uw_frame_begin(struct uw_frame *f) {
       .cache = f->cache,
       .where = UW_AT_NO_TABLE,
   };
-  if (f->owner)
+  if (f->owner) {
     uw_lookup(&q);
+    f->misses += q.missed;
+  }
   if (q.where == UW_AT_OUTSIDE) {
     if (f->stale) {
       f->partial = 1;
-      uw_count(st, UW_STAT_STALE);
+      f->end = UW_STAT_STALE;
     } else {
-      uw_count(st, UW_STAT_OUTSIDE);
+      f->end = UW_STAT_OUTSIDE;
     }
     return UW_STOP;
   }
@@ -326,11 +330,11 @@ __noinline int uw_frame_begin(struct uw_frame *f) {
   f->rd_extra = 0;
   switch (q.rule.kind) {
   case UW_RULE_END:
-    uw_count(st, UW_STAT_END_OF_STACK);
+    f->end = UW_STAT_END_OF_STACK;
     return UW_STORE_STOP;
   case UW_RULE_NONE:
     if (!f->bp) {
-      uw_count(st, UW_STAT_END_FP);
+      f->end = UW_STAT_END_FP;
       return UW_STORE_STOP;
     }
     f->rd_pair = f->bp; /* saved rbp, then the return address */
@@ -356,7 +360,7 @@ __noinline int uw_frame_begin(struct uw_frame *f) {
     return UW_GO;
   }
   default:
-    uw_count(st, UW_STAT_UNSUPPORTED);
+    f->end = UW_STAT_UNSUPPORTED;
     return UW_STORE_STOP;
   }
 }
@@ -366,7 +370,7 @@ __noinline int uw_frame_mid(struct uw_frame *f) {
   if (!f)
     return UW_STOP;
   if (f->fault) {
-    uw_count(uw_stats_of(f->cache), UW_STAT_READ_FAULT);
+    f->end = UW_STAT_READ_FAULT;
     return UW_STOP;
   }
   uw_reads_for_cfa(f, f->val_deref);
@@ -377,9 +381,8 @@ __noinline int uw_frame_mid(struct uw_frame *f) {
 __noinline int uw_frame_end(struct uw_frame *f) {
   if (!f)
     return UW_STOP;
-  struct uw_stats *st = uw_stats_of(f->cache);
   if (f->fault) {
-    uw_count(st, UW_STAT_READ_FAULT);
+    f->end = UW_STAT_READ_FAULT;
     return UW_STOP;
   }
   __u64 sp, bp = f->bp;
@@ -388,13 +391,13 @@ __noinline int uw_frame_end(struct uw_frame *f) {
   case UW_RULE_NONE:
     sp = f->rd_pair + 16;
     bp = f->pair[0];
-    uw_count(st, UW_STAT_FRAMES_FP);
+    f->by_fp++;
     break;
   case UW_RULE_SIGNAL:
     sp = f->pair[0];
     bp = f->extra;
     exact = true; /* the interrupted instruction, not a return address */
-    uw_count(st, UW_STAT_FRAMES_TABLE);
+    f->by_table++;
     break;
   default:
     sp = f->rd_pair + 16; /* the CFA */
@@ -402,13 +405,13 @@ __noinline int uw_frame_end(struct uw_frame *f) {
       bp = f->rule.bp_off == -16 ? f->pair[0] : f->extra;
     if (f->rule.flags & UW_BP_UNDEFINED)
       bp = 0;
-    uw_count(st, UW_STAT_FRAMES_TABLE);
+    f->by_table++;
     break;
   }
   /* Callers are above: a frame that does not move up is bad data, except
    * out of a signal frame (an alternate signal stack may be anywhere). */
   if (sp <= f->sp && !f->exact && f->rule.kind != UW_RULE_SIGNAL) {
-    uw_count(st, UW_STAT_BAD_FRAME);
+    f->end = UW_STAT_BAD_FRAME;
     return UW_STOP;
   }
   f->pc = f->pair[1];
@@ -542,6 +545,15 @@ static __always_inline __u64 walk_user_stack(struct task_struct *t,
   }
   bpf_loop(OFFCPU_MAX_STACK_DEPTH, other_task ? uw_step_other : uw_step_current,
            &w, 0);
+  if (st) {
+    st->v[UW_STAT_FRAMES_TABLE] += w.f.by_table;
+    st->v[UW_STAT_FRAMES_FP] += w.f.by_fp;
+    st->v[UW_STAT_CACHE_MISSES] += w.f.misses;
+    __u64 end = w.f.end;
+    same_register(end);
+    if (end && end < UW_STAT_NR)
+      st->v[end]++;
+  }
   if (w.f.partial) {
     *flags |= OFFCPU_USTACK_PARTIAL;
     uw_request(tgid, map_count, st);

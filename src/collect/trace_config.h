@@ -49,6 +49,9 @@ struct RwsemConfig {
   uint32_t max_stack_depth = 127;
   uint32_t max_entries = 65536;
   RwsemAttach attach = RwsemAttach::Auto;
+  // User stacks through unwind tables (as OffcpuConfig); their array sizes.
+  bool user_unwind_tables = true;
+  UnwindSizes unwind_sizes;
 };
 
 } // namespace offcpu
