@@ -17,6 +17,7 @@
 #include "stack_store.bpf.h"
 /* After stack_store.bpf.h: counts its losses there. */
 #include "announce.bpf.h"
+#include "user_unwind.bpf.h"
 
 #define PF_KTHREAD 0x00200000
 #define TASK_DEAD 0x00000080
@@ -303,6 +304,7 @@ static __always_inline void end_wait(struct task_struct *t, __u32 pid,
   bool claim = trusted && kstack_at_switch_in && use_task_storage;
   if (!claim)
     forget_start(rec, pid, trusted);
+  uw_partial_ended(rec->flags, slot);
 
   __u64 delta = end > start ? end - start : 0;
   if (delta == 0 || delta < min_block_ns || delta > max_block_ns) {
@@ -428,7 +430,8 @@ static __always_inline void on_switch(void *ctx, struct task_struct *prev,
   };
   if (want_user_stacks && !(TASK_FIELD(trusted, prev, flags) & PF_KTHREAD)) {
     if (trusted && user_fp_walk)
-      rec.user_stack = walk_user_stack_fp(bpf_get_current_task_btf(), false);
+      rec.user_stack =
+          walk_user_stack(bpf_get_current_task_btf(), false, &rec.flags);
     else
       rec.user_stack = take_current_stack(ctx, BPF_F_USER_STACK);
     announce(prev, tgid, rec.user_stack);
@@ -584,14 +587,30 @@ int offcpu_seed_stacks(struct bpf_iter__task *ctx) {
     return 0;
   __u32 pid = task->pid;
   struct offcpu_start *rec = find_start(task, pid, true);
-  if (!rec || !rec->start_ns || !(rec->flags & OFFCPU_START_SEEDED) ||
-      rec->user_stack != OFFCPU_STACK_MISSED)
+  if (!rec || !rec->start_ns)
     return 0;
-  __u64 stack = walk_user_stack_fp(task, true);
+  bool seeded = (rec->flags & OFFCPU_START_SEEDED) &&
+                rec->user_stack == OFFCPU_STACK_MISSED;
+  if (!seeded && !(rec->flags & OFFCPU_USTACK_PARTIAL))
+    return 0;
+  /* Also run again once tables are installed: stacks walked without them
+   * are taken again while their threads still sleep on them. */
+  __u64 start = rec->start_ns, pcount = task_pcount(task);
+  __u32 flags = 0;
+  __u64 stack = walk_user_stack(task, true, &flags);
+  /* The task may have woken meanwhile (it ran: a new record, or a closed
+   * one); then the walk may be of a moving stack and is dropped. */
+  if (rec->start_ns != start || task_pcount(task) != pcount)
+    return 0;
   announce(task, rec->tgid, stack);
-  /* The task may have woken meanwhile and consumed the record; then this
-   * write is to a closed record and harmless. */
   rec->user_stack = stack;
+  if (!(flags & OFFCPU_USTACK_PARTIAL) &&
+      (rec->flags & OFFCPU_USTACK_PARTIAL)) {
+    rec->flags &= ~OFFCPU_USTACK_PARTIAL;
+    uw_count(uw_stats_of(SCRATCH_ITER), UW_STAT_REWALKED);
+  } else {
+    rec->flags |= flags;
+  }
   return 0;
 }
 

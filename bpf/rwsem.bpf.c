@@ -17,6 +17,7 @@
 #include "stack_store.bpf.h"
 /* After stack_store.bpf.h: counts its losses there. */
 #include "announce.bpf.h"
+#include "user_unwind.bpf.h"
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
@@ -117,9 +118,10 @@ static __always_inline void wait_begin(void *ctx, __u64 lock, __u32 side) {
     rec.flags |= RWSEM_LOCK_IS_MMAP;
   bpf_get_current_comm(&rec.comm, sizeof(rec.comm));
   if (want_user_stacks) {
-    rec.user_stack = user_fp_walk
-                         ? walk_user_stack_fp(bpf_get_current_task_btf(), false)
-                         : take_current_stack(ctx, BPF_F_USER_STACK);
+    __u32 partial = 0; /* taken again by the next wait, not rewalked */
+    rec.user_stack = user_fp_walk ? walk_user_stack(bpf_get_current_task_btf(),
+                                                    false, &partial)
+                                  : take_current_stack(ctx, BPF_F_USER_STACK);
     announce(task, tgid, rec.user_stack);
   }
   if (want_kernel_stacks)

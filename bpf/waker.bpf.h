@@ -2,7 +2,8 @@
 /* Who wakes a waiting task (--wakers): the task running at sched_waking,
  * with its kernel and user stacks, or the interrupt that did the wakeup.
  * Stored once per distinct waker in the wakers map. Shared by offcpu's
- * programs; include after stack_store.bpf.h and announce.bpf.h. */
+ * programs; include after stack_store.bpf.h, announce.bpf.h and
+ * user_unwind.bpf.h. */
 #ifndef OFFCPU_WAKER_BPF_H
 #define OFFCPU_WAKER_BPF_H
 
@@ -64,9 +65,10 @@ static __always_inline __u64 take_waker(void *ctx) {
     struct task_struct *cur = (struct task_struct *)bpf_get_current_task();
     if (want_user_stacks && w.pid &&
         !(BPF_CORE_READ(cur, flags) & PF_KTHREAD)) {
-      w.user_stack = user_fp_walk
-                         ? walk_user_stack_fp(bpf_get_current_task_btf(), false)
-                         : take_current_stack(ctx, BPF_F_USER_STACK);
+      __u32 partial = 0; /* a waker is not walked again later */
+      w.user_stack = user_fp_walk ? walk_user_stack(bpf_get_current_task_btf(),
+                                                    false, &partial)
+                                  : take_current_stack(ctx, BPF_F_USER_STACK);
       announce(cur, w.tgid, w.user_stack);
     }
   }

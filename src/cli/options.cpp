@@ -361,6 +361,20 @@ void setup_profile(CLI::App &app, ProfileOptions &o, ProfileArgs &a) {
                  "parsed here), libbpf, or auto (light where possible)")
       ->check(CLI::IsMember({"auto", "light", "libbpf"}))
       ->group("Limits");
+  app.add_option_function<std::string>(
+         "--user-unwind",
+         [&o](const std::string &v) { o.user_unwind_tables = v != "fp"; },
+         "user stacks: auto (unwind tables from each file's CFI where the "
+         "kernel allows, frame pointers elsewhere) or fp (frame pointers "
+         "only)")
+      ->check(CLI::IsMember({"auto", "fp"}))
+      ->group("Limits");
+  app.add_option("--unwind-memory", o.unwind_memory_mib,
+                 "kernel memory for user unwind tables at most, MiB "
+                 "(default 64); files beyond it are walked with frame "
+                 "pointers (counted)")
+      ->check(CLI::Range(1u, 4096u))
+      ->group("Limits");
   app.add_option("--kernel-unwind-limit", o.kernel_unwind_limit,
                  "hand kernel stacks over to the kernel's walk after N frames")
       ->check(CLI::Range(1u, 127u))

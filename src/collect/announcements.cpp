@@ -6,6 +6,7 @@
 
 #include "collect/bpf_util.h"
 #include "offcpu/shared.h"
+#include "offcpu/unwind.h"
 #include "util/signals.h"
 
 namespace offcpu {
@@ -29,14 +30,32 @@ int on_new_stack(void *ctx, void *data, size_t size) {
   return 0;
 }
 
+int on_request(void *ctx, void *data, size_t size) {
+  auto *c = static_cast<Announcements::Context *>(ctx);
+  if (size >= sizeof(uw_request) && c->request) {
+    uw_request r;
+    std::memcpy(&r, data, sizeof(r));
+    c->request(r.tgid);
+  }
+  return 0;
+}
+
 } // namespace
+
+void Announcements::add_requests(int ring_fd, Request callback) {
+  requests_fd_ = ring_fd;
+  ctx_.request = std::move(callback);
+}
 
 bool Announcements::wait(uint64_t deadline, const NewStack &new_stack,
                          const IdleWork &idle, const Finished &finished) {
   ctx_.callback = new_stack;
   ctx_.deadline = deadline;
-  if (ring_fd_ >= 0 && !ring_)
+  if (ring_fd_ >= 0 && !ring_) {
     ring_.reset(ring_buffer__new(ring_fd_, on_new_stack, &ctx_, nullptr));
+    if (ring_ && requests_fd_ >= 0)
+      ring_buffer__add(ring_.get(), requests_fd_, on_request, &ctx_);
+  }
   bool work_left = true;
   while (!stop_requested()) {
     if (finished && finished())

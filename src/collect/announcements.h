@@ -25,6 +25,11 @@ public:
   // `ring_fd` < 0: the kernel announces nothing; waiting is plain sleeping.
   explicit Announcements(int ring_fd) : ring_fd_(ring_fd) {}
 
+  // A second ring, of the user-stack walker's table requests
+  // (struct uw_request), polled with the first.
+  using Request = std::function<void(uint32_t tgid)>;
+  void add_requests(int ring_fd, Request callback);
+
   // Until `deadline_ns` (CLOCK_MONOTONIC; 0: none), a stop request or
   // `finished`. True when stopped by a signal or finished.
   bool wait(uint64_t deadline_ns, const NewStack &new_stack,
@@ -34,6 +39,7 @@ public:
   struct Context {
     NewStack callback;
     uint64_t deadline = 0;
+    Request request;
   };
 
 private:
@@ -41,6 +47,7 @@ private:
     void operator()(ring_buffer *r) const { ring_buffer__free(r); }
   };
   int ring_fd_;
+  int requests_fd_ = -1;
   std::unique_ptr<ring_buffer, RingDeleter> ring_;
   Context ctx_;
 };

@@ -50,6 +50,10 @@ void offcpu_light_set_sizes(struct offcpu_light *l,
   l->skel->maps.counts.max_entries = sizes->counts;
   l->skel->maps.starts_hash.max_entries = sizes->starts_hash;
   l->skel->maps.wakers.max_entries = sizes->wakers;
+  l->skel->maps.uw_files.max_entries = sizes->uw_files;
+  l->skel->maps.uw_pages.max_entries = sizes->uw_pages;
+  l->skel->maps.uw_rows.max_entries = sizes->uw_rows;
+  l->skel->maps.uw_rules.max_entries = sizes->uw_rules;
 }
 
 int offcpu_light_load(struct offcpu_light *l) {
@@ -73,4 +77,11 @@ void offcpu_light_get_fds(struct offcpu_light *l,
   fds->filter_tids = l->skel->maps.filter_tids.map_fd;
   fds->wakers = l->skel->maps.wakers.map_fd;
   fds->filter_cgroups = l->skel->maps.filter_cgroups.map_fd;
+  fds->uw_procs = l->skel->maps.uw_procs.map_fd;
+  fds->uw_files = l->skel->maps.uw_files.map_fd;
+  fds->uw_pages = l->skel->maps.uw_pages.map_fd;
+  fds->uw_rows = l->skel->maps.uw_rows.map_fd;
+  fds->uw_rules = l->skel->maps.uw_rules.map_fd;
+  fds->uw_requests = l->skel->maps.uw_requests.map_fd;
+  fds->uw_stats = l->skel->maps.uw_stat_map.map_fd;
 }

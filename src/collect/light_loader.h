@@ -20,6 +20,7 @@ extern "C" {
 struct offcpu_map_sizes {
   unsigned int filter_tgids, filter_tids, filter_cgroups, stacks, counts,
       starts_hash, wakers;
+  unsigned int uw_files, uw_pages, uw_rows, uw_rules; /* user unwind tables */
 };
 
 /* Descriptors of what a session uses once loaded. */
@@ -27,6 +28,7 @@ struct offcpu_light_fds {
   int switch_btf, waking_btf, fork_btf, seed_open, seed_stacks, flush;
   int stacks, counts, waits_charged, new_processes, filter_tgids, filter_tids,
       filter_cgroups, wakers;
+  int uw_procs, uw_files, uw_pages, uw_rows, uw_rules, uw_requests, uw_stats;
 };
 
 struct offcpu_light;

@@ -80,6 +80,7 @@ void set_rodata(Rodata *ro, const OffcpuConfig &o, const OffcpuPlan &p) {
   ro->use_bpf_loop = p.bpf_loop;
   ro->announce_processes = p.announce_processes;
   ro->stack_depth = o.max_stack_depth;
+  ro->uw_tables = p.user_unwind_tables;
 }
 
 // Map sizes. The stack and count maps stay preallocated (a few ms at
@@ -98,6 +99,13 @@ offcpu_map_sizes map_sizes(const OffcpuConfig &o, const OffcpuPlan &p) {
   s.starts_hash = p.task_storage ? 1u : 262144u;
   // Distinct wakers (thread, stacks): as many as stacks, at most.
   s.wakers = o.wakers ? o.stack_storage_size : 1u;
+  // Arrays of size 1 where the tables are not used.
+  const UnwindSizes none;
+  const UnwindSizes &u = p.user_unwind_tables ? o.unwind_sizes : none;
+  s.uw_files = u.files;
+  s.uw_pages = u.pages;
+  s.uw_rows = u.row_chunks;
+  s.uw_rules = u.rules;
   return s;
 }
 
@@ -115,6 +123,10 @@ int try_load(offcpu_bpf *skel, const OffcpuConfig &o, const OffcpuPlan &p) {
   bpf_map__set_max_entries(skel->maps.counts, sizes.counts);
   bpf_map__set_max_entries(skel->maps.starts_hash, sizes.starts_hash);
   bpf_map__set_max_entries(skel->maps.wakers, sizes.wakers);
+  bpf_map__set_max_entries(skel->maps.uw_files, sizes.uw_files);
+  bpf_map__set_max_entries(skel->maps.uw_pages, sizes.uw_pages);
+  bpf_map__set_max_entries(skel->maps.uw_rows, sizes.uw_rows);
+  bpf_map__set_max_entries(skel->maps.uw_rules, sizes.uw_rules);
   bpf_map__set_autocreate(skel->maps.new_processes, p.announce_processes);
   bpf_map__set_autocreate(skel->maps.starts_task, p.task_storage);
   bpf_program__set_autoload(skel->progs.offcpu_switch_btf, p.tp_btf);
@@ -190,6 +202,12 @@ void OffcpuSession::take(std::unique_ptr<offcpu_bpf, SkelDeleter> skel) {
   h_.filter_tids = bpf_map__fd(skel_->maps.filter_tids);
   h_.wakers = bpf_map__fd(skel_->maps.wakers);
   h_.filter_cgroups = bpf_map__fd(skel_->maps.filter_cgroups);
+  h_.unwind = {
+      bpf_map__fd(skel_->maps.uw_procs), bpf_map__fd(skel_->maps.uw_files),
+      bpf_map__fd(skel_->maps.uw_pages), bpf_map__fd(skel_->maps.uw_rows),
+      bpf_map__fd(skel_->maps.uw_rules)};
+  h_.uw_requests = bpf_map__fd(skel_->maps.uw_requests);
+  h_.uw_stats = bpf_map__fd(skel_->maps.uw_stat_map);
   h_.bss = skel_->bss;
 }
 
@@ -216,6 +234,10 @@ bool OffcpuSession::take(std::unique_ptr<offcpu_light, LightDeleter> light) {
   h_.filter_tids = fds.filter_tids;
   h_.wakers = fds.wakers;
   h_.filter_cgroups = fds.filter_cgroups;
+  h_.unwind = {fds.uw_procs, fds.uw_files, fds.uw_pages, fds.uw_rows,
+               fds.uw_rules};
+  h_.uw_requests = fds.uw_requests;
+  h_.uw_stats = fds.uw_stats;
   return true;
 }
 
@@ -320,6 +342,24 @@ void OffcpuSession::attach(double duration_s) {
   }
 }
 
+bool OffcpuSession::rewalk_user_stacks() {
+  return plan_.seed_user_stacks && run_iterator(h_.seed_stacks) == 0;
+}
+
+std::array<uint64_t, UW_STAT_NR> OffcpuSession::unwind_counters() const {
+  std::array<uint64_t, UW_STAT_NR> sum{};
+  int ncpus = libbpf_num_possible_cpus();
+  if (ncpus <= 0 || h_.uw_stats < 0)
+    return sum;
+  std::vector<uw_stats> per_cpu(static_cast<size_t>(ncpus));
+  for (uint32_t slot = 0; slot < 2; slot++)
+    if (bpf_map_lookup_elem(h_.uw_stats, &slot, per_cpu.data()) == 0)
+      for (const uw_stats &s : per_cpu)
+        for (size_t i = 0; i < UW_STAT_NR; i++)
+          sum[i] += s.v[i];
+  return sum;
+}
+
 std::vector<uint64_t> OffcpuSession::read_stack(uint64_t id) const {
   StackTable table;
   read_stacks(h_.stacks, {id}, table);
@@ -329,9 +369,12 @@ std::vector<uint64_t> OffcpuSession::read_stack(uint64_t id) const {
 
 bool OffcpuSession::wait(uint64_t deadline, const NewStack &new_stack,
                          const IdleWork &idle, const Finished &finished) {
-  if (!announcements_)
+  if (!announcements_) {
     announcements_ = std::make_unique<Announcements>(
         plan_.announce_processes ? h_.new_processes : -1);
+    if (plan_.user_unwind_tables && unwind_request_)
+      announcements_->add_requests(h_.uw_requests, unwind_request_);
+  }
   return announcements_->wait(deadline, new_stack, idle, finished);
 }
 

@@ -2,6 +2,7 @@
 // along the attach plans), attach, stop, drain.
 #pragma once
 
+#include <array>
 #include <functional>
 #include <memory>
 #include <string>
@@ -11,7 +12,9 @@
 #include "collect/bpf_util.h"
 #include "collect/raw_profile.h"
 #include "collect/trace_config.h"
+#include "offcpu/unwind.h"
 #include "probe/features.h"
+#include "unwind/unwinder.h"
 #include "util/fd.h"
 
 struct offcpu_bpf;
@@ -54,6 +57,18 @@ public:
   // Traces this process from now on (and, following children, what it
   // forks); for a command started by offcpu.
   void add_process(uint32_t tgid);
+  // Where the walker asks for a process's unwind tables; set before wait().
+  void on_unwind_request(std::function<void(uint32_t tgid)> cb) {
+    unwind_request_ = std::move(cb);
+  }
+  // The unwind maps, for the Unwinder to fill (plan().user_unwind_tables).
+  const UnwindMapFds &unwind_maps() const { return h_.unwind; }
+  // Walks again the user stacks of blocked threads walked before their
+  // tables were ready (the sleepable seeding iterator). False if it could
+  // not run.
+  bool rewalk_user_stacks();
+  // The user-stack walker's counters (enum uw_stat), summed over CPUs.
+  std::array<uint64_t, UW_STAT_NR> unwind_counters() const;
   // A stored stack's frames (leaf first); empty if unknown.
   std::vector<uint64_t> read_stack(uint64_t id) const;
   // Ends the window: waits end now; the switch hook is detached and waits
@@ -71,6 +86,8 @@ public:
     int stacks = -1, counts = -1, waits_charged = -1, new_processes = -1;
     int wakers = -1, filter_cgroups = -1;
     int filter_tgids = -1, filter_tids = -1;
+    UnwindMapFds unwind;
+    int uw_requests = -1, uw_stats = -1;
     void *bss = nullptr; // the object's .bss, mapped
   };
 
@@ -103,6 +120,7 @@ private:
   UniqueFd fork_link_;   // --children, -- COMMAND
   bool forks_ = false;
   std::unique_ptr<Announcements> announcements_;
+  std::function<void(uint32_t)> unwind_request_;
   uint64_t start_ns_ = 0;
   uint64_t planned_stop_ns_ = 0;
   uint64_t stop_ns_ = 0;

@@ -14,6 +14,10 @@
 namespace offcpu {
 namespace {
 
+bool unwind_tables(const RwsemConfig &o, const RwsemPlan &p) {
+  return o.user_unwind_tables && p.user_fp_walk && p.bpf_loop;
+}
+
 int try_load(rwsem_bpf *skel, const RwsemConfig &o, const RwsemPlan &p,
              uint64_t min_wait_ns) {
   auto *ro = skel->rodata;
@@ -29,6 +33,15 @@ int try_load(rwsem_bpf *skel, const RwsemConfig &o, const RwsemPlan &p,
   ro->min_wait_ns = min_wait_ns;
   ro->stack_depth = o.max_stack_depth;
   ro->want_wakers = o.wakers;
+  // Tables need the walk from the task's registers and bpf_loop (5.17+).
+  const bool tables = unwind_tables(o, p);
+  ro->uw_tables = tables;
+  const UnwindSizes none;
+  const UnwindSizes &u = tables ? o.unwind_sizes : none;
+  bpf_map__set_max_entries(skel->maps.uw_files, u.files);
+  bpf_map__set_max_entries(skel->maps.uw_pages, u.pages);
+  bpf_map__set_max_entries(skel->maps.uw_rows, u.row_chunks);
+  bpf_map__set_max_entries(skel->maps.uw_rules, u.rules);
 
   bpf_map__set_max_entries(skel->maps.filter_tgids,
                            std::max<uint32_t>(1, o.pids.size()));
@@ -207,10 +220,24 @@ void RwsemSession::attach() {
 bool RwsemSession::wait(uint64_t deadline,
                         const Announcements::NewStack &new_stack,
                         const Announcements::IdleWork &idle) {
-  if (!announcements_)
+  if (!announcements_) {
     announcements_ =
         std::make_unique<Announcements>(bpf_map__fd(skel_->maps.new_processes));
+    if (skel_->rodata->uw_tables && unwind_request_)
+      announcements_->add_requests(bpf_map__fd(skel_->maps.uw_requests),
+                                   unwind_request_);
+  }
   return announcements_->wait(deadline, new_stack, idle);
+}
+
+bool RwsemSession::unwind_tables() const {
+  return skel_->rodata->uw_tables;
+}
+
+UnwindMapFds RwsemSession::unwind_maps() const {
+  return {bpf_map__fd(skel_->maps.uw_procs), bpf_map__fd(skel_->maps.uw_files),
+          bpf_map__fd(skel_->maps.uw_pages), bpf_map__fd(skel_->maps.uw_rows),
+          bpf_map__fd(skel_->maps.uw_rules)};
 }
 
 std::vector<uint64_t> RwsemSession::read_stack(uint64_t id) const {

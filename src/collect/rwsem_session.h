@@ -31,6 +31,13 @@ public:
   // by a signal.
   bool wait(uint64_t deadline_ns, const Announcements::NewStack &new_stack,
             const Announcements::IdleWork &idle);
+  // User stacks through unwind tables: the maps to fill, and where the
+  // walker asks for a process's tables (set before wait()).
+  bool unwind_tables() const;
+  UnwindMapFds unwind_maps() const;
+  void on_unwind_request(std::function<void(uint32_t)> cb) {
+    unwind_request_ = std::move(cb);
+  }
   // A stored stack's frames (leaf first); empty if unknown.
   std::vector<uint64_t> read_stack(uint64_t id) const;
   // Takes what was aggregated since the last drain, clearing it.
@@ -57,6 +64,7 @@ private:
   bool wakers_ = false; // --wakers: waits still open get [still waiting]
   std::vector<BpfLink> links_;
   std::unique_ptr<Announcements> announcements_;
+  std::function<void(uint32_t)> unwind_request_;
   uint64_t attached_ns_ = 0;
   uint64_t stopped_ns_ = 0;
 };

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "probe/choices.h"
+#include "unwind/unwinder.h"
 
 namespace offcpu {
 
@@ -39,6 +40,11 @@ struct OffcpuConfig {
   bool verify_kernel_unwind = false; // also take the kernel's walk, compare
   uint32_t kernel_unwind_limit = 0;  // test knob: splice after N frames
   Loader loader = Loader::Auto;
+  // User stacks: with unwind tables where the kernel allows (src/unwind/),
+  // or frame pointers only (--user-unwind fp). Array sizes for the tables.
+  bool user_unwind_tables = true;
+  uint32_t unwind_memory_mib = 64; // --unwind-memory
+  UnwindSizes unwind_sizes;
 };
 
 struct RwsemConfig {
@@ -52,6 +58,9 @@ struct RwsemConfig {
   uint32_t max_entries = 65536;
   RwsemAttach attach = RwsemAttach::Auto;
   bool wakers = false; // --wakers: the holder's release path
+  // User stacks through unwind tables (as OffcpuConfig); their array sizes.
+  bool user_unwind_tables = true;
+  UnwindSizes unwind_sizes;
 };
 
 } // namespace offcpu

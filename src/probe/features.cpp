@@ -138,6 +138,9 @@ std::vector<OffcpuPlan> offcpu_plans(const KernelFeatures &f,
     p.seed_open_waits = f.task_iter && f.get_task_stack;
     p.seed_user_stacks = p.seed_open_waits && f.user_walk_other_task;
     p.flush_open_waits = f.task_iter;
+    // The table walk runs in bpf_loop (5.17+) from the task's saved user
+    // registers (5.15+); older kernels walk frame pointers only.
+    p.user_unwind_tables = p.user_fp_walk && f.bpf_loop && f.ringbuf;
     plans.push_back(p);
   }
   // raw_tp: kernels with BTF but no working tp_btf (5.4, or tp_btf refused).
@@ -156,6 +159,7 @@ std::vector<OffcpuPlan> offcpu_plans(const KernelFeatures &f,
     p.seed_open_waits = f.task_iter && f.get_task_stack;
     p.seed_user_stacks = p.seed_open_waits && f.user_walk_other_task;
     p.flush_open_waits = f.task_iter;
+    p.user_unwind_tables = false; // its walk is bpf_get_stack's
     plans.push_back(p);
   }
   return plans;
@@ -166,8 +170,10 @@ std::string OffcpuPlan::describe() const {
   s += prev_state_arg ? ", state from prev_state" : ", state from task";
   s += kstack_at_switch_in ? ", kernel stacks by ORC walk at switch-in"
                            : ", kernel stacks at switch-out";
-  s += user_fp_walk ? ", user stacks by frame-pointer walk"
-                    : ", user stacks by bpf_get_stack";
+  s += user_unwind_tables ? ", user stacks by unwind tables (frame pointers "
+                            "where none)"
+       : user_fp_walk     ? ", user stacks by frame-pointer walk"
+                          : ", user stacks by bpf_get_stack";
   s += bpf_loop ? ", bpf_loop" : ", bounded loops";
   s += announce_processes ? ", new processes announced"
                           : ", exited processes not named (no ring buffer)";

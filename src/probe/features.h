@@ -50,6 +50,10 @@ struct OffcpuPlan {
   bool seed_open_waits = true;    // iterator opens waits at attach time
   bool seed_user_stacks = true;   // and a sleepable one walks their user stacks
   bool flush_open_waits = true;   // iterator charges open waits at stop
+  // User stacks walked with unwind tables from the files' CFI (bpf_loop,
+  // tp_btf, ring buffer); waits walked before the tables were ready are
+  // walked again while blocked when seed_user_stacks is possible.
+  bool user_unwind_tables = true;
   std::string describe() const;
 };
 

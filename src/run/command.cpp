@@ -4,6 +4,7 @@
 #include <grp.h>
 #include <pwd.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -52,19 +53,18 @@ bool parse_id(const char *s, unsigned long &out) {
 }
 
 // In the child: the user's groups, group and user, in that order (after
-// setuid nothing else may be changed).
-[[noreturn]] void become_and_exec(const RunAs &as,
-                                  const std::vector<char *> &argv,
-                                  int error_fd) {
-  bool ok = true;
-  if (getuid() == 0 && as.uid != 0) {
-    ok = (as.name.empty() ? setgroups(0, nullptr)
+// setuid nothing else may be changed). Done before the wait for release,
+// so that once released the child only execs.
+bool become(const RunAs &as) {
+  if (getuid() != 0 || as.uid == 0)
+    return true;
+  return (as.name.empty() ? setgroups(0, nullptr)
                           : initgroups(as.name.c_str(), as.gid)) == 0 &&
          setresgid(as.gid, as.gid, as.gid) == 0 &&
          setresuid(as.uid, as.uid, as.uid) == 0;
-  }
-  if (ok)
-    execvp(argv[0], argv.data());
+}
+
+[[noreturn]] void fail(int error_fd) {
   int err = errno;
   ssize_t n = write(error_fd, &err, sizeof(err));
   (void)n;
@@ -127,10 +127,17 @@ TracedCommand::TracedCommand(const std::vector<std::string> &args,
     signal(SIGTERM, SIG_DFL);
     close(go[1]);
     close(err[0]);
+    // Named as the command already: what little it does before exec is
+    // the command starting.
+    std::string base = args[0].substr(args[0].rfind('/') + 1);
+    prctl(PR_SET_NAME, base.c_str());
+    if (!become(as))
+      fail(err[1]);
     char c;
     if (read(go[0], &c, 1) != 1)
       _exit(127); // offcpu gave up before tracing started
-    become_and_exec(as, argv, err[1]);
+    execvp(argv[0], argv.data());
+    fail(err[1]);
   }
   close(go[0]);
   close(err[1]);

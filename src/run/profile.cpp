@@ -18,6 +18,7 @@
 #include "symbolize/kernel_namer.h"
 #include "symbolize/name_samples.h"
 #include "symbolize/symbolizer.h"
+#include "unwind/unwinder.h"
 #include "util/clock.h"
 #include "util/error.h"
 #include "util/fs.h"
@@ -66,19 +67,34 @@ std::string ms_between(uint64_t a, uint64_t b) {
 }
 
 // Probes the kernel, loads the programs along the plans and attaches them:
-// the window opens then.
-std::unique_ptr<OffcpuSession> start_session(const ProfileOptions &opts) {
+// the window opens then. The user unwind tables are sized for the traced
+// processes first, and filled after the attach (see collect).
+std::unique_ptr<OffcpuSession> start_session(const ProfileOptions &opts,
+                                             Unwinder &unwinder) {
   const uint64_t t_start = monotonic_ns();
   KernelFeatures features = probe_kernel_features();
   const uint64_t t_probed = monotonic_ns();
   require_btf(features.btf);
   if (opts.verbose)
     note("kernel: " + describe_features(features));
-  auto session = OffcpuSession::load(
-      opts, offcpu_plans(features, opts.attach, opts.kernel_unwind),
-      opts.verbose);
+  auto plans = offcpu_plans(features, opts.attach, opts.kernel_unwind);
+  OffcpuConfig config = opts;
+  for (OffcpuPlan &p : plans)
+    p.user_unwind_tables = p.user_unwind_tables && opts.user_unwind_tables &&
+                           !opts.kernel_stacks_only;
+  if (!plans.empty() && plans[0].user_unwind_tables)
+    config.unwind_sizes = unwinder.plan(opts.pids);
+  auto session = OffcpuSession::load(config, plans, opts.verbose);
   if (stop_requested())
     return nullptr;
+  if (session->plan().user_unwind_tables) {
+    unwinder.attach(session->unwind_maps(), config.unwind_sizes);
+    session->on_unwind_request(
+        [&unwinder](uint32_t tgid) { unwinder.request(tgid); });
+    // Traced processes first: their tables load right after the attach.
+    for (uint32_t pid : opts.pids)
+      unwinder.request(pid);
+  }
   const uint64_t t_loaded = monotonic_ns();
   session->attach(opts.duration_s ? *opts.duration_s : -1.0);
   if (opts.verbose) {
@@ -126,12 +142,18 @@ void show_progress(const OffcpuSession &session, double total) {
 // Processes announced by the kernel get their maps read and files opened
 // now, while they exist; files are parsed between polls.
 void collect(OffcpuSession &session, const ProfileOptions &opts,
-             Symbolizer &symbolizer, const OffcpuSession::Finished &finished) {
+             Symbolizer &symbolizer, Unwinder &unwinder,
+             const OffcpuSession::Finished &finished) {
   auto remember = [&](uint32_t tgid, uint64_t stack, uint32_t parent) {
     symbolizer.note_user_stack(tgid, stack, session.read_stack(stack), parent);
   };
+  // Unwind tables first: a blocked thread's stack is walked again once its
+  // process's tables are in, while it still sleeps.
   auto parse = [&](uint64_t deadline) {
-    return symbolizer.parse_pending(deadline);
+    bool tables_done = unwinder.work(deadline);
+    if (unwinder.take_installed())
+      session.rewalk_user_stacks();
+    return symbolizer.parse_pending(deadline) && tables_done;
   };
   const double total = opts.duration_s ? *opts.duration_s : -1.0;
   const uint64_t deadline = session.planned_stop_ns(); // 0: until Ctrl-C
@@ -193,9 +215,13 @@ Profile build_profile(const RawProfile &raw, Symbolizer &symbolizer,
 
 // Everything lost, by cause; with -v, how the run went.
 void report(const RawProfile &raw, const Symbolizer &symbolizer,
-            const OffcpuSession &session, const ProfileOptions &opts) {
+            const OffcpuSession &session, const ProfileOptions &opts,
+            const Unwinder &unwinder) {
   std::string losses =
       describe_losses(raw.lost, opts.stack_storage_size, opts.max_entries);
+  const auto walker = session.unwind_counters();
+  if (session.plan().user_unwind_tables)
+    losses += unwinder.describe_losses(walker);
   if (raw.missed_switches)
     losses += "offcpu: warning: " + std::to_string(raw.missed_switches) +
               " context switches were not seen (the kernel skipped the "
@@ -222,6 +248,14 @@ void report(const RawProfile &raw, const Symbolizer &symbolizer,
        " thread/stack pairs, " + std::to_string(raw.stacks.size()) +
        " stacks over " + std::to_string(raw.window_ns / 1000000) + " ms");
   note(symbolization_summary(symbolizer.stats()));
+  if (session.plan().user_unwind_tables) {
+    for (const std::string &line : unwinder.describe(walker))
+      note(line);
+    if (unwinder.ready_ns() > session.window_start_ns())
+      note("unwind tables of the processes asked for at start ready " +
+           ms_between(session.window_start_ns(), unwinder.ready_ns()) +
+           " ms after the attach");
+  }
   if (orc) {
     const auto &k = raw.kunwind;
     note("kernel unwind: " + std::to_string(k[OFFCPU_KUNWIND_SPLICED]) +
@@ -269,7 +303,9 @@ int run_profile(const ProfileOptions &given) {
     command =
         std::make_unique<TracedCommand>(opts.command, command_user(opts.user));
   }
-  auto session = start_session(opts);
+  Unwinder unwinder(system_files(), opts.output.debug_dirs,
+                    uint64_t{opts.unwind_memory_mib} << 20);
+  auto session = start_session(opts, unwinder);
   if (!session) {
     note("interrupted before tracing started; nothing collected");
     return kExitInterrupted;
@@ -288,14 +324,14 @@ int run_profile(const ProfileOptions &given) {
   }
   {
     PriorityBoost boost(kTracingNice);
-    collect(*session, opts, symbolizer, finished);
+    collect(*session, opts, symbolizer, unwinder, finished);
     session->stop();
   }
   const bool window_over = !stop_requested() && !(finished && finished());
   RawProfile raw = session->drain();
   Profile profile = build_profile(raw, symbolizer, opts, wall_start);
   outputs.write_all(profile);
-  report(raw, symbolizer, *session, opts);
+  report(raw, symbolizer, *session, opts, unwinder);
   return command ? finish_command(*command, window_over) : kExitOk;
 }
 

@@ -14,6 +14,7 @@
 #include "run/report.h"
 #include "symbolize/kernel_namer.h"
 #include "symbolize/name_samples.h"
+#include "unwind/unwinder.h"
 #include "util/clock.h"
 #include "util/error.h"
 #include "util/fs.h"
@@ -126,8 +127,9 @@ void name_kernel(const RawLockWaits &raw, Symbolizer &sym, bool &on_kallsyms,
 // or kept for the end (SVG, pprof).
 class RwsemRun {
 public:
-  RwsemRun(const RwsemOptions &opts, RwsemSession &session, Outputs &outputs)
-      : opts_(opts), session_(session), outputs_(outputs),
+  RwsemRun(const RwsemOptions &opts, RwsemSession &session, Outputs &outputs,
+           Unwinder &unwinder)
+      : opts_(opts), session_(session), outputs_(outputs), unwinder_(unwinder),
         symbolizer_(system_files(), KernelSymbols{}) {
     symbolizer_.add_debug_dirs(opts.output.debug_dirs);
     whole_run_.kind = ProfileKind::LockWaits;
@@ -190,8 +192,10 @@ private:
       symbolizer_.note_user_stack(tgid, stack, session_.read_stack(stack),
                                   parent);
     };
+    // Unwind tables first: the next wait of a process walks with them.
     auto parse = [&](uint64_t deadline) {
-      return symbolizer_.parse_pending(deadline);
+      bool tables_done = unwinder_.work(deadline);
+      return symbolizer_.parse_pending(deadline) && tables_done;
     };
     PriorityBoost boost(kTracingNice);
     return session_.wait(
@@ -225,6 +229,7 @@ private:
   const RwsemOptions &opts_;
   RwsemSession &session_;
   Outputs &outputs_;
+  Unwinder &unwinder_;
   Symbolizer symbolizer_;
   bool on_kallsyms_ = false;
   Profile whole_run_;
@@ -254,14 +259,26 @@ int run_rwsem(const RwsemOptions &opts) {
   RwsemFeatures features = probe_rwsem_features();
   require_btf(features.btf);
   Outputs outputs(opts.output);
-  auto session = RwsemSession::load(opts, rwsem_plans(features, opts.attach),
+  // User unwind tables, sized for the named PIDs (else the whole system:
+  // processes are matched by name as they come).
+  Unwinder unwinder(system_files(), opts.output.debug_dirs, uint64_t{64} << 20);
+  RwsemConfig config = opts;
+  config.unwind_sizes = unwinder.plan(opts.pids);
+  auto session = RwsemSession::load(config, rwsem_plans(features, opts.attach),
                                     opts.verbose);
+  if (session->unwind_tables()) {
+    unwinder.attach(session->unwind_maps(), config.unwind_sizes);
+    session->on_unwind_request(
+        [&unwinder](uint32_t tgid) { unwinder.request(tgid); });
+    for (uint32_t pid : opts.pids)
+      unwinder.request(pid);
+  }
   if (stop_requested()) {
     note("interrupted before tracing started; nothing collected");
     return kExitInterrupted;
   }
   announce_tracing(opts, describe_target(opts));
-  RwsemRun run(opts, *session, outputs);
+  RwsemRun run(opts, *session, outputs, unwinder);
   if (!run.run())
     return kExitOk; // stdout closed: nobody is listening
   outputs.commit();

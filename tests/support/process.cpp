@@ -4,6 +4,7 @@
 #include <grp.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -64,6 +65,9 @@ Subprocess::Subprocess(const std::vector<std::string> &argv, Options opts) {
           setresuid(*opts.run_as, *opts.run_as, *opts.run_as) != 0)
         _exit(126);
     }
+    // A test killed by its timeout must not leave its workloads running
+    // (set after any change of user, which clears it).
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
     execv(args[0], args.data());
     _exit(127);
   }

@@ -154,6 +154,63 @@ def exec_to_attached(offcpu, tries=5):
     return sorted(best)[len(best) // 2] if best else float("nan")
 
 
+# A python3 that maps ~90 shared objects (its extension modules), then
+# sleeps: the "-p PID on a process with many libraries" start-up case.
+MANY_LIBS = r"""
+import importlib, sys, time
+for m in ("ssl sqlite3 ctypes decimal json hashlib zlib bz2 lzma csv socket "
+          "select array math cmath struct binascii unicodedata _asyncio "
+          "readline curses pyexpat uuid multiprocessing queue mmap fcntl grp "
+          "termios resource _bisect _heapq _random _datetime _pickle _json "
+          "_contextvars _opcode _uuid _statistics _lsprof _md5 _sha1 _sha256 "
+          "_sha512 _sha3 _blake2 _zoneinfo _queue _multibytecodec _codecs_jp "
+          "_codecs_kr _codecs_cn _codecs_tw _codecs_hk _codecs_iso2022 _crypt "
+          "_elementtree nis audioop xxlimited _testcapi _xxsubinterpreters "
+          "_ctypes_test _testbuffer _testimportmultiple _testmultiphase "
+          "_xxtestfuzz xxsubtype _curses_panel").split():
+    try:
+        importlib.import_module(m)
+    except Exception:
+        pass
+libs = {l.split()[-1] for l in open("/proc/self/maps")
+        if "r-xp" in l and l.split()[-1].startswith("/")}
+print(len(libs), flush=True)
+time.sleep(600)
+"""
+
+
+def exec_to_attached_pid(offcpu, tries=5):
+    """-p on a process with many libraries: exec to attached, and when its
+    unwind tables were ready after the attach (offcpu -v says)."""
+    proc = subprocess.Popen(["python3", "-c", MANY_LIBS], stdout=subprocess.PIPE, text=True)
+    libs = int(proc.stdout.readline())
+    attached, ready = [], []
+    try:
+        for _ in range(tries):
+            t0 = time.monotonic()
+            p = subprocess.Popen([offcpu, "-v", "-p", str(proc.pid), "-f", "0.5"],
+                                 stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+            err = ""
+            for line in p.stderr:
+                err += line
+                if "Tracing" in line:
+                    attached.append((time.monotonic() - t0) * 1000)
+                    break
+            err += p.communicate()[1]
+            m = re.search(r"unwind tables of the processes asked for at start ready (\d+) ms", err)
+            if m:
+                ready.append(int(m.group(1)))
+    finally:
+        proc.kill()
+    med = lambda v: sorted(v)[len(v) // 2] if v else float("nan")
+    return libs, med(attached), med(ready)
+
+
+def unwind_memory(stderr):
+    m = re.search(r"user unwind memory: ([0-9.]+) MiB of kernel memory \(([0-9.]+) MiB used", stderr)
+    return (float(m.group(1)), float(m.group(2))) if m else (float("nan"), float("nan"))
+
+
 def offcpu_losses(stderr):
     return [l for l in stderr.splitlines() if "warning:" in l and "lost" in l]
 
@@ -195,6 +252,11 @@ def main():
             ("libbpf-tools -m 1000", [LIBBPF_TOOLS, "-m", "1000", "600"], "sched_switch"),
             ("offcpu --wakers", [offcpu, "-f", "--wakers", "600"], "offcpu_switch"),
             ("offcpu --runqueue", [offcpu, "-f", "--runqueue", "600"], "offcpu_switch"),
+            # User stacks by frame pointers only, as before unwind tables.
+            ("offcpu --user-unwind fp", [offcpu, "-f", "--user-unwind", "fp", "600"],
+             "offcpu_switch"),
+            ("offcpu --user-unwind fp -m 1000",
+             [offcpu, "-f", "--user-unwind", "fp", "-m", "1000", "600"], "offcpu_switch"),
             # The kernel's own walk at every switch-out, for reference: what
             # offcpu does on kernels without the ORC walker.
             ("offcpu --kernel-unwind switch-out",
@@ -204,9 +266,10 @@ def main():
         ]
         results = {label: measure_mode(label, cmd, prefix, args.loops)
                    for label, cmd, prefix in modes}
-        runs = {"offcpu": rusage_in_child([offcpu, "-f", "1"]),
+        runs = {"offcpu": rusage_in_child([offcpu, "-v", "-f", "1"]),
                 "libbpf-tools": rusage_in_child([LIBBPF_TOOLS, "1"])}
         e2a = exec_to_attached(offcpu)
+        libs, e2a_pid, tables_ready = exec_to_attached_pid(offcpu)
     finally:
         if blocker:
             blocker.kill()
@@ -229,6 +292,10 @@ def main():
     print(f"  -m 1000                              {ratio('offcpu -m 1000', 'libbpf-tools -m 1000'):.2f}")
     print(f"  --wakers                             {ratio('offcpu --wakers', 'libbpf-tools'):.2f}")
     print(f"  --runqueue                           {ratio('offcpu --runqueue', 'libbpf-tools'):.2f}")
+    print(f"  --user-unwind fp                     "
+          f"{ratio('offcpu --user-unwind fp', 'libbpf-tools'):.2f}")
+    print(f"  --user-unwind fp -m 1000             "
+          f"{ratio('offcpu --user-unwind fp -m 1000', 'libbpf-tools -m 1000'):.2f}")
     print(f"  --kernel-unwind switch-out           "
           f"{ratio('offcpu --kernel-unwind switch-out', 'libbpf-tools'):.2f}")
     print(f"  --kernel-unwind switch-out -m 1000   "
@@ -244,6 +311,11 @@ def main():
               f"{len(r['out'].splitlines()):>7}")
     print()
     print(f"offcpu exec to attached (median of 5): {e2a:.0f} ms")
+    print(f"offcpu -p on a process with {libs} mapped files: attached {e2a_pid:.0f} ms "
+          f"after exec, its unwind tables ready {tables_ready:.0f} ms after the attach")
+    total, used = unwind_memory(runs["offcpu"]["err"])
+    print(f"user unwind tables, 1 s whole-system run: {total:.1f} MiB of kernel memory "
+          f"({used:.1f} MiB used; cap --unwind-memory, default 64)")
     print()
     print("events lost, as reported:")
     for label, r in results.items():

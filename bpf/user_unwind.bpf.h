@@ -1,0 +1,570 @@
+/* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
+/* User stacks walked with unwind tables built from each file's CFI, so
+ * that code built without frame pointers (Debian's glibc and binaries)
+ * shows whole stacks. Layout, lookup path and fallbacks: include/offcpu/
+ * unwind.h. Include after stack_store.bpf.h and announce.bpf.h. */
+#ifndef OFFCPU_USER_UNWIND_BPF_H
+#define OFFCPU_USER_UNWIND_BPF_H
+
+#include "offcpu/unwind.h"
+
+/* Tables in use (--user-unwind auto with bpf_loop and tp_btf); else every
+ * user stack is walked with frame pointers (walk_user_stack_fp). */
+const volatile bool uw_tables = false;
+
+/* offcpu_start.flags: the user stack was walked without tables (not
+ * installed yet): the rewalk iterator takes it again while it is blocked. */
+#define OFFCPU_USTACK_PARTIAL 0x200u
+
+struct {
+  __uint(type, BPF_MAP_TYPE_HASH);
+  __uint(map_flags, BPF_F_NO_PREALLOC); /* written by user space only */
+  __uint(max_entries, 8192);
+  __type(key, __u32);
+  __type(value, struct uw_proc);
+} uw_procs SEC(".maps");
+
+struct {
+  __uint(type, BPF_MAP_TYPE_ARRAY);
+  __uint(max_entries, 1); /* sized by the loader */
+  __type(key, __u32);
+  __type(value, struct uw_file);
+} uw_files SEC(".maps");
+
+struct {
+  __uint(type, BPF_MAP_TYPE_ARRAY);
+  __uint(max_entries, 1); /* sized by the loader */
+  __type(key, __u32);
+  __type(value, __u64);
+} uw_pages SEC(".maps");
+
+struct {
+  __uint(type, BPF_MAP_TYPE_ARRAY);
+  __uint(max_entries, 1); /* sized by the loader */
+  __type(key, __u32);
+  __type(value, struct uw_chunk);
+} uw_rows SEC(".maps");
+
+struct {
+  __uint(type, BPF_MAP_TYPE_ARRAY);
+  __uint(max_entries, 1); /* sized by the loader */
+  __type(key, __u32);
+  __type(value, struct uw_rule);
+} uw_rules SEC(".maps");
+
+struct {
+  __uint(type, BPF_MAP_TYPE_RINGBUF);
+  __uint(max_entries, 64 * 1024);
+} uw_requests SEC(".maps");
+
+/* map_count each process was last asked about: one request per change. */
+struct {
+  __uint(type, BPF_MAP_TYPE_LRU_HASH);
+  __uint(max_entries, 8192);
+  __type(key, __u32);
+  __type(value, __u64);
+} uw_asked SEC(".maps");
+
+/* One slot per context (SCRATCH_HOOK, SCRATCH_ITER), as the scratch
+ * buffers: a hook preempting an iterator on the same CPU must not mix. */
+struct {
+  __uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+  __uint(max_entries, 2);
+  __type(key, __u32);
+  __type(value, struct uw_stats);
+} uw_stat_map SEC(".maps");
+
+/* Where a looked-up address is. */
+#define UW_AT_TABLE 0    /* a file with a table: `rule` applies */
+#define UW_AT_NO_TABLE 1 /* executable, no table: frame pointers */
+#define UW_AT_OUTSIDE 2  /* in no executable mapping */
+
+/* (process, address) -> rule, direct-mapped, per CPU and per context. */
+struct uw_cache_slot {
+  __u64 pc;
+  __u32 owner;
+  __u32 gen;
+  struct uw_rule rule;
+  __u32 where;
+  __u32 pad;
+};
+
+#define UW_CACHE_SLOTS 4096
+struct {
+  __uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+  __uint(max_entries, 2 * UW_CACHE_SLOTS);
+  __type(key, __u32);
+  __type(value, struct uw_cache_slot);
+} uw_cache SEC(".maps");
+
+/* Always 0; the verifier cannot know (see kwalk_unknown_zero). */
+__u32 uw_unknown_zero = 0;
+
+static __always_inline struct uw_stats *uw_stats_of(__u32 slot) {
+  return bpf_map_lookup_elem(&uw_stat_map, &slot);
+}
+
+static __always_inline void uw_count(struct uw_stats *st, int what) {
+  if (st && what >= 0 && what < UW_STAT_NR)
+    st->v[what]++;
+}
+
+struct uw_query {
+  __u64 pc; /* address to look up (a return address minus one) */
+  __u32 owner;
+  __u32 gen;
+  __u32 cache;
+  __u32 where; /* result: UW_AT_* */
+  struct uw_rule rule;
+  __u32 missed; /* result: the cache did not have it */
+  __u32 pad;
+};
+
+struct uw_msearch {
+  struct uw_proc *p;
+  __u64 pc;
+  __u32 lo, hi;
+  __s32 found;
+};
+
+static long uw_msearch_step(__u32 i, void *data) {
+  struct uw_msearch *c = data;
+  if (c->lo >= c->hi)
+    return 1;
+  __u64 mid = c->lo + (c->hi - c->lo) / 2;
+  same_register(mid);
+  if (mid >= UW_MAX_MAPPINGS)
+    return 1;
+  if (c->p->maps[mid].start <= c->pc) {
+    c->found = mid;
+    c->lo = mid + 1;
+  } else {
+    c->hi = mid;
+  }
+  return 0;
+}
+
+struct uw_rsearch {
+  __u32 first;  /* the page's first row */
+  __u32 lo, hi; /* rows [lo, hi) of the page still candidates */
+  __u32 off;    /* offset in the page */
+  __s64 found;  /* the last row at or below off, or -1 */
+};
+
+static long uw_rsearch_step(__u32 i, void *data) {
+  struct uw_rsearch *c = data;
+  if (c->lo >= c->hi)
+    return 1;
+  __u32 mid = c->lo + (c->hi - c->lo) / 2;
+  __u32 idx = c->first + mid;
+  __u32 chunk = idx / UW_ROWS_PER_CHUNK;
+  struct uw_chunk *ch = bpf_map_lookup_elem(&uw_rows, &chunk);
+  if (!ch) {
+    c->found = -1;
+    return 1;
+  }
+  __u64 slot = idx % UW_ROWS_PER_CHUNK;
+  same_register(slot);
+  if (slot >= UW_ROWS_PER_CHUNK)
+    return 1;
+  __u32 row = ch->rows[slot];
+  if ((row >> UW_ROW_OFFSET_SHIFT) <= c->off) {
+    c->found = row;
+    c->lo = mid + 1;
+  } else {
+    c->hi = mid;
+  }
+  return 0;
+}
+
+/* The rule for q->pc in process q->owner's installed mappings. */
+static __always_inline int uw_lookup(struct uw_query *q) {
+  __u32 idx = (mix64(q->pc ^ ((__u64)q->owner << 40)) & (UW_CACHE_SLOTS - 1)) +
+              (q->cache ? UW_CACHE_SLOTS : 0);
+  struct uw_cache_slot *c = bpf_map_lookup_elem(&uw_cache, &idx);
+  if (!c)
+    return 0;
+  if (c->pc == q->pc && c->owner == q->owner && c->gen == q->gen) {
+    q->where = c->where;
+    q->rule = c->rule;
+    return 0;
+  }
+  q->missed = 1;
+  __builtin_memset(&q->rule, 0, sizeof(q->rule));
+  q->where = UW_AT_OUTSIDE;
+
+  __u32 owner = q->owner;
+  struct uw_proc *p = bpf_map_lookup_elem(&uw_procs, &owner);
+  if (!p)
+    return 0;
+  struct uw_msearch ms = {
+      .p = p,
+      .pc = q->pc,
+      .lo = uw_unknown_zero,
+      .hi = p->nr < UW_MAX_MAPPINGS ? p->nr : UW_MAX_MAPPINGS,
+      .found = -1,
+  };
+  bpf_loop(10, uw_msearch_step, &ms, 0);
+  __s64 m = ms.found;
+  if (m < 0 || m >= UW_MAX_MAPPINGS)
+    goto out;
+  struct uw_mapping *map = &p->maps[m];
+  if (q->pc >= map->end)
+    goto out;
+  q->where = UW_AT_NO_TABLE;
+  __u32 fidx = map->file;
+  struct uw_file *f = bpf_map_lookup_elem(&uw_files, &fidx);
+  if (!f)
+    goto out;
+  __u64 rel = q->pc - map->base;
+  __u64 page = rel >> UW_PAGE_SHIFT;
+  q->where = UW_AT_TABLE; /* rule NONE unless a row says otherwise */
+  if (page >= f->n_pages)
+    goto out;
+  __u32 pidx = f->page_base + (__u32)page;
+  __u64 *pg = bpf_map_lookup_elem(&uw_pages, &pidx);
+  if (!pg)
+    goto out;
+  struct uw_rsearch rs = {
+      .first = (__u32)*pg,
+      .lo = uw_unknown_zero,
+      .hi = (__u32)(*pg >> 32),
+      .off = rel & (UW_PAGE_SIZE - 1),
+      .found = -1,
+  };
+  bpf_loop(14, uw_rsearch_step, &rs, 0);
+  if (rs.found < 0)
+    goto out;
+  __u32 rule_id = (__u32)rs.found & UW_ROW_RULE_MASK;
+  struct uw_rule *r = bpf_map_lookup_elem(&uw_rules, &rule_id);
+  if (r)
+    q->rule = *r;
+out:
+  c->pc = q->pc;
+  c->owner = q->owner;
+  c->gen = q->gen;
+  c->where = q->where;
+  c->rule = q->rule;
+  return 0;
+}
+
+/* The frame being unwound: scalars only, so that the global functions
+ * below (verified once each) can work on it; the stack reads and the store
+ * of each frame happen in the loop body, which needs the task and buffer
+ * pointers. */
+struct uw_frame {
+  __u64 pc, sp, bp;
+  __u64 store_pc; /* what to store for this frame */
+  __u64 rd_deref; /* 0, or a word to read first (CFA_DEREF) */
+  __u64 rd_pair;  /* 16 bytes to read: [0] rbp or unused, [1] return addr */
+  __u64 rd_extra; /* 0, or the saved rbp's address when not in the pair */
+  __u64 val_deref, pair[2], extra;
+  struct uw_rule rule;
+  __u32 n, max;
+  __u32 owner; /* uw_procs entry used; 0: none, frame pointers only */
+  __u32 gen;
+  __u32 cache;  /* SCRATCH_HOOK or SCRATCH_ITER */
+  __u8 exact;   /* pc is not a return address (first frame, after signal) */
+  __u8 stale;   /* the process's map_count moved since its install */
+  __u8 partial; /* result: walked without (current) tables */
+  __u8 fault;   /* a read failed */
+  /* Counted here, added to uw_stats once per walk: a shared per-CPU
+   * counter read and written per frame would cost more than the frame. */
+  __u16 by_table, by_fp, misses;
+  __u16 end; /* enum uw_stat: how the walk ended; 0 while going */
+};
+
+#define UW_GO 0
+#define UW_STOP 1       /* nothing more to store */
+#define UW_STORE_STOP 2 /* store this frame, then stop */
+
+static __always_inline void uw_reads_for_cfa(struct uw_frame *f, __u64 cfa) {
+  f->rd_pair = cfa - 16;
+  f->rd_extra = 0;
+  if ((f->rule.flags & UW_BP_SAVED) && f->rule.bp_off != -16)
+    f->rd_extra = cfa + f->rule.bp_off;
+}
+
+/* Finds the frame's rule and says what to read. Global: verified once. */
+__noinline int uw_frame_begin(struct uw_frame *f) {
+  if (!f)
+    return UW_STOP;
+  if (f->n >= f->max || f->n >= OFFCPU_MAX_STACK_DEPTH) {
+    f->end = UW_STAT_TRUNCATED;
+    return UW_STOP;
+  }
+  if (!f->pc)
+    return UW_STOP;
+  struct uw_query q = {
+      .pc = f->exact ? f->pc : f->pc - 1,
+      .owner = f->owner,
+      .gen = f->gen,
+      .cache = f->cache,
+      .where = UW_AT_NO_TABLE,
+  };
+  if (f->owner) {
+    uw_lookup(&q);
+    f->misses += q.missed;
+  }
+  if (q.where == UW_AT_OUTSIDE) {
+    if (f->stale) {
+      f->partial = 1;
+      f->end = UW_STAT_STALE;
+    } else {
+      f->end = UW_STAT_OUTSIDE;
+    }
+    return UW_STOP;
+  }
+  /* Frames but the first are looked up one byte back when named: an exact
+   * address after a signal frame is stored one byte on. */
+  f->store_pc = f->exact && f->n > 0 ? f->pc + 1 : f->pc;
+  /* The sigreturn trampoline is entered by a return to its first byte
+   * (its CFI starts a byte early for that): named by that byte. */
+  if (q.where == UW_AT_TABLE && q.rule.kind == UW_RULE_SIGNAL && !f->exact)
+    f->store_pc = f->pc + 1;
+  if (q.where != UW_AT_TABLE)
+    __builtin_memset(&q.rule, 0, sizeof(q.rule)); /* frame pointers */
+  f->rule = q.rule;
+  f->fault = 0;
+  f->rd_deref = 0;
+  f->rd_extra = 0;
+  switch (q.rule.kind) {
+  case UW_RULE_END:
+    f->end = UW_STAT_END_OF_STACK;
+    return UW_STORE_STOP;
+  case UW_RULE_NONE:
+    if (!f->bp) {
+      f->end = UW_STAT_END_FP;
+      return UW_STORE_STOP;
+    }
+    f->rd_pair = f->bp; /* saved rbp, then the return address */
+    return UW_GO;
+  case UW_RULE_SIGNAL:
+    /* rsp points into the ucontext the kernel pushed: the interrupted rsp,
+     * then rip, at cfa_off; rbp at bp_off. */
+    f->rd_pair = f->sp + q.rule.cfa_off;
+    f->rd_extra = f->sp + q.rule.bp_off;
+    return UW_GO;
+  case UW_RULE_PLT:
+    /* The stub pushes once before its second jump (byte 11 of 16). */
+    uw_reads_for_cfa(f, f->sp + 8 + ((f->pc & 15) >= 11 ? 8 : 0));
+    return UW_GO;
+  case UW_RULE_CFA:
+  case UW_RULE_CFA_DEREF: {
+    __u64 cfa = ((q.rule.flags & UW_CFA_FROM_BP) ? f->bp : f->sp) +
+                (__s64)q.rule.cfa_off;
+    if (q.rule.kind == UW_RULE_CFA_DEREF)
+      f->rd_deref = cfa;
+    else
+      uw_reads_for_cfa(f, cfa);
+    return UW_GO;
+  }
+  default:
+    f->end = UW_STAT_UNSUPPORTED;
+    return UW_STORE_STOP;
+  }
+}
+
+/* After the CFA itself was read (CFA_DEREF). */
+__noinline int uw_frame_mid(struct uw_frame *f) {
+  if (!f)
+    return UW_STOP;
+  if (f->fault) {
+    f->end = UW_STAT_READ_FAULT;
+    return UW_STOP;
+  }
+  uw_reads_for_cfa(f, f->val_deref);
+  return UW_GO;
+}
+
+/* Moves *f to the caller, from what was read. */
+__noinline int uw_frame_end(struct uw_frame *f) {
+  if (!f)
+    return UW_STOP;
+  if (f->fault) {
+    f->end = UW_STAT_READ_FAULT;
+    return UW_STOP;
+  }
+  __u64 sp, bp = f->bp;
+  bool exact = false;
+  switch (f->rule.kind) {
+  case UW_RULE_NONE:
+    sp = f->rd_pair + 16;
+    bp = f->pair[0];
+    f->by_fp++;
+    break;
+  case UW_RULE_SIGNAL:
+    sp = f->pair[0];
+    bp = f->extra;
+    exact = true; /* the interrupted instruction, not a return address */
+    f->by_table++;
+    break;
+  default:
+    sp = f->rd_pair + 16; /* the CFA */
+    if (f->rule.flags & UW_BP_SAVED)
+      bp = f->rule.bp_off == -16 ? f->pair[0] : f->extra;
+    if (f->rule.flags & UW_BP_UNDEFINED)
+      bp = 0;
+    f->by_table++;
+    break;
+  }
+  /* Callers are above: a frame that does not move up is bad data, except
+   * out of a signal frame (an alternate signal stack may be anywhere). */
+  if (sp <= f->sp && !f->exact && f->rule.kind != UW_RULE_SIGNAL) {
+    f->end = UW_STAT_BAD_FRAME;
+    return UW_STOP;
+  }
+  f->pc = f->pair[1];
+  f->sp = sp;
+  f->bp = bp;
+  f->exact = exact;
+  return UW_GO;
+}
+
+struct uw_walk {
+  struct offcpu_stack *s;
+  struct task_struct *task;
+  struct uw_frame f;
+};
+
+static __always_inline long uw_read(struct uw_walk *w, void *dst, __u32 size,
+                                    __u64 addr, bool other_task) {
+  return other_task
+             ? bpf_copy_from_user_task(dst, size, (void *)addr, w->task, 0)
+             : bpf_probe_read_user(dst, size, (void *)addr);
+}
+
+/* One frame: decide, store, read, move on. */
+static __always_inline long uw_step(struct uw_walk *w, bool other_task) {
+  struct uw_frame *f = &w->f;
+  int r = uw_frame_begin(f);
+  if (r == UW_STOP)
+    return 1;
+  __u64 n = f->n;
+  same_register(n);
+  if (n >= OFFCPU_MAX_STACK_DEPTH)
+    return 1;
+  w->s->ips[n] = f->store_pc;
+  f->n = n + 1;
+  if (r != UW_GO)
+    return 1;
+  if (f->rd_deref) {
+    if (uw_read(w, &f->val_deref, sizeof(f->val_deref), f->rd_deref,
+                other_task))
+      f->fault = 1;
+    if (uw_frame_mid(f) != UW_GO)
+      return 1;
+  }
+  if (uw_read(w, f->pair, sizeof(f->pair), f->rd_pair, other_task))
+    f->fault = 1;
+  if (f->rd_extra &&
+      uw_read(w, &f->extra, sizeof(f->extra), f->rd_extra, other_task))
+    f->fault = 1;
+  return uw_frame_end(f) != UW_GO;
+}
+
+static long uw_step_current(__u32 i, void *data) {
+  return uw_step(data, false);
+}
+
+static long uw_step_other(__u32 i, void *data) {
+  return uw_step(data, true);
+}
+
+/* Asks user space for the process's tables, once per map_count. */
+static __always_inline void uw_request(__u32 tgid, __u64 map_count,
+                                       struct uw_stats *st) {
+  __u64 *asked = bpf_map_lookup_elem(&uw_asked, &tgid);
+  if (asked && *asked == map_count)
+    return;
+  if (bpf_map_update_elem(&uw_asked, &tgid, &map_count, BPF_ANY))
+    return;
+  struct uw_request *r = bpf_ringbuf_reserve(&uw_requests, sizeof(*r), 0);
+  if (!r) {
+    bpf_map_delete_elem(&uw_asked, &tgid);
+    uw_count(st, UW_STAT_REQUESTS_LOST);
+    return;
+  }
+  r->tgid = tgid;
+  r->pad = 0;
+  bpf_ringbuf_submit(r, 0);
+  uw_count(st, UW_STAT_REQUESTS);
+}
+
+/* The user stack of `t` (the current task, or a blocked one from a
+ * sleepable iterator): with tables where the process has them, else frame
+ * pointers. Sets OFFCPU_USTACK_PARTIAL in *flags when the walk lacked
+ * tables and should be taken again. */
+static __always_inline __u64 walk_user_stack(struct task_struct *t,
+                                             bool other_task, __u32 *flags) {
+  if (!uw_tables)
+    return walk_user_stack_fp(t, other_task);
+  __u32 slot = other_task ? SCRATCH_ITER : SCRATCH_HOOK;
+  struct offcpu_stack *s = scratch_stack(slot);
+  if (!s)
+    return OFFCPU_STACK_MISSED;
+  struct pt_regs *regs = (struct pt_regs *)bpf_task_pt_regs(t);
+  if (!regs)
+    return OFFCPU_STACK_MISSED;
+  struct uw_walk w = {
+      .s = s,
+      .task = t,
+      .f =
+          {
+              .pc = BPF_CORE_READ(regs, ip),
+              .sp = BPF_CORE_READ(regs, sp),
+              .bp = BPF_CORE_READ(regs, bp),
+              .max = stack_bytes() / sizeof(__u64),
+              .cache = slot,
+              .exact = 1,
+          },
+  };
+  struct uw_stats *st = uw_stats_of(slot);
+  uw_count(st, UW_STAT_WALKS);
+  __u32 tgid = BPF_CORE_READ(t, tgid);
+  __u64 map_count = BPF_CORE_READ(t, mm, map_count);
+  __u32 owner = tgid;
+  struct uw_proc *p = bpf_map_lookup_elem(&uw_procs, &owner);
+  if (!p) {
+    /* Forked without exec: the parent's image, its mappings. */
+    owner = same_image_parent(t);
+    if (owner)
+      p = bpf_map_lookup_elem(&uw_procs, &owner);
+    if (p)
+      uw_count(st, UW_STAT_PARENT_MAPS);
+  }
+  if (p) {
+    w.f.owner = owner;
+    w.f.gen = p->gen;
+    /* A child's map_count is its own: only a reading of this process can
+     * be stale. */
+    w.f.stale = owner == tgid && p->map_count != map_count;
+  } else {
+    w.f.partial = 1;
+    uw_count(st, UW_STAT_NO_TABLES);
+  }
+  bpf_loop(OFFCPU_MAX_STACK_DEPTH, other_task ? uw_step_other : uw_step_current,
+           &w, 0);
+  if (st) {
+    st->v[UW_STAT_FRAMES_TABLE] += w.f.by_table;
+    st->v[UW_STAT_FRAMES_FP] += w.f.by_fp;
+    st->v[UW_STAT_CACHE_MISSES] += w.f.misses;
+    __u64 end = w.f.end;
+    same_register(end);
+    if (end && end < UW_STAT_NR)
+      st->v[end]++;
+  }
+  if (w.f.partial) {
+    *flags |= OFFCPU_USTACK_PARTIAL;
+    uw_request(tgid, map_count, st);
+  }
+  return store_stack(s, (long)w.f.n * sizeof(__u64), true);
+}
+
+/* A partial stack charged before it could be walked again. */
+static __always_inline void uw_partial_ended(__u32 flags, __u32 slot) {
+  if (flags & OFFCPU_USTACK_PARTIAL)
+    uw_count(uw_stats_of(slot), UW_STAT_PARTIAL_ENDED);
+}
+
+#endif /* OFFCPU_USER_UNWIND_BPF_H */

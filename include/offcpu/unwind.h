@@ -1,0 +1,150 @@
+/* User stacks without frame pointers: the tables user space builds from a
+ * file's CFI (.eh_frame, or .debug_frame from its debug file) and the BPF
+ * walker (bpf/user_unwind.bpf.h) reads. Shared by BPF and C++; the only
+ * definition of each layout.
+ *
+ * Design.
+ * - Per file (keyed by build id, else device and inode), user space
+ *   (src/unwind/) runs the CFI programs once and keeps, for every address
+ *   where the rule changes, a row: how to find the CFA (rsp or rbp plus an
+ *   offset, or a word loaded from there), where the caller's rbp was saved,
+ *   or "end of stack", "PLT stub", "signal frame", "no CFI here". Rules are
+ *   deduplicated into one small table (uw_rules: a few thousand distinct
+ *   rules cover a whole system), so a row is 4 bytes: its offset in a 4 KiB
+ *   page of the file's code and a rule id. Rows live in one array
+ *   (uw_rows, 16 per element); each file has a run of page descriptors
+ *   (uw_pages: first row, row count) so a lookup is one page read and a
+ *   binary search of ~50 rows (6 steps), not a search of the whole file.
+ *   OpenTelemetry's profiler uses 64 KiB pages (a search of ~1,000 rows);
+ *   4 KiB pages cost 2 bytes per KiB of code more and make each search
+ *   short. Tables are loaded once per file and shared by every process.
+ * - Per traced process, user space installs its executable mappings
+ *   (uw_procs: sorted ranges, each with its file's table, or "no table":
+ *   JIT code, Go, files without CFI, where the frame-pointer walk goes on),
+ *   and the mm's map_count when it read them: a walk that leaves the known
+ *   mappings of a process whose map_count moved since (dlopen, exec) asks
+ *   for a new reading instead of calling the address junk. We only load
+ *   tables for files that traced processes map, on demand.
+ * - Walk (bpf_loop, one frame per iteration): mapping search and row
+ *   search run in global functions (verified once), behind a per-CPU cache
+ *   of (process, address) -> rule, so a frame seen before costs one array
+ *   read and the stack reads. A walk that reaches an address outside every
+ *   executable mapping stops there (no [anon]/[heap] frames); every other
+ *   way a walk ends is counted by cause (uw_stats, shown by -v).
+ * - Not ready yet: a process with no installed mappings (new, or traced
+ *   from the start) is walked with frame pointers, its wait flagged
+ *   partial and its tables requested through a ring (uw_requests, once per
+ *   map_count). Once they are installed, user space reruns the sleepable
+ *   iterator that walks blocked threads' stacks in their own memory: a
+ *   thread still blocked gets its whole stack (its user stack cannot change
+ *   while it sleeps). A partial wait that ends first is charged as it is
+ *   and counted. A process forked without exec uses its parent's mappings.
+ * - Fallbacks: --user-unwind fp forces the frame-pointer walk; kernels
+ *   without bpf_loop (before 5.17) or tp_btf walk frame pointers only.
+ * - Cost: per frame, one cache read (a miss: ~8 mapping and ~6 row search
+ *   steps) and one or two 8-16 byte user reads, as the frame-pointer walk. */
+#ifndef OFFCPU_UNWIND_H
+#define OFFCPU_UNWIND_H
+
+#ifndef __VMLINUX_H__
+#include <linux/types.h>
+#endif
+
+/* Executable mappings per process that tables can cover; the rest are
+ * walked with frame pointers (counted). */
+#define UW_MAX_MAPPINGS 256
+#define UW_PAGE_SHIFT 12
+#define UW_PAGE_SIZE (1u << UW_PAGE_SHIFT)
+#define UW_ROWS_PER_CHUNK 16
+/* A row: offset in its page (high 16 bits), rule id (low 16 bits). */
+#define UW_ROW_RULE_MASK 0xffffu
+#define UW_ROW_OFFSET_SHIFT 16
+#define UW_MAX_RULES 65536
+/* uw_mapping.file of a mapping with no table: the frame-pointer walk. */
+#define UW_FILE_NONE 0xffffffffu
+#define UW_MAX_FILES 8192
+
+/* What a rule says about a frame. Rule id 0 is UW_RULE_NONE. */
+enum uw_rule_kind {
+  UW_RULE_NONE = 0,    /* no CFI covers the address: frame-pointer guess */
+  UW_RULE_CFA,         /* CFA = reg + cfa_off; return address at CFA - 8 */
+  UW_RULE_CFA_DEREF,   /* CFA = *(reg + cfa_off) (stack realignment) */
+  UW_RULE_END,         /* return address undefined: the outermost frame */
+  UW_RULE_PLT,         /* PLT stub: CFA = rsp + 8, +8 past the push */
+  UW_RULE_SIGNAL,      /* sigreturn trampoline: registers in the ucontext */
+  UW_RULE_UNSUPPORTED, /* CFI this walker cannot follow: the walk stops */
+};
+
+/* uw_rule.flags */
+#define UW_CFA_FROM_BP 1u  /* CFA base register is rbp, else rsp */
+#define UW_BP_SAVED 2u     /* caller's rbp at CFA + bp_off (SIGNAL: rsp +) */
+#define UW_BP_UNDEFINED 4u /* caller's rbp cannot be recovered */
+
+struct uw_rule {
+  __s32 cfa_off; /* SIGNAL: offset of the saved rsp from rsp (rip follows) */
+  __s16 bp_off;
+  __u8 kind;
+  __u8 flags;
+};
+
+struct uw_mapping {
+  __u64 start, end; /* [start, end) in the process */
+  __u64 base;       /* address - base = offset in the file's table */
+  __u32 file;       /* uw_files index, or UW_FILE_NONE */
+  __u32 pad;
+};
+
+struct uw_proc {
+  __u32 nr;        /* mappings used, sorted by start */
+  __u32 gen;       /* bumped at each install: cached rules of older ones die */
+  __u64 map_count; /* mm->map_count when the maps were read */
+  struct uw_mapping maps[UW_MAX_MAPPINGS];
+};
+
+/* A file's run of page descriptors in uw_pages. */
+struct uw_file {
+  __u32 page_base;
+  __u32 n_pages;
+};
+
+/* uw_pages element: first row (index in uw_rows' row space) | count << 32.
+ * A page whose code starts under a rule carries it in a row at offset 0. */
+struct uw_chunk {
+  __u32 rows[UW_ROWS_PER_CHUNK];
+};
+
+/* Asked by the walker when a process has no (or stale) installed
+ * mappings. */
+struct uw_request {
+  __u32 tgid;
+  __u32 pad;
+};
+
+/* Counters of the walker, by cause; per CPU, summed by user space. */
+enum uw_stat {
+  UW_STAT_WALKS = 0,     /* user stacks walked with tables enabled */
+  UW_STAT_FRAMES_TABLE,  /* frames recovered through a table row */
+  UW_STAT_FRAMES_FP,     /* frames recovered from frame pointers */
+  UW_STAT_END_OF_STACK,  /* walks that reached an end-of-stack row */
+  UW_STAT_END_FP,        /* frame-pointer chains that ended (rbp 0) */
+  UW_STAT_OUTSIDE,       /* stopped at an address outside exec mappings */
+  UW_STAT_READ_FAULT,    /* a stack word could not be read */
+  UW_STAT_UNSUPPORTED,   /* CFI the walker cannot follow */
+  UW_STAT_BAD_FRAME,     /* a frame that did not move up the stack */
+  UW_STAT_TRUNCATED,     /* deeper than --perf-max-stack-depth */
+  UW_STAT_NO_TABLES,     /* process not installed yet: partial, FP walk */
+  UW_STAT_STALE,         /* left known mappings after map_count moved */
+  UW_STAT_REQUESTS,      /* tables asked for through uw_requests */
+  UW_STAT_REQUESTS_LOST, /* the request ring was full */
+  UW_STAT_REWALKED,      /* partial stacks walked again while blocked */
+  UW_STAT_PARTIAL_ENDED, /* partial stacks charged before a rewalk */
+  UW_STAT_PARENT_MAPS,   /* walks that used the parent's (fork) mappings */
+  UW_STAT_CACHE_MISSES,  /* rule lookups that searched the tables */
+  UW_STAT_NR,
+};
+
+struct uw_stats {
+  __u64 v[UW_STAT_NR];
+};
+
+#endif /* OFFCPU_UNWIND_H */

@@ -1,0 +1,57 @@
+// Call frame information (.eh_frame, .debug_frame) run into the rows the
+// BPF walker uses: per address range, one rule (include/offcpu/unwind.h).
+// x86-64 only. The bytes come from files other users control: every length,
+// offset and count is checked; bad entries are skipped and counted.
+#pragma once
+
+#include <cstdint>
+#include <string_view>
+#include <vector>
+
+#include "offcpu/unwind.h"
+
+namespace offcpu::unwind {
+
+struct Rule {
+  uint8_t kind = UW_RULE_NONE;
+  uint8_t flags = 0;
+  int16_t bp_off = 0;
+  int32_t cfa_off = 0;
+  bool operator==(const Rule &o) const {
+    return kind == o.kind && flags == o.flags && bp_off == o.bp_off &&
+           cfa_off == o.cfa_off;
+  }
+  bool operator!=(const Rule &o) const { return !(*this == o); }
+};
+
+// `rule` applies from `pc` up to the next row's pc. UW_RULE_NONE rows mark
+// addresses no FDE covers.
+struct Row {
+  uint64_t pc = 0;
+  Rule rule;
+};
+
+struct CfiSection {
+  std::string_view data;
+  uint64_t vaddr = 0;   // address of data[0] in the file (pc-relative pointers)
+  bool eh_frame = true; // else .debug_frame: other CIE ids, absolute addresses
+};
+
+struct CfiStats {
+  uint64_t fdes = 0;
+  uint64_t bad_entries = 0;      // malformed CIE/FDE, skipped
+  uint64_t unsupported_rows = 0; // rows the walker cannot follow
+};
+
+// The rows of every FDE, sorted by address, consecutive equal rules merged.
+std::vector<Row> parse_cfi(const CfiSection &section, CfiStats *stats);
+
+// Bytes of code the rows give a rule for.
+uint64_t covered_bytes(const std::vector<Row> &rows);
+
+// `primary`'s rules where it has one, `secondary`'s elsewhere (.eh_frame
+// and a debug file's .debug_frame for code built partly without the former).
+std::vector<Row> merge_rows(const std::vector<Row> &primary,
+                            const std::vector<Row> &secondary);
+
+} // namespace offcpu::unwind

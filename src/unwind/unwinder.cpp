@@ -1,0 +1,556 @@
+#include "unwind/unwinder.h"
+
+#include <bpf/bpf.h>
+#include <dirent.h>
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <cinttypes>
+#include <cstdio>
+#include <cstring>
+
+#include "symbolize/elf_file.h"
+#include "util/clock.h"
+#include "util/parse.h"
+#include "util/safe_file.h"
+
+namespace offcpu {
+namespace {
+
+constexpr std::size_t kMaxMapsBytes = 64u << 20;
+// Table rows per byte of executable mapping, from Debian 12's libraries
+// (glibc 0.019, python3 0.024, libstdc++ 0.03), with room to spare: the
+// rows array is sized from /proc/PID/maps alone, before any file is opened,
+// so that sizing costs the attach nothing.
+constexpr double kRowsPerCodeByte = 0.05;
+// Room for what is mapped after start (dlopen, new processes).
+constexpr uint64_t kSpareRowsTraced = 64u << 10;
+constexpr uint64_t kSpareRowsSystem = 1u << 20;
+constexpr uint64_t kMaxDebugFileBytes = uint64_t{4} << 30;
+constexpr uint64_t kMaxCrcNs = 1000000000;
+
+std::string pid_dir(const std::string &root, uint32_t tgid) {
+  return root + "/" + std::to_string(tgid);
+}
+
+std::string dirname_of(const std::string &path) {
+  size_t slash = path.rfind('/');
+  return slash == std::string::npos ? "." : path.substr(0, slash);
+}
+
+// Every process now, for a whole-system estimate.
+std::vector<uint32_t> all_processes(const std::string &proc_root) {
+  std::vector<uint32_t> out;
+  if (DIR *d = opendir(proc_root.c_str())) {
+    while (dirent *e = readdir(d)) {
+      char *end = nullptr;
+      unsigned long v = strtoul(e->d_name, &end, 10);
+      if (end && *end == '\0' && v > 0 && v < UINT32_MAX)
+        out.push_back(static_cast<uint32_t>(v));
+    }
+    closedir(d);
+  }
+  return out;
+}
+
+// mm->map_count as the maps text shows it: one line per VMA, but for the
+// [vsyscall] page, which is no VMA.
+uint64_t vma_count(const std::string &text) {
+  uint64_t lines =
+      static_cast<uint64_t>(std::count(text.begin(), text.end(), '\n'));
+  if (!text.empty() && text.back() != '\n')
+    lines++;
+  if (text.find("[vsyscall]") != std::string::npos && lines > 0)
+    lines--;
+  return lines;
+}
+
+CheckedFile open_mapped(const std::string &proc_root, uint32_t tgid,
+                        const Mapping &m) {
+  char range[64];
+  snprintf(range, sizeof(range), "/map_files/%" PRIx64 "-%" PRIx64, m.start,
+           m.end);
+  FilePolicy mapped;
+  mapped.follow_last_symlink = true;
+  mapped.max_size = UINT64_MAX; // only the CFI sections are read
+  return open_checked(pid_dir(proc_root, tgid) + range, mapped);
+}
+
+// The effective user of a process, whose files it may read.
+std::optional<Credentials> creds_of(const FileReader &files,
+                                    const std::string &dir) {
+  auto status = files.read(dir + "/status", 1u << 16);
+  if (!status)
+    return std::nullopt;
+  auto field = [&](const char *name) -> std::optional<uint32_t> {
+    size_t at = status->find(std::string("\n") + name + ":");
+    if (at == std::string::npos)
+      return std::nullopt;
+    std::string_view rest(*status);
+    rest.remove_prefix(at + strlen(name) + 2);
+    next_field(rest); // real
+    std::string_view eff = next_field(rest);
+    if (eff.empty() || eff.size() > 10)
+      return std::nullopt;
+    return static_cast<uint32_t>(std::stoul(std::string(eff)));
+  };
+  auto uid = field("Uid"), gid = field("Gid");
+  if (!uid || !gid)
+    return std::nullopt;
+  return Credentials{*uid, *gid};
+}
+
+std::string mib(uint64_t bytes) {
+  char s[32];
+  snprintf(s, sizeof(s), "%.1f MiB", static_cast<double>(bytes) / (1 << 20));
+  return s;
+}
+
+} // namespace
+
+struct Unwinder::File {
+  uint32_t id = UW_FILE_NONE;
+  uint64_t table_base = 0;
+  std::vector<unwind::ElfCfi::Segment> loads;
+  std::string build_id;
+  unwind::ElfCfi cfi_headers; // for vaddr_of_offset
+
+  std::optional<uint64_t> base_for(const Mapping &m) const {
+    auto vaddr = cfi_headers.vaddr_of_offset(m.offset);
+    if (!vaddr)
+      return std::nullopt;
+    return m.start - *vaddr + table_base;
+  }
+};
+
+uint64_t UnwindSizes::bytes() const {
+  return uint64_t{files} * sizeof(uw_file) + uint64_t{pages} * 8 +
+         uint64_t{row_chunks} * sizeof(uw_chunk) +
+         uint64_t{rules} * sizeof(uw_rule);
+}
+
+Unwinder::Unwinder(const FileReader &files, std::vector<std::string> debug_dirs,
+                   uint64_t memory_cap, std::string proc_root)
+    : files_(files), debug_dirs_(std::move(debug_dirs)), cap_(memory_cap),
+      proc_root_(std::move(proc_root)) {
+  debug_dirs_.push_back("/usr/lib/debug");
+}
+
+Unwinder::~Unwinder() = default;
+
+UnwindSizes Unwinder::plan(const std::vector<uint32_t> &pids) {
+  const bool system = pids.empty();
+  uint64_t code_bytes = 0;
+  std::set<std::tuple<uint32_t, uint32_t, uint64_t>> seen;
+  for (uint32_t tgid : system ? all_processes(proc_root_) : pids) {
+    auto text = files_.read(pid_dir(proc_root_, tgid) + "/maps", kMaxMapsBytes);
+    if (!text)
+      continue;
+    for (const Mapping &m : parse_proc_maps(*text))
+      if (m.executable && m.is_file() &&
+          seen.insert({m.dev_major, m.dev_minor, m.inode}).second)
+        code_bytes += m.end - m.start;
+  }
+  uint64_t rows = static_cast<uint64_t>(static_cast<double>(code_bytes) *
+                                        kRowsPerCodeByte) +
+                  (system ? kSpareRowsSystem : kSpareRowsTraced);
+  if (system)
+    rows += rows / 2;
+  UnwindSizes s;
+  s.files = UW_MAX_FILES;
+  s.rules = UW_MAX_RULES;
+  // A page descriptor per 4 KiB of code, and as much again for later.
+  s.pages = static_cast<uint32_t>(
+      std::min<uint64_t>(UINT32_MAX / 2, 2 * code_bytes / UW_PAGE_SIZE + 4096));
+  uint64_t fixed = s.bytes() - sizeof(uw_chunk);
+  uint64_t room = cap_ > fixed ? (cap_ - fixed) / sizeof(uw_chunk) : 1;
+  uint64_t chunks = rows / UW_ROWS_PER_CHUNK + 1;
+  s.row_chunks = static_cast<uint32_t>(std::max<uint64_t>(
+      1, std::min<uint64_t>({chunks, room, UINT32_MAX / 32})));
+  return s;
+}
+
+void Unwinder::attach(const UnwindMapFds &fds, const UnwindSizes &sizes) {
+  fds_ = fds;
+  sizes_ = sizes;
+  attached_ = fds.procs >= 0;
+}
+
+void Unwinder::request(uint32_t tgid) {
+  if (queued_.insert(tgid).second)
+    queue_.push_back(tgid);
+}
+
+bool Unwinder::take_installed() {
+  bool was = installed_;
+  installed_ = false;
+  return was;
+}
+
+bool Unwinder::work(uint64_t deadline_ns) {
+  while (!queue_.empty()) {
+    if (monotonic_ns() >= deadline_ns)
+      return false;
+    uint32_t tgid = queue_.front();
+    queue_.pop_front();
+    queued_.erase(tgid);
+    if (attached_ && install(tgid))
+      installed_ = true;
+    if (queue_.empty())
+      ready_ns_ = monotonic_ns();
+  }
+  return true;
+}
+
+bool Unwinder::install(uint32_t tgid) {
+  const std::string dir = pid_dir(proc_root_, tgid);
+  auto text = files_.read(dir + "/maps", kMaxMapsBytes);
+  if (!text || text->empty()) {
+    stats_.processes_gone++;
+    return false;
+  }
+  auto proc = std::make_unique<uw_proc>();
+  std::memset(proc.get(), 0, sizeof(*proc));
+  proc->map_count = vma_count(*text);
+  for (const Mapping &m : parse_proc_maps(*text)) {
+    if (!m.executable)
+      continue;
+    if (proc->nr >= UW_MAX_MAPPINGS) {
+      stats_.mappings_over_limit++;
+      break;
+    }
+    uw_mapping &out = proc->maps[proc->nr++];
+    out.start = m.start;
+    out.end = m.end;
+    out.file = UW_FILE_NONE; // anonymous (JIT) or no table: frame pointers
+    File *f = nullptr;
+    if (m.path == "[vdso]")
+      f = vdso_for(tgid, m);
+    else if (m.is_file())
+      f = file_for(tgid, m);
+    if (f && f->id != UW_FILE_NONE)
+      if (auto base = f->base_for(m)) {
+        out.file = f->id;
+        out.base = *base;
+      }
+  }
+  uint32_t &gen = gen_[tgid];
+  if (gen == 0)
+    stats_.processes++;
+  proc->gen = ++gen;
+  if (bpf_map_update_elem(fds_.procs, &tgid, proc.get(), BPF_ANY) != 0)
+    return false;
+  stats_.installs++;
+  return true;
+}
+
+Unwinder::File *Unwinder::vdso_for(uint32_t tgid, const Mapping &m) {
+  uint64_t size = m.end - m.start;
+  if (size == 0 || size > (1u << 20))
+    return nullptr;
+  auto &slot = vdso_by_size_[size];
+  if (slot)
+    return slot.get();
+  auto image =
+      files_.read_at(pid_dir(proc_root_, tgid) + "/mem", m.start, size);
+  if (!image)
+    return nullptr;
+  slot = std::make_unique<File>();
+  uint64_t t0 = monotonic_ns();
+  auto cfi = unwind::read_elf_cfi_memory(*image);
+  if (cfi && !cfi->eh_frame.empty()) {
+    unwind::CfiStats st;
+    auto rows =
+        unwind::parse_cfi({cfi->eh_frame, cfi->eh_frame_vaddr, true}, &st);
+    slot->cfi_headers.loads = cfi->loads;
+    slot->build_id = cfi->build_id;
+    if (!rows.empty())
+      store(*slot, unwind::build_table(rows, rules_));
+  }
+  stats_.parse_ns += monotonic_ns() - t0;
+  return slot.get();
+}
+
+Unwinder::File *Unwinder::file_for(uint32_t tgid, const Mapping &m) {
+  auto key = std::make_tuple(m.dev_major, m.dev_minor, m.inode);
+  auto &slot = by_inode_[key];
+  if (slot)
+    return slot.get();
+  slot = std::make_unique<File>();
+  CheckedFile opened = open_mapped(proc_root_, tgid, m);
+  if (!opened) {
+    stats_.files_unreadable++;
+    return slot.get();
+  }
+  load_file(*slot, opened.fd.get(), m.real_path(), tgid);
+  return slot.get();
+}
+
+void Unwinder::load_file(File &f, int fd, const std::string &path,
+                         uint32_t tgid) {
+  uint64_t t0 = monotonic_ns();
+  auto headers = unwind::read_elf_cfi(fd, unwind::CfiWant::Headers);
+  if (!headers) {
+    stats_.files_unreadable++;
+    return;
+  }
+  // The same file reached another way (another mount, a copy): one table.
+  if (!headers->build_id.empty()) {
+    auto it = by_build_id_.find(headers->build_id);
+    if (it != by_build_id_.end()) {
+      f = *it->second;
+      f.cfi_headers.loads = headers->loads;
+      return;
+    }
+  }
+  f.cfi_headers.loads = headers->loads;
+  f.build_id = headers->build_id;
+  std::vector<unwind::Row> rows;
+  unwind::CfiStats st;
+  if (headers->eh_frame_size > 0) {
+    auto cfi = unwind::read_elf_cfi(fd, unwind::CfiWant::EhFrame);
+    if (cfi && !cfi->eh_frame.empty())
+      rows = unwind::parse_cfi({cfi->eh_frame, cfi->eh_frame_vaddr, true}, &st);
+  }
+  stats_.parse_ns += monotonic_ns() - t0;
+  stats_.cfi_bad_entries += st.bad_entries;
+  stats_.cfi_unsupported_rows += st.unsupported_rows;
+  // Code with little or no .eh_frame (built without asynchronous unwind
+  // tables) may have .debug_frame in its debug file.
+  if (unwind::covered_bytes(rows) < headers->code_bytes() / 2) {
+    f.cfi_headers.debuglink = headers->debuglink;
+    f.cfi_headers.debuglink_crc = headers->debuglink_crc;
+    if (find_debug_frame(f, path, tgid, rows))
+      return;
+  }
+  if (rows.empty()) {
+    stats_.files_without_cfi++;
+    return;
+  }
+  t0 = monotonic_ns();
+  store(f, unwind::build_table(rows, rules_));
+  stats_.parse_ns += monotonic_ns() - t0;
+  if (!f.build_id.empty() && f.id != UW_FILE_NONE)
+    by_build_id_[f.build_id] = &f;
+}
+
+// Code built without .eh_frame (-fno-asynchronous-unwind-tables) keeps its
+// CFI in .debug_frame, which stripping moves to the debug file: by build
+// id under the debug directories, or by .gnu_debuglink beside the file.
+bool Unwinder::find_debug_frame(File &f, const std::string &path, uint32_t tgid,
+                                const std::vector<unwind::Row> &eh_rows) {
+  FilePolicy ours;
+  ours.follow_last_symlink = true;
+  ours.max_size = kMaxDebugFileBytes;
+  auto try_file = [&](CheckedFile c, bool check_crc) {
+    if (!c)
+      return false;
+    if (check_crc) {
+      uint64_t start = monotonic_ns();
+      auto crc = file_crc32(c.fd.get(), kMaxDebugFileBytes,
+                            [&] { return monotonic_ns() - start > kMaxCrcNs; });
+      if (!crc || *crc != f.cfi_headers.debuglink_crc)
+        return false;
+    }
+    uint64_t t0 = monotonic_ns();
+    auto cfi = unwind::read_elf_cfi(c.fd.get(), unwind::CfiWant::DebugFile);
+    if (!cfi || cfi->debug_frame.empty() ||
+        (!f.build_id.empty() && !cfi->build_id.empty() &&
+         cfi->build_id != f.build_id))
+      return false;
+    unwind::CfiStats st;
+    auto rows = unwind::merge_rows(
+        eh_rows, unwind::parse_cfi({cfi->debug_frame, 0, false}, &st));
+    stats_.cfi_bad_entries += st.bad_entries;
+    stats_.cfi_unsupported_rows += st.unsupported_rows;
+    if (rows.empty())
+      return false;
+    bool ok = store(f, unwind::build_table(rows, rules_));
+    stats_.parse_ns += monotonic_ns() - t0;
+    if (ok)
+      stats_.files_from_debug_frame++;
+    return ok;
+  };
+  const std::string &id = f.build_id;
+  if (id.size() > 2) {
+    std::string rel =
+        "/.build-id/" + id.substr(0, 2) + "/" + id.substr(2) + ".debug";
+    for (const std::string &dir : debug_dirs_) {
+      UniqueFd d = open_root_dir(dir);
+      if (d && try_file(open_in_root(d.get(), rel, ours), false))
+        return true;
+    }
+  }
+  const std::string &link = f.cfi_headers.debuglink;
+  if (!link.empty() && link.find('/') == std::string::npos && link != "." &&
+      link != "..") {
+    const std::string dir = dirname_of(path);
+    FilePolicy theirs = ours;
+    theirs.reader = creds_of(files_, pid_dir(proc_root_, tgid));
+    UniqueFd root = open_root_dir(pid_dir(proc_root_, tgid) + "/root");
+    if (root && theirs.reader)
+      for (const std::string &p : {dir + "/" + link, dir + "/.debug/" + link})
+        if (try_file(open_in_root(root.get(), p, theirs), true))
+          return true;
+    for (const std::string &d : debug_dirs_) {
+      UniqueFd dfd = open_root_dir(d);
+      if (dfd &&
+          try_file(open_in_root(dfd.get(), dir + "/" + link, ours), true))
+        return true;
+    }
+  }
+  return false;
+}
+
+void Unwinder::flush_rules() {
+  const auto &all = rules_.rules();
+  for (; rules_flushed_ < all.size(); rules_flushed_++) {
+    const unwind::Rule &r = all[rules_flushed_];
+    uw_rule v{r.cfa_off, r.bp_off, r.kind, r.flags};
+    auto key = static_cast<uint32_t>(rules_flushed_);
+    if (key >= sizes_.rules ||
+        bpf_map_update_elem(fds_.rules, &key, &v, BPF_ANY) != 0)
+      break;
+  }
+}
+
+namespace {
+
+// Writes values[i] at keys first..first+n-1 of an array map: in one batch
+// where the kernel has it (5.6+), else one by one.
+template <typename V>
+bool write_array(int fd, uint32_t first, const std::vector<V> &values) {
+  if (values.empty())
+    return true;
+  std::vector<uint32_t> keys(values.size());
+  for (size_t i = 0; i < keys.size(); i++)
+    keys[i] = first + static_cast<uint32_t>(i);
+  __u32 count = static_cast<__u32>(values.size());
+  LIBBPF_OPTS(bpf_map_batch_opts, opts);
+  if (bpf_map_update_batch(fd, keys.data(), values.data(), &count, &opts) ==
+          0 &&
+      count == values.size())
+    return true;
+  for (size_t i = 0; i < values.size(); i++)
+    if (bpf_map_update_elem(fd, &keys[i], &values[i], BPF_ANY) != 0)
+      return false;
+  return true;
+}
+
+} // namespace
+
+bool Unwinder::store(File &f, const unwind::FileTable &t) {
+  if (t.pages.empty())
+    return false;
+  const uint64_t row_base = (next_row_ + UW_ROWS_PER_CHUNK - 1) /
+                            UW_ROWS_PER_CHUNK * UW_ROWS_PER_CHUNK;
+  const uint64_t rows_end = row_base + t.rows.size();
+  if (next_file_ >= sizes_.files ||
+      next_page_ + t.pages.size() > sizes_.pages ||
+      rows_end > uint64_t{sizes_.row_chunks} * UW_ROWS_PER_CHUNK ||
+      rules_.rules().size() > sizes_.rules) {
+    stats_.files_over_cap++;
+    return false;
+  }
+  flush_rules();
+  std::vector<uw_chunk> chunks((t.rows.size() + UW_ROWS_PER_CHUNK - 1) /
+                               UW_ROWS_PER_CHUNK);
+  std::memset(chunks.data(), 0, chunks.size() * sizeof(uw_chunk));
+  for (size_t i = 0; i < t.rows.size(); i++)
+    chunks[i / UW_ROWS_PER_CHUNK].rows[i % UW_ROWS_PER_CHUNK] = t.rows[i];
+  std::vector<uint64_t> pages(t.pages.size());
+  for (size_t i = 0; i < pages.size(); i++)
+    pages[i] = (t.pages[i] & 0xffffffff00000000ULL) |
+               (row_base + (t.pages[i] & 0xffffffffu));
+  uw_file entry{next_page_, static_cast<uint32_t>(t.pages.size())};
+  uint32_t id = next_file_;
+  // Rows and pages before the file entry that leads to them.
+  if (!write_array(fds_.rows,
+                   static_cast<uint32_t>(row_base / UW_ROWS_PER_CHUNK),
+                   chunks) ||
+      !write_array(fds_.pages, next_page_, pages) ||
+      bpf_map_update_elem(fds_.files, &id, &entry, BPF_ANY) != 0) {
+    stats_.files_over_cap++;
+    return false;
+  }
+  next_row_ = rows_end;
+  next_page_ += static_cast<uint32_t>(t.pages.size());
+  next_file_++;
+  f.id = id;
+  f.table_base = t.base;
+  stats_.files_loaded++;
+  stats_.rows += t.rows.size();
+  stats_.pages += t.pages.size();
+  return true;
+}
+
+uint64_t Unwinder::kernel_bytes() const {
+  return sizes_.bytes() + stats_.processes * sizeof(uw_proc);
+}
+
+std::vector<std::string>
+Unwinder::describe(const std::array<uint64_t, UW_STAT_NR> &w) const {
+  auto n = [](uint64_t v) { return std::to_string(v); };
+  const UnwindStats &s = stats_;
+  std::vector<std::string> out;
+  out.push_back("user unwind tables: " + n(s.files_loaded) + " files (" +
+                n(s.files_from_debug_frame) + " from .debug_frame), " +
+                n(s.rows) + " rows, " + n(s.pages) + " pages, " +
+                n(rules_.rules().size()) + " distinct rules; " +
+                n(s.files_without_cfi) + " files without CFI, " +
+                n(s.files_unreadable) + " unreadable, " + n(s.files_over_cap) +
+                " over the memory cap (frame pointers there); " +
+                n(s.processes) + " processes installed (" + n(s.installs) +
+                " readings); built in " + n(s.parse_ns / 1000000) + " ms");
+  uint64_t used =
+      (next_row_ + UW_ROWS_PER_CHUNK - 1) / UW_ROWS_PER_CHUNK *
+          sizeof(uw_chunk) +
+      uint64_t{next_page_} * 8 + uint64_t{next_file_} * sizeof(uw_file) +
+      rules_.rules().size() * sizeof(uw_rule) + s.processes * sizeof(uw_proc);
+  out.push_back("user unwind memory: " + mib(kernel_bytes()) +
+                " of kernel memory (" + mib(used) + " used; rows array " +
+                mib(uint64_t{sizes_.row_chunks} * sizeof(uw_chunk)) + ", cap " +
+                mib(cap_) + ")");
+  out.push_back("user frames: " + n(w[UW_STAT_FRAMES_TABLE]) +
+                " recovered by tables, " + n(w[UW_STAT_FRAMES_FP]) +
+                " by frame pointers, in " + n(w[UW_STAT_WALKS]) +
+                " walks; walks ended: " + n(w[UW_STAT_END_OF_STACK]) +
+                " at the end of the stack, " + n(w[UW_STAT_END_FP]) +
+                " where a frame-pointer chain ended, " + n(w[UW_STAT_OUTSIDE]) +
+                " outside executable mappings, " + n(w[UW_STAT_READ_FAULT]) +
+                " at unreadable stack, " + n(w[UW_STAT_UNSUPPORTED]) +
+                " at CFI not followed, " + n(w[UW_STAT_BAD_FRAME]) +
+                " at a frame that did not move up, " + n(w[UW_STAT_TRUNCATED]) +
+                " at the depth limit, " + n(w[UW_STAT_STALE]) +
+                " in mappings newer than their tables");
+  out.push_back("user unwind readiness: " + n(w[UW_STAT_NO_TABLES]) +
+                " walks before their process's tables (frame pointers), " +
+                n(w[UW_STAT_REWALKED]) + " walked again while blocked, " +
+                n(w[UW_STAT_PARTIAL_ENDED]) + " charged before that, " +
+                n(w[UW_STAT_PARENT_MAPS]) +
+                " with the parent's mappings (fork), " +
+                n(w[UW_STAT_REQUESTS]) + " table requests, " +
+                n(w[UW_STAT_CACHE_MISSES]) + " rule cache misses");
+  return out;
+}
+
+std::string
+Unwinder::describe_losses(const std::array<uint64_t, UW_STAT_NR> &w) const {
+  std::string out;
+  auto line = [&](uint64_t n, const std::string &text) {
+    if (n)
+      out += "offcpu: warning: " + std::to_string(n) + " " + text + "\n";
+  };
+  line(w[UW_STAT_PARTIAL_ENDED],
+       "waits ended before their process's unwind tables were ready: their "
+       "user stacks were walked with frame pointers only and may be short");
+  line(stats_.files_over_cap,
+       "files had no room for their unwind tables (raise --unwind-memory): "
+       "their frames were walked with frame pointers");
+  line(w[UW_STAT_REQUESTS_LOST],
+       "unwind table requests lost (ring full); asked again on the next "
+       "change");
+  return out;
+}
+
+} // namespace offcpu

@@ -1,0 +1,126 @@
+// User space of the table-driven user-stack walk (include/offcpu/unwind.h):
+// reads a process's executable mappings, turns each mapped file's CFI into
+// a table once (shared by every process that maps it), loads it into the
+// BPF maps and installs the process's mappings. Work is queued (the walker
+// asks through a ring, -p names processes up front) and done in slices
+// between polls.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <deque>
+#include <map>
+#include <memory>
+#include <set>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "offcpu/unwind.h"
+#include "symbolize/proc_maps.h"
+#include "unwind/elf_cfi.h"
+#include "unwind/table.h"
+#include "util/fd.h"
+#include "util/fs.h"
+
+namespace offcpu {
+
+// Descriptors of the walker's maps, from the loaded object.
+struct UnwindMapFds {
+  int procs = -1, files = -1, pages = -1, rows = -1, rules = -1;
+};
+
+// Sizes of the walker's arrays (entries), fixed when the object is loaded.
+struct UnwindSizes {
+  uint32_t files = 1, pages = 1, row_chunks = 1, rules = 1;
+  uint64_t bytes() const;
+};
+
+struct UnwindStats {
+  uint64_t files_loaded = 0;
+  uint64_t files_from_debug_frame = 0; // CFI only in a separate debug file
+  uint64_t files_without_cfi = 0;      // walked with frame pointers
+  uint64_t files_unreadable = 0;
+  uint64_t files_over_cap = 0; // no room left: frame pointers, counted
+  uint64_t rows = 0, pages = 0;
+  uint64_t processes = 0; // distinct processes installed
+  uint64_t installs = 0;  // readings installed (re-reads after dlopen...)
+  uint64_t processes_gone = 0;
+  uint64_t mappings_over_limit = 0; // beyond UW_MAX_MAPPINGS
+  uint64_t cfi_bad_entries = 0, cfi_unsupported_rows = 0;
+  uint64_t parse_ns = 0; // CPU spent reading CFI and building tables
+};
+
+class Unwinder {
+public:
+  Unwinder(const FileReader &files, std::vector<std::string> debug_dirs,
+           uint64_t memory_cap, std::string proc_root = "/proc");
+  ~Unwinder();
+  Unwinder(const Unwinder &) = delete;
+  Unwinder &operator=(const Unwinder &) = delete;
+
+  // Sizes for tracing `pids` (empty: every process): the CFI of the files
+  // they map now, with room for files mapped later, within the cap.
+  UnwindSizes plan(const std::vector<uint32_t> &pids);
+  // The maps to fill, once the object is loaded with plan()'s sizes.
+  void attach(const UnwindMapFds &fds, const UnwindSizes &sizes);
+
+  // Tables for this process, soon.
+  void request(uint32_t tgid);
+  // Handles requests until `deadline_ns` (CLOCK_MONOTONIC); true when none
+  // is left.
+  bool work(uint64_t deadline_ns);
+  // True once after processes were installed: waits walked without their
+  // tables can now be walked again.
+  bool take_installed();
+  // When the queue last became empty after work (CLOCK_MONOTONIC; 0:
+  // never).
+  uint64_t ready_ns() const { return ready_ns_; }
+
+  const UnwindStats &stats() const { return stats_; }
+  // Kernel memory the tables take: the arrays, plus installed processes.
+  uint64_t kernel_bytes() const;
+  // -v lines: tables, memory, and how frames were recovered (the walker's
+  // counters, summed over CPUs).
+  std::vector<std::string>
+  describe(const std::array<uint64_t, UW_STAT_NR> &walker) const;
+  // One line per cause of frames not recovered; empty if none.
+  std::string describe_losses(const std::array<uint64_t, UW_STAT_NR> &w) const;
+
+private:
+  struct File;
+  File *file_for(uint32_t tgid, const Mapping &m);
+  File *vdso_for(uint32_t tgid, const Mapping &m);
+  void load_file(File &f, int fd, const std::string &path, uint32_t tgid);
+  bool find_debug_frame(File &f, const std::string &path, uint32_t tgid,
+                        const std::vector<unwind::Row> &eh_rows);
+  bool store(File &f, const unwind::FileTable &t);
+  void flush_rules();
+  bool install(uint32_t tgid);
+
+  const FileReader &files_;
+  std::vector<std::string> debug_dirs_;
+  uint64_t cap_;
+  std::string proc_root_;
+  UnwindMapFds fds_;
+  UnwindSizes sizes_;
+  bool attached_ = false;
+
+  unwind::RuleTable rules_;
+  size_t rules_flushed_ = 0;
+  uint32_t next_file_ = 0, next_page_ = 0;
+  uint64_t next_row_ = 0; // in rows; files start on a chunk boundary
+  std::map<std::tuple<uint32_t, uint32_t, uint64_t>, std::unique_ptr<File>>
+      by_inode_;
+  std::map<std::string, File *> by_build_id_;
+  std::map<uint64_t, std::unique_ptr<File>> vdso_by_size_;
+
+  std::deque<uint32_t> queue_;
+  std::set<uint32_t> queued_;
+  std::unordered_map<uint32_t, uint32_t> gen_; // installs per process
+  bool installed_ = false;
+  uint64_t ready_ns_ = 0;
+  UnwindStats stats_;
+};
+
+} // namespace offcpu
