@@ -67,6 +67,11 @@ public:
   // tables were ready (the sleepable seeding iterator). False if it could
   // not run.
   bool rewalk_user_stacks();
+  // The attached programs that run per event, sched_switch first.
+  std::vector<int> hook_programs() const {
+    return {h_.switch_prog, waking_ ? h_.waking_prog : -1,
+            forks_ ? h_.fork_prog : -1};
+  }
   // The user-stack walker's counters (enum uw_stat), summed over CPUs.
   std::array<uint64_t, UW_STAT_NR> unwind_counters() const;
   // A stored stack's frames (leaf first); empty if unknown.

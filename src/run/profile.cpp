@@ -10,6 +10,7 @@
 
 #include "collect/cgroups.h"
 #include "collect/offcpu_session.h"
+#include "collect/self_cost.h"
 #include "probe/features.h"
 #include "run/command.h"
 #include "run/outputs.h"
@@ -120,21 +121,23 @@ void announce_tracing(const ProfileOptions &opts) {
                                : "... Hit Ctrl-C to end."));
 }
 
-void show_progress(const OffcpuSession &session, double total) {
-  double elapsed =
-      static_cast<double>(monotonic_ns() - session.window_start_ns()) / 1e9;
+void show_progress(const OffcpuSession &session, const SelfCost &cost,
+                   double total) {
+  const uint64_t elapsed_ns = monotonic_ns() - session.window_start_ns();
+  const double elapsed = static_cast<double>(elapsed_ns) / 1e9;
   OffcpuSession::Progress p = session.progress();
-  char line[160];
+  CostReport c = cost.report(elapsed_ns);
+  char secs[32], share[48] = "";
   if (total < 0)
-    snprintf(line, sizeof(line),
-             "\roffcpu: %.0f s, %llu waits, %llu stacks\033[K", elapsed,
-             static_cast<unsigned long long>(p.waits),
-             static_cast<unsigned long long>(p.keys));
+    snprintf(secs, sizeof(secs), "%.0f s", elapsed);
   else
-    snprintf(line, sizeof(line),
-             "\roffcpu: %.0f/%.0f s, %llu waits, %llu stacks\033[K", elapsed,
-             total, static_cast<unsigned long long>(p.waits),
-             static_cast<unsigned long long>(p.keys));
+    snprintf(secs, sizeof(secs), "%.0f/%.0f s", elapsed, total);
+  if (c.available)
+    snprintf(share, sizeof(share), ", offcpu %.2f%% CPU", c.cpu_share * 100);
+  char line[200];
+  snprintf(line, sizeof(line), "\roffcpu: %s, %llu waits, %llu stacks%s\033[K",
+           secs, static_cast<unsigned long long>(p.waits),
+           static_cast<unsigned long long>(p.keys), share);
   fputs(line, stderr);
 }
 
@@ -142,7 +145,7 @@ void show_progress(const OffcpuSession &session, double total) {
 // Processes announced by the kernel get their maps read and files opened
 // now, while they exist; files are parsed between polls.
 void collect(OffcpuSession &session, const ProfileOptions &opts,
-             Symbolizer &symbolizer, Unwinder &unwinder,
+             Symbolizer &symbolizer, Unwinder &unwinder, const SelfCost &cost,
              const OffcpuSession::Finished &finished) {
   auto remember = [&](uint32_t tgid, uint64_t stack, uint32_t parent) {
     symbolizer.note_user_stack(tgid, stack, session.read_stack(stack), parent);
@@ -171,7 +174,7 @@ void collect(OffcpuSession &session, const ProfileOptions &opts,
     if ((deadline && now >= deadline) ||
         session.wait(step_end, remember, parse, finished))
       break;
-    show_progress(session, total);
+    show_progress(session, cost, total);
   }
   fputs("\r\033[K", stderr);
 }
@@ -216,7 +219,7 @@ Profile build_profile(const RawProfile &raw, Symbolizer &symbolizer,
 // Everything lost, by cause; with -v, how the run went.
 void report(const RawProfile &raw, const Symbolizer &symbolizer,
             const OffcpuSession &session, const ProfileOptions &opts,
-            const Unwinder &unwinder) {
+            const Unwinder &unwinder, const CostReport &cost) {
   std::string losses =
       describe_losses(raw.lost, opts.stack_storage_size, opts.max_entries);
   const auto walker = session.unwind_counters();
@@ -235,8 +238,13 @@ void report(const RawProfile &raw, const Symbolizer &symbolizer,
               "Kernel Stack])\n";
   losses += symbolizer.describe_losses();
   fputs(losses.c_str(), stderr);
+  note(cost.summary());
   if (!opts.verbose)
     return;
+  for (const ProgramCost &p : cost.programs)
+    if (p.runs)
+      note("  BPF program " + p.name + ": " + std::to_string(p.runs) +
+           " runs, " + std::to_string(p.run_ns / p.runs) + " ns each");
   if (raw.unseen_switch_ins && !orc)
     note(std::to_string(raw.unseen_switch_ins) +
          " switch-ins the kernel did not report: their waits were ended "
@@ -305,11 +313,14 @@ int run_profile(const ProfileOptions &given) {
   }
   Unwinder unwinder(system_files(), opts.output.debug_dirs,
                     uint64_t{opts.unwind_memory_mib} << 20);
+  SelfCost cost; // the kernel's run-time statistics, on while offcpu runs
   auto session = start_session(opts, unwinder);
   if (!session) {
     note("interrupted before tracing started; nothing collected");
     return kExitInterrupted;
   }
+  cost.watch(session->hook_programs());
+  cost.start();
   announce_tracing(opts);
   const int64_t wall_start = wall_clock_ns();
   Symbolizer symbolizer(system_files(), KernelSymbols{});
@@ -324,14 +335,14 @@ int run_profile(const ProfileOptions &given) {
   }
   {
     PriorityBoost boost(kTracingNice);
-    collect(*session, opts, symbolizer, unwinder, finished);
+    collect(*session, opts, symbolizer, unwinder, cost, finished);
     session->stop();
   }
   const bool window_over = !stop_requested() && !(finished && finished());
   RawProfile raw = session->drain();
   Profile profile = build_profile(raw, symbolizer, opts, wall_start);
   outputs.write_all(profile);
-  report(raw, symbolizer, *session, opts, unwinder);
+  report(raw, symbolizer, *session, opts, unwinder, cost.report(raw.window_ns));
   return command ? finish_command(*command, window_over) : kExitOk;
 }
 

@@ -1,0 +1,49 @@
+// What offcpu itself costs, measured by the kernel: the run time of its BPF
+// programs (BPF_ENABLE_STATS, held by offcpu for its own run rather than
+// the system-wide sysctl), per context switch and as a share of the CPUs
+// over the window, and the CPU time of offcpu's own process.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "util/fd.h"
+
+namespace offcpu {
+
+struct ProgramCost {
+  std::string name;
+  uint64_t runs = 0;
+  uint64_t run_ns = 0;
+};
+
+struct CostReport {
+  bool available = false; // the kernel keeps run-time statistics
+  uint64_t switches = 0;  // runs of the sched_switch program
+  uint64_t bpf_ns = 0;    // all programs' run time
+  double cpu_share = 0;   // bpf_ns over window x CPUs
+  double user_cpu_s = 0;  // offcpu's own process, user + system
+  std::vector<ProgramCost> programs;
+  std::string summary() const; // one line for stderr
+};
+
+class SelfCost {
+public:
+  // Turns the kernel's statistics on (5.8+; where it refuses, they count
+  // only if the sysctl kernel.bpf_stats_enabled is on).
+  SelfCost();
+  // The programs to account, the sched_switch one first; -1s are skipped.
+  void watch(const std::vector<int> &prog_fds);
+  // From now: the window opens.
+  void start();
+  CostReport report(uint64_t window_ns) const;
+
+private:
+  UniqueFd stats_;
+  std::vector<int> progs_;
+  std::vector<ProgramCost> base_;
+  double user_cpu_base_ = 0;
+};
+
+} // namespace offcpu
