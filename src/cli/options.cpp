@@ -114,6 +114,7 @@ struct OutputArgs {
   std::string format;
   std::vector<std::string> paths;
   bool folded = false;
+  bool per_pid = false, per_thread = false;
 };
 
 bool ends_with(const std::string &s, const char *suffix) {
@@ -148,6 +149,15 @@ void add_output_options(CLI::App *app, OutputOptions &o, OutputArgs &a,
     app->add_flag("-d,--delimited", o.delimited,
                   "insert a '-' frame between user and kernel stacks")
         ->group("Output");
+    auto *pid = app->add_flag("--per-pid", a.per_pid,
+                              "keep processes apart: the first frame is "
+                              "comm-PID (stackcollapse-perf --pid)")
+                    ->group("Output");
+    app->add_flag("--per-thread", a.per_thread,
+                  "keep threads apart: the first frame is comm-PID/TID "
+                  "(stackcollapse-perf --tid)")
+        ->group("Output")
+        ->excludes(pid);
   }
   app->add_option(
          "-o,--output", a.paths,
@@ -183,20 +193,27 @@ void finish_output_options(OutputOptions &o, const OutputArgs &a) {
     throw usage_error(
         "-f means --format folded; it cannot be combined with --format " +
         a.format);
+  o.thread = a.per_thread ? ThreadFrame::Thread
+             : a.per_pid  ? ThreadFrame::Process
+                          : ThreadFrame::Comm;
   std::string f = a.folded ? "folded" : a.format;
   o.format = f == "folded"  ? OutputFormat::Folded
              : f == "svg"   ? OutputFormat::Svg
              : f == "pprof" ? OutputFormat::Pprof
                             : OutputFormat::Text;
+  size_t to_stdout = 0;
   for (const std::string &p : a.paths) {
     if (p.empty())
       throw usage_error("-o needs a file name");
-    o.targets.push_back({p, format_for_path(p, o.format)});
+    // "-o -": stdout, in --format's format, beside files of other formats.
+    if (p == "-" && ++to_stdout > 1)
+      throw usage_error("-o - (stdout) given twice");
+    o.targets.push_back({p == "-" ? "" : p, format_for_path(p, o.format)});
   }
   if (o.targets.size() > kMaxOutputs)
     throw usage_error("at most " + std::to_string(kMaxOutputs) +
                       " -o files per run");
-  if (!o.targets.empty())
+  if (!o.targets.empty() && !o.targets.front().path.empty())
     o.path = o.targets.front().path;
 }
 

@@ -27,6 +27,7 @@ struct OutputOptions {
   // out.pb.gz from one run); a known extension picks the file's format.
   std::vector<OutputTarget> targets;
   bool delimited = false;
+  ThreadFrame thread = ThreadFrame::Comm; // --per-pid, --per-thread
   std::string title;      // SVG title; empty: the command's default
   int width = 1200;       // SVG width in pixels
   double min_width = 0.1; // SVG: narrower frames are left out

@@ -17,6 +17,7 @@ enum class FrameKind {
   Thread,    // the root of a laid-out stack: the thread's comm
   Marker,    // a stack that could not be taken: [Missed User Stack]...
   Delimiter, // between the user and the kernel part (-d)
+  Lock,      // what a lock wait waited for: its side, the lock
 };
 
 // Where a frame's code lives: a file, [kernel.kallsyms], [perf-map]...

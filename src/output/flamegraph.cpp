@@ -24,7 +24,7 @@ constexpr int kBottom = 24;
 // real stack, and a file of ';' must not exhaust our own stack.
 constexpr size_t kMaxFrames = 1024;
 
-enum class Kind { User, Kernel, Comm, Marker };
+enum class Kind { User, Kernel, Comm, Marker, Lock };
 
 struct Node {
   std::string name;
@@ -42,6 +42,8 @@ Kind kind_of(FrameKind k) {
   case FrameKind::Marker:
   case FrameKind::Delimiter:
     return Kind::Marker;
+  case FrameKind::Lock:
+    return Kind::Lock;
   case FrameKind::User:
     break;
   }
@@ -70,6 +72,10 @@ std::string color(const Node &n) {
     break;
   case Kind::Marker:
     r = g = b = 190 + static_cast<int>(v * 30);
+    break;
+  case Kind::Lock: // what was waited for stands out: warm
+    r = 225 + static_cast<int>(v * 25), g = 140 + static_cast<int>(v * 50),
+    b = 60 + static_cast<int>(v * 30);
     break;
   default:
     r = 80 + static_cast<int>(v * 60), g = 130 + static_cast<int>(v * 60),
@@ -248,13 +254,14 @@ std::string xml_escape(std::string_view s) {
   return out;
 }
 
-std::vector<FlameStack> flame_stacks(const Profile &profile, bool delimited) {
+std::vector<FlameStack> flame_stacks(const Profile &profile,
+                                     const LayoutOptions &layout) {
   std::vector<FlameStack> out;
   out.reserve(profile.samples.size());
   for (const Sample &s : profile.samples) {
     FlameStack f;
     f.value = static_cast<double>(s.total_ns) / 1000.0;
-    for (Frame &frame : lay_out(s, LayoutOptions{delimited}))
+    for (Frame &frame : lay_out(s, layout))
       f.frames.push_back({folded_safe(frame.name), frame.kind});
     out.push_back(std::move(f));
   }

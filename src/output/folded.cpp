@@ -49,11 +49,11 @@ std::string folded_safe(const std::string &name) {
   return s;
 }
 
-std::string render_folded(const Profile &profile, bool delimited) {
+std::string render_folded(const Profile &profile, const LayoutOptions &layout) {
   std::map<std::string, uint64_t> ns_by_line;
   for (const Sample &s : profile.samples) {
     std::string line;
-    for (const Frame &f : lay_out(s, LayoutOptions{delimited})) {
+    for (const Frame &f : lay_out(s, layout)) {
       if (!line.empty())
         line += ';';
       line += folded_safe(f.name);

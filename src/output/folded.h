@@ -7,6 +7,7 @@
 #include <string_view>
 #include <vector>
 
+#include "model/layout.h"
 #include "model/profile.h"
 #include "output/flamegraph.h"
 
@@ -14,7 +15,7 @@ namespace offcpu {
 
 // Lines with identical text are merged; largest first, ties by text. Lines
 // that round to 0 us are dropped.
-std::string render_folded(const Profile &profile, bool delimited);
+std::string render_folded(const Profile &profile, const LayoutOptions &layout);
 
 // Makes a frame or comm safe for one folded field: no ';', no line breaks.
 std::string folded_safe(const std::string &name);

@@ -83,6 +83,7 @@ private:
 // Modules that are not the profile's: where markers and threads "live".
 const Module kMissed{"[missed]", ""};
 const Module kThread{"[thread]", ""};
+const Module kLock{"[lock]", ""};
 
 class ProfileBuilder {
 public:
@@ -149,6 +150,11 @@ public:
     label("pid", nullptr, s.tgid);
     label("tid", nullptr, s.tid);
     label("comm", &s.comm, 0);
+    if (s.lock) {
+      const std::string side = s.lock->write ? "write" : "read";
+      label("lock", &s.lock->lock, 0);
+      label("side", &side, 0);
+    }
     sample_msgs_.push_back(w.data());
   }
 
@@ -222,6 +228,8 @@ const Module *module_of(const Profile &p, const Frame &f) {
   switch (f.kind) {
   case FrameKind::Thread:
     return &kThread;
+  case FrameKind::Lock:
+    return &kLock;
   case FrameKind::Marker:
   case FrameKind::Delimiter:
     return &kMissed;
@@ -232,7 +240,7 @@ const Module *module_of(const Profile &p, const Frame &f) {
 
 } // namespace
 
-std::string encode_pprof(const Profile &profile) {
+std::string encode_pprof(const Profile &profile, const LayoutOptions &layout) {
   ProfileBuilder b;
   // pprof calls the first mapping the profile's main file: user code first.
   for (const Sample &s : profile.samples)
@@ -240,7 +248,8 @@ std::string encode_pprof(const Profile &profile) {
       b.mapping(module_of(profile, f));
   for (const Sample &s : profile.samples) {
     // Locations leaf first, the thread as the root, as in the folded output.
-    std::vector<Frame> frames = lay_out(s, LayoutOptions{});
+    // No delimiter: pprof's own views tell user from kernel code.
+    std::vector<Frame> frames = lay_out(s, LayoutOptions{false, layout.thread});
     std::vector<uint64_t> locs;
     for (auto it = frames.rbegin(); it != frames.rend(); ++it)
       locs.push_back(b.location(it->name, module_of(profile, *it)));

@@ -6,6 +6,7 @@
 
 #include <string>
 
+#include "model/layout.h"
 #include "model/profile.h"
 
 namespace offcpu {
@@ -13,7 +14,8 @@ namespace offcpu {
 // The uncompressed protobuf message. Sample types: events/count and
 // off_cpu/nanoseconds, or contentions/count and delay/nanoseconds for lock
 // waits.
-std::string encode_pprof(const Profile &profile);
+std::string encode_pprof(const Profile &profile,
+                         const LayoutOptions &layout = {});
 
 // gzip (RFC 1952) of data, as pprof files are stored.
 std::string gzip_compress(const std::string &data);

@@ -9,11 +9,12 @@ namespace offcpu {
 
 std::string render(const Profile &profile, OutputFormat format,
                    const RenderOptions &opts) {
+  const LayoutOptions layout{opts.delimited, opts.thread};
   switch (format) {
   case OutputFormat::Text:
-    return render_text(profile, opts.delimited);
+    return render_text(profile, layout);
   case OutputFormat::Folded:
-    return render_folded(profile, opts.delimited);
+    return render_folded(profile, layout);
   case OutputFormat::Svg: {
     FlameGraphOptions g;
     g.title = !opts.title.empty() ? opts.title
@@ -22,10 +23,10 @@ std::string render(const Profile &profile, OutputFormat format,
                   : "Off-CPU Time Flame Graph";
     g.width = opts.width;
     g.min_width = opts.min_width;
-    return render_flamegraph(flame_stacks(profile, opts.delimited), g);
+    return render_flamegraph(flame_stacks(profile, layout), g);
   }
   case OutputFormat::Pprof:
-    return gzip_compress(encode_pprof(profile));
+    return gzip_compress(encode_pprof(profile, layout));
   }
   return {};
 }

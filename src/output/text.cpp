@@ -30,9 +30,13 @@ std::vector<const Sample *> report_order(const Profile &p) {
   return order;
 }
 
-std::string thread_line(const Sample &s) {
-  std::string line =
-      "    -                " + s.comm + " (" + std::to_string(s.tid) + ")";
+// "comm (tid)", or the thread frame of --per-pid / --per-thread (which
+// already ends in the tid).
+std::string thread_line(const Sample &s, const std::string &thread,
+                        ThreadFrame how) {
+  std::string line = "    -                " + thread;
+  if (how != ThreadFrame::Thread)
+    line += " (" + std::to_string(s.tid) + ")";
   if (s.lock)
     line += std::string(" ") + (s.lock->write ? "write" : "read") +
             " wait on " + s.lock->lock;
@@ -52,18 +56,20 @@ std::string totals_line(const Sample &s) {
 
 } // namespace
 
-std::string render_text(const Profile &profile, bool delimited) {
+std::string render_text(const Profile &profile, const LayoutOptions &layout) {
   std::string out;
   for (const Sample *s : report_order(profile)) {
-    std::vector<Frame> frames = lay_out(*s, LayoutOptions{delimited});
-    // Leaf first; the thread (the root) gets its own line below.
+    std::vector<Frame> frames = lay_out(*s, layout);
+    // Leaf first; the thread (the root) and the lock get their own line
+    // below.
     for (auto it = frames.rbegin(); it != frames.rend(); ++it) {
-      if (it->kind == FrameKind::Thread)
+      if (it->kind == FrameKind::Thread || it->kind == FrameKind::Lock)
         continue;
       out += it->kind == FrameKind::Delimiter ? "    --\n"
                                               : "    " + it->name + "\n";
     }
-    out += thread_line(*s) + totals_line(*s) + "\n";
+    out += thread_line(*s, frames.front().name, layout.thread) +
+           totals_line(*s) + "\n";
   }
   return out;
 }

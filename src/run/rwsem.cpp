@@ -93,9 +93,17 @@ void announce_tracing(const RwsemOptions &opts, const std::string &who) {
       !process_name_exists(opts.name, opts.match_thread_name))
     note(std::string("no ") + (opts.match_thread_name ? "thread" : "process") +
          " named '" + opts.name + "' yet; tracing it when it starts");
-  note(std::string("Tracing rwsem ") +
-       (opts.include_read ? "read and write" : "write") + " waits of " + who +
-       "... Hit Ctrl-C to end.");
+  std::string what = std::string("Tracing rwsem ") +
+                     (opts.include_read ? "read and write" : "write") +
+                     " waits of " + who;
+  if (opts.duration_s) {
+    char secs[32];
+    snprintf(secs, sizeof(secs), "%g", *opts.duration_s);
+    what += std::string(" for ") + secs + " s... Hit Ctrl-C to end early.";
+  } else {
+    what += "... Hit Ctrl-C to end.";
+  }
+  note(what);
 }
 
 // Names one interval's kernel frames and locks (see kernel_namer.h). Where

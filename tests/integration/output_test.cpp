@@ -216,6 +216,37 @@ TEST_F(Output, FlamegraphCommandReadsFoldedFromOtherTools) {
             2);
 }
 
+// --per-pid / --per-thread: the first frame names the process or thread as
+// stackcollapse-perf.pl --pid/--tid do, in every format.
+TEST_F(Output, PerThreadAndPerPidFirstFrames) {
+  Blocker w;
+  std::string svg = dir_ + "/t.svg";
+  auto r = test::run({OFFCPU_BIN, "-p", w.pid(), "--per-thread", "-f", "-o",
+                      "-", "-o", svg, "1"},
+                     60);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto lines = test::parse_folded(r.out);
+  ASSERT_FALSE(lines.empty()) << r.err;
+  std::regex thread_frame("(.+)-" + w.pid() + "/(\\d+)");
+  std::set<std::string> tids;
+  for (const auto &l : lines) {
+    std::smatch m;
+    ASSERT_TRUE(std::regex_match(l.frames[0], m, thread_frame)) << l.text;
+    tids.insert(m[2]);
+    EXPECT_TRUE(exists("/proc/" + w.pid() + "/task/" + std::string(m[2])))
+        << l.text;
+  }
+  EXPECT_GE(tids.size(), 5u) << r.out;
+  EXPECT_NE(slurp(svg).find("sleeper-" + w.pid() + "/"), std::string::npos);
+
+  auto p = test::run({OFFCPU_BIN, "-p", w.pid(), "--per-pid", "-f", "1"}, 60);
+  ASSERT_EQ(p.exit_code, 0) << p.err;
+  for (const auto &l : test::parse_folded(p.out)) {
+    const std::string &f = l.frames[0];
+    EXPECT_EQ(f.substr(f.rfind('-') + 1), w.pid()) << l.text;
+  }
+}
+
 TEST_F(Output, UnwritableOutputFailsBeforeTracing) {
   auto r = test::run({OFFCPU_BIN, "-o", dir_ + "/no/such/dir/x.svg", "1"}, 30);
   EXPECT_EQ(r.exit_code, 1);

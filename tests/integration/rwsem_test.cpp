@@ -207,6 +207,28 @@ TEST_F(Rwsem, GlobalLockNamedOrShownByAddress) {
         << r.out;
 }
 
+// Folded keeps what the text report says: the side and the lock, as the
+// top two frames; --per-pid names the process.
+TEST_F(Rwsem, FoldedKeepsSideAndLockPerPid) {
+  Churn traced(WORKLOAD_MMAP_CHURN);
+  auto r = test::run({OFFCPU_BIN, "rwsem", "mmap_churn", "--read", "--per-pid",
+                      "-i", "0", "-f", "2"},
+                     60);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.err.find("for 2 s... Hit Ctrl-C to end early."),
+            std::string::npos)
+      << r.err;
+  auto lines = test::parse_folded(r.out);
+  ASSERT_FALSE(lines.empty()) << r.err;
+  for (const auto &l : lines) {
+    ASSERT_GE(l.frames.size(), 3u) << l.text;
+    EXPECT_EQ(l.frames[0], "mmap_churn-" + std::to_string(traced.pid()));
+    const std::string &side = l.frames[l.frames.size() - 2];
+    EXPECT_TRUE(side == "write" || side == "read") << l.text;
+    EXPECT_EQ(l.frames.back(), "mmap_lock") << l.text;
+  }
+}
+
 TEST_F(Rwsem, WaitsForAProcessThatStartsLater) {
   std::string late = renamed_workload(dir_, "churn_late");
   test::Subprocess tracer({OFFCPU_BIN, "rwsem", "churn_late", "-f", "3"});

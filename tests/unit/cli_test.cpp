@@ -55,6 +55,15 @@ TEST(Cli, BccStyleCommandLine) {
   EXPECT_DOUBLE_EQ(*cl.profile.duration_s, 30.0);
 }
 
+TEST(Cli, ThreadsKeptApartOnRequest) {
+  EXPECT_EQ(parse({"-f"}).profile.output.thread, ThreadFrame::Comm);
+  EXPECT_EQ(parse({"--per-pid"}).profile.output.thread, ThreadFrame::Process);
+  EXPECT_EQ(parse({"--per-thread"}).profile.output.thread, ThreadFrame::Thread);
+  EXPECT_EQ(parse({"rwsem", "x", "--per-thread"}).rwsem.output.thread,
+            ThreadFrame::Thread);
+  EXPECT_EQ(usage_exit({"--per-pid", "--per-thread"}), kExitUsage);
+}
+
 TEST(Cli, PidsCommaSeparatedAndRepeated) {
   auto cl = parse({"-p", "101,102", "-p", "150", "-t", "160,161", "5"});
   EXPECT_EQ(cl.profile.pids, (std::vector<uint32_t>{101, 102, 150}));

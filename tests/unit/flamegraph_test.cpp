@@ -149,7 +149,7 @@ TEST(FlameGraph, AbsurdlyDeepStacksAreCutNotFatal) {
 
 TEST(FlameGraph, SamplesBecomeMicrosecondStacksWithKernelMarks) {
   Sample s = test::sample("w", {"main"}, {"schedule"}, 2500);
-  auto st = flame_stacks(test::profile({s}), true);
+  auto st = flame_stacks(test::profile({s}), LayoutOptions{true});
   ASSERT_EQ(st.size(), 1u);
   EXPECT_EQ(frame_names(st[0]),
             (std::vector<std::string>{"w", "main", "-", "schedule"}));

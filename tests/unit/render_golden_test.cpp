@@ -199,6 +199,11 @@ TEST(Golden, OffCpuFormats) {
     check("offcpu" + sfx + ".svg", render(p, OutputFormat::Svg, o));
   }
   check("offcpu.pb", encode_pprof(p));
+  RenderOptions per_thread;
+  per_thread.thread = ThreadFrame::Thread;
+  check("offcpu-per-thread.folded",
+        render(p, OutputFormat::Folded, per_thread));
+  check("offcpu-per-thread.txt", render(p, OutputFormat::Text, per_thread));
 }
 
 TEST(Golden, LockWaitFormats) {
@@ -212,6 +217,9 @@ TEST(Golden, LockWaitFormats) {
   }
   check("rwsem.svg", render(p, OutputFormat::Svg, {}));
   check("rwsem.pb", encode_pprof(p));
+  RenderOptions per_pid;
+  per_pid.thread = ThreadFrame::Process;
+  check("rwsem-per-pid.folded", render(p, OutputFormat::Folded, per_pid));
 }
 
 TEST(Golden, FlamegraphFromFoldedInput) {
