@@ -153,6 +153,10 @@ void add_output_options(CLI::App *app, OutputOptions &o, OutputArgs &a,
                               "keep processes apart: the first frame is "
                               "comm-PID (stackcollapse-perf --pid)")
                     ->group("Output");
+    app->add_flag("!--no-symbolize", o.symbolize,
+                  "leave user frames in files unnamed (file+0xOFFSET; in "
+                  "pprof: addresses and build ids, for the server to name)")
+        ->group("Output");
     app->add_flag("--per-thread", a.per_thread,
                   "keep threads apart: the first frame is comm-PID/TID "
                   "(stackcollapse-perf --tid)")

@@ -32,6 +32,9 @@ struct OutputOptions {
   int width = 1200;       // SVG width in pixels
   double min_width = 0.1; // SVG: narrower frames are left out
   bool quiet = false;     // no progress line
+  // --no-symbolize: user frames in files keep their address only (named
+  // later, by pprof servers, from build ids).
+  bool symbolize = true;
   // Extra roots for separate debug files, searched before /usr/lib/debug.
   std::vector<std::string> debug_dirs;
 };

@@ -12,4 +12,14 @@ uint32_t Profile::module(const std::string &path, const std::string &build_id) {
   return index;
 }
 
+uint32_t Profile::mapping(const MappedRange &range) {
+  auto it = mapping_index_.find(range);
+  if (it != mapping_index_.end())
+    return it->second;
+  uint32_t index = static_cast<uint32_t>(mappings.size());
+  mappings.push_back(range);
+  mapping_index_.emplace(range, index);
+  return index;
+}
+
 } // namespace offcpu

@@ -1,7 +1,10 @@
 // pprof's profile.proto, gzip-compressed, written by a small encoder of our
 // own: enough for `go tool pprof`, Pyroscope and Parca to read an off-CPU
-// (or lock-wait) profile with functions, mappings with build ids, and
-// pid/tid/comm labels.
+// (or lock-wait) profile and to name it again from the files: locations at
+// their real addresses (a caller at its call, the return address - 1),
+// mappings with the process's ranges, file offsets, file names and build
+// ids ([kernel.kallsyms] around the kernel addresses seen), functions with
+// their file, pid/tid/comm labels (and lock/side for lock waits).
 #pragma once
 
 #include <string>

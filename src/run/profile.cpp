@@ -151,6 +151,7 @@ Profile build_profile(const RawProfile &raw, Symbolizer &symbolizer,
          "[unknown] (kernel.kptr_restrict)");
   Profile p;
   p.kind = ProfileKind::OffCpu;
+  p.user_symbolized = opts.output.symbolize;
   p.time_nanos = wall_start;
   p.duration_nanos = static_cast<int64_t>(raw.window_ns);
   p.comment =
@@ -220,6 +221,7 @@ int run_profile(const ProfileOptions &opts) {
   const int64_t wall_start = wall_clock_ns();
   Symbolizer symbolizer(system_files(), KernelSymbols{});
   symbolizer.add_debug_dirs(opts.output.debug_dirs);
+  symbolizer.set_symbolize_user(opts.output.symbolize);
   {
     PriorityBoost boost(kTracingNice);
     collect(*session, opts, symbolizer);

@@ -135,7 +135,9 @@ public:
       : opts_(opts), session_(session), outputs_(outputs),
         symbolizer_(system_files(), KernelSymbols{}) {
     symbolizer_.add_debug_dirs(opts.output.debug_dirs);
+    symbolizer_.set_symbolize_user(opts.output.symbolize);
     whole_run_.kind = ProfileKind::LockWaits;
+    whole_run_.user_symbolized = opts.output.symbolize;
   }
 
   // Returns false when stdout is gone (nobody is listening any more).

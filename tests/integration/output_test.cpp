@@ -8,6 +8,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <climits>
+#include <cstdlib>
+
 #include <fstream>
 #include <map>
 #include <regex>
@@ -17,6 +20,7 @@
 #include "support/folded_parse.h"
 #include "support/png.h"
 #include "support/process.h"
+#include "symbolize/elf_file.h"
 
 namespace offcpu {
 namespace {
@@ -134,6 +138,116 @@ TEST_F(Output, SvgPprofAndFoldedFromOneRunAgree) {
   std::cerr << "pprof cum block_in_nanosleep "
             << pprof_cum["block_in_nanosleep"] << " us, folded "
             << cum["block_in_nanosleep"] << " us\n";
+}
+
+struct RawPprof {
+  struct Range {
+    uint64_t start, limit;
+    std::string file, build_id;
+    bool functions;
+  };
+  std::map<int, Range> mappings;
+  struct Loc {
+    uint64_t address;
+    int mapping;
+    std::string name;
+  };
+  std::vector<Loc> locations;
+};
+
+// `go tool pprof -raw`'s Locations and Mappings sections.
+RawPprof read_raw(const std::string &text) {
+  RawPprof r;
+  std::regex loc("^\\s*\\d+: 0x([0-9a-f]+) M=(\\d+) ?(\\S*).*$");
+  std::regex map("^(\\d+): 0x([0-9a-f]+)/0x([0-9a-f]+)/0x[0-9a-f]+ (\\S+) "
+                 "?(\\S*) ?(\\[FN\\])?.*$");
+  std::istringstream in(text);
+  bool in_maps = false;
+  for (std::string line; std::getline(in, line);) {
+    std::smatch m;
+    if (line == "Mappings")
+      in_maps = true;
+    else if (!in_maps && std::regex_match(line, m, loc))
+      r.locations.push_back(
+          {std::stoull(m[1], nullptr, 16), std::stoi(m[2]), m[3]});
+    else if (in_maps && std::regex_match(line, m, map))
+      r.mappings[std::stoi(m[1])] = {std::stoull(m[2], nullptr, 16),
+                                     std::stoull(m[3], nullptr, 16), m[4],
+                                     m[5] == "[FN]" ? "" : std::string(m[5]),
+                                     m[5] == "[FN]" || m[6].matched};
+  }
+  return r;
+}
+
+// pprof that servers can symbolize: real addresses inside real mapping
+// ranges with file names and build ids; pprof's own tools find the source
+// lines from them; --no-symbolize leaves the naming to the reader.
+TEST_F(Output, PprofAddressesMappingsAndBuildIds) {
+  if (access("/usr/bin/go", X_OK) != 0)
+    GTEST_SKIP() << "go (Debian package golang-go) is not installed";
+  Blocker w;
+  std::string pb = dir_ + "/p.pb.gz", raw = dir_ + "/raw.pb.gz";
+  auto r = test::run({OFFCPU_BIN, "-p", w.pid(), "-o", pb, "1"}, 60);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto unnamed = test::run({OFFCPU_BIN, "-p", w.pid(), "--no-symbolize", "-f",
+                            "-o", raw, "-o", "-", "1"},
+                           60);
+  ASSERT_EQ(unnamed.exit_code, 0) << unnamed.err;
+  auto blocker_elf = ElfFile::open(WORKLOAD_BLOCKER);
+  ASSERT_TRUE(blocker_elf);
+  const std::string build_id = blocker_elf->build_id();
+  char real[PATH_MAX];
+  ASSERT_TRUE(realpath(WORKLOAD_BLOCKER, real));
+
+  auto dump = test::run({"/usr/bin/go", "tool", "pprof", "-raw", pb}, 120);
+  ASSERT_EQ(dump.exit_code, 0) << dump.err;
+  RawPprof p = read_raw(dump.out);
+  int blocker_mapping = 0;
+  for (const auto &[id, m] : p.mappings)
+    if (m.file == real) {
+      blocker_mapping = id;
+      EXPECT_EQ(m.build_id, build_id);
+      EXPECT_TRUE(m.functions);
+      EXPECT_LT(m.start, m.limit);
+    }
+  ASSERT_NE(blocker_mapping, 0) << dump.out;
+  bool named = false;
+  for (const auto &l : p.locations) {
+    if (!l.mapping)
+      continue;
+    const auto &m = p.mappings.at(l.mapping);
+    EXPECT_TRUE(l.address >= m.start && l.address < m.limit)
+        << std::hex << l.address << " " << l.name;
+    named |= l.mapping == blocker_mapping && l.name == "block_in_nanosleep";
+  }
+  EXPECT_TRUE(named) << dump.out;
+  // pprof re-symbolizes from the file and finds the source lines.
+  auto list = test::run({"/usr/bin/go", "tool", "pprof", "-symbolize=force",
+                         "-list", "^block_in_pipe_read$", pb},
+                        120);
+  EXPECT_NE(list.out.find("blocker.c"), std::string::npos) << list.out;
+  EXPECT_NE(list.out.find("void block_in_pipe_read(void) {"), std::string::npos)
+      << list.out;
+
+  // --no-symbolize: addresses and build ids only; folded says file+offset.
+  EXPECT_NE(unnamed.out.find(";offcpu_blocker+0x"), std::string::npos)
+      << unnamed.out;
+  auto none = test::run(
+      {"/usr/bin/go", "tool", "pprof", "-raw", "-symbolize=none", raw}, 120);
+  RawPprof n = read_raw(none.out);
+  bool any = false;
+  for (const auto &l : n.locations)
+    if (l.mapping && n.mappings.at(l.mapping).file == real) {
+      any = true;
+      EXPECT_TRUE(l.name.empty()) << l.name;
+      EXPECT_FALSE(n.mappings.at(l.mapping).functions);
+      EXPECT_EQ(n.mappings.at(l.mapping).build_id, build_id);
+    }
+  EXPECT_TRUE(any) << none.out;
+  // What a server does with them: pprof names them from the file.
+  auto top = test::run(
+      {"/usr/bin/go", "tool", "pprof", "-top", "-nodecount=1000", raw}, 120);
+  EXPECT_NE(top.out.find("block_in_nanosleep"), std::string::npos) << top.out;
 }
 
 std::vector<std::string> chromium_args(const std::string &profile_dir) {
