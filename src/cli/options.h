@@ -21,10 +21,9 @@ struct OutputTarget {
 };
 
 struct OutputOptions {
-  OutputFormat format = OutputFormat::Text;
-  std::optional<std::string> path; // the first -o; none: stdout
-  // Every -o (the profile command takes several, e.g. out.svg and
-  // out.pb.gz from one run); a known extension picks the file's format.
+  OutputFormat format = OutputFormat::Text; // stdout's, without -o
+  // Every -o (several: out.svg and out.pb.gz from one run); a known
+  // extension picks the file's format. An empty path is stdout (-o -).
   std::vector<OutputTarget> targets;
   bool delimited = false;
   ThreadFrame thread = ThreadFrame::Comm; // --per-pid, --per-thread
@@ -55,7 +54,7 @@ struct RwsemOptions : RwsemConfig {
   bool verbose = false;
 };
 
-// `offcpu flamegraph [FILE]`: folded lines in, SVG out.
+// `offcpu flamegraph [FILE]`: folded lines in; SVG, folded or pprof out.
 struct FlamegraphOptions {
   std::optional<std::string> input; // none or "-": stdin
   OutputOptions output;

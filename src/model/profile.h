@@ -79,6 +79,10 @@ struct Sample {
 enum class ProfileKind {
   OffCpu,    // time off CPU, per wait
   LockWaits, // time waiting for locks, per contention
+  // Stacks read back from folded text (offcpu flamegraph): no thread ids,
+  // one count per line, values in `folded_unit` (total_ns holds a
+  // thousandth of one: nanoseconds when the unit is us).
+  Folded,
 };
 
 struct Profile {
@@ -91,13 +95,17 @@ struct Profile {
   bool user_symbolized = true;
   int64_t time_nanos = 0; // wall clock when tracing started
   int64_t duration_nanos = 0;
-  std::string comment; // what was traced, for pprof
+  std::string comment;            // what was traced, for pprof
+  std::string folded_unit = "us"; // ProfileKind::Folded only
 
   // The index of the module with this path (added on first use; the first
   // build id given for a path stays).
   uint32_t module(const std::string &path, const std::string &build_id);
   // The index of this mapped range (added on first use).
   uint32_t mapping(const MappedRange &range);
+  // Adds another profile's samples (one interval of a longer run), their
+  // frames' modules and mappings renumbered into this one's.
+  void append(const Profile &other);
 
 private:
   std::map<std::string, uint32_t> module_index_;

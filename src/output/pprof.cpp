@@ -304,9 +304,24 @@ private:
 
 std::vector<std::pair<std::string, std::string>>
 sample_types(const Profile &p) {
-  if (p.kind == ProfileKind::LockWaits)
+  switch (p.kind) {
+  case ProfileKind::LockWaits:
     return {{"contentions", "count"}, {"delay", "nanoseconds"}};
+  case ProfileKind::Folded:
+    // Microseconds become off-CPU nanoseconds; other units are counts.
+    if (p.folded_unit == "us")
+      return {{"off_cpu", "nanoseconds"}};
+    return {{p.folded_unit.empty() ? "samples" : p.folded_unit, "count"}};
+  case ProfileKind::OffCpu:
+    break;
+  }
   return {{"events", "count"}, {"off_cpu", "nanoseconds"}};
+}
+
+std::vector<uint64_t> sample_values(const Profile &p, const Sample &s) {
+  if (p.kind != ProfileKind::Folded)
+    return {s.count, s.total_ns};
+  return {p.folded_unit == "us" ? s.total_ns : (s.total_ns + 500) / 1000};
 }
 
 } // namespace
@@ -325,7 +340,7 @@ std::string encode_pprof(const Profile &profile, const LayoutOptions &layout) {
     std::vector<uint64_t> locs;
     for (auto it = frames.rbegin(); it != frames.rend(); ++it)
       locs.push_back(place.location(*it));
-    b.sample(locs, s, {s.count, s.total_ns});
+    b.sample(locs, s, sample_values(profile, s));
   }
   return b.finish(profile, sample_types(profile));
 }

@@ -6,6 +6,21 @@
 #include "output/text.h"
 
 namespace offcpu {
+namespace {
+
+const char *default_title(ProfileKind kind) {
+  switch (kind) {
+  case ProfileKind::LockWaits:
+    return "rwsem Wait Flame Graph";
+  case ProfileKind::Folded:
+    return "Flame Graph";
+  case ProfileKind::OffCpu:
+    break;
+  }
+  return "Off-CPU Time Flame Graph";
+}
+
+} // namespace
 
 std::string render(const Profile &profile, OutputFormat format,
                    const RenderOptions &opts) {
@@ -17,10 +32,9 @@ std::string render(const Profile &profile, OutputFormat format,
     return render_folded(profile, layout);
   case OutputFormat::Svg: {
     FlameGraphOptions g;
-    g.title = !opts.title.empty() ? opts.title
-              : profile.kind == ProfileKind::LockWaits
-                  ? "rwsem Wait Flame Graph"
-                  : "Off-CPU Time Flame Graph";
+    g.title = !opts.title.empty() ? opts.title : default_title(profile.kind);
+    if (profile.kind == ProfileKind::Folded)
+      g.count_name = profile.folded_unit;
     g.width = opts.width;
     g.min_width = opts.min_width;
     return render_flamegraph(flame_stacks(profile, layout), g);

@@ -361,6 +361,52 @@ TEST_F(Output, PerThreadAndPerPidFirstFrames) {
   }
 }
 
+bool gzip_file(const std::string &path) {
+  std::string b = slurp(path);
+  return b.size() > 2 && static_cast<unsigned char>(b[0]) == 0x1f &&
+         static_cast<unsigned char>(b[1]) == 0x8b;
+}
+
+// offcpu flamegraph takes each -o's format from its name, as the tracing
+// commands do: folded input merged back into folded, drawn as SVG, or
+// written as pprof; text (which needs thread ids) is refused.
+TEST_F(Output, FlamegraphCommandWritesEachFileInItsFormat) {
+  std::string in = dir_ + "/in.folded";
+  std::ofstream(in) << "app;main;read;-;ksys_read;schedule 1500\n"
+                       "app;main;read;-;ksys_read;schedule 500\n"
+                       "perf;main;compute_[j];sys_read_[k] 250\n";
+  std::string pb = dir_ + "/x.pb.gz", folded = dir_ + "/x.folded",
+              svg = dir_ + "/x.svg";
+  auto r = test::run(
+      {OFFCPU_BIN, "flamegraph", in, "-o", pb, "-o", folded, "-o", svg}, 30);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_TRUE(r.out.empty());
+  EXPECT_EQ(slurp(folded), "app;main;read;-;ksys_read_[k];schedule_[k] 2000\n"
+                           "perf;main;compute;sys_read_[k] 250\n");
+  EXPECT_NE(slurp(svg).find("</svg>"), std::string::npos);
+  EXPECT_TRUE(gzip_file(pb));
+  if (access("/usr/bin/go", X_OK) == 0) {
+    auto top = test::run({"/usr/bin/go", "tool", "pprof", "-top", "-unit=us",
+                          "-nodecount=100", pb},
+                         120);
+    EXPECT_EQ(top.exit_code, 0) << top.err;
+    EXPECT_NE(top.out.find("Type: off_cpu"), std::string::npos) << top.out;
+    EXPECT_TRUE(std::regex_search(top.out, std::regex("2000us.*ksys_read")))
+        << top.out;
+  }
+  // Refusals are usage errors, before anything is written.
+  for (std::vector<std::string> bad :
+       {std::vector<std::string>{"-o", dir_ + "/x.txt"},
+        std::vector<std::string>{"--format", "text"}}) {
+    std::vector<std::string> args = {OFFCPU_BIN, "flamegraph", in};
+    args.insert(args.end(), bad.begin(), bad.end());
+    auto refused = test::run(args, 30);
+    EXPECT_EQ(refused.exit_code, 2) << refused.err;
+    EXPECT_TRUE(refused.out.empty());
+  }
+  EXPECT_FALSE(exists(dir_ + "/x.txt"));
+}
+
 TEST_F(Output, UnwritableOutputFailsBeforeTracing) {
   auto r = test::run({OFFCPU_BIN, "-o", dir_ + "/no/such/dir/x.svg", "1"}, 30);
   EXPECT_EQ(r.exit_code, 1);

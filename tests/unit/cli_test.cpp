@@ -95,7 +95,7 @@ TEST(Cli, FormatsAndOutputFiles) {
   EXPECT_EQ(cl.profile.output.title, "T");
   EXPECT_EQ(cl.profile.output.width, 800);
   ASSERT_EQ(cl.profile.output.targets.size(), 1u);
-  EXPECT_EQ(*cl.profile.output.path, "a.svg");
+  EXPECT_EQ(cl.profile.output.targets[0].path, "a.svg");
   EXPECT_DOUBLE_EQ(*cl.profile.duration_s, 5.0);
   // Several files from one run, each in the format its name says.
   auto many =
@@ -110,7 +110,10 @@ TEST(Cli, FormatsAndOutputFiles) {
             OutputFormat::Pprof);
   EXPECT_EQ(usage_exit({"-f", "--format", "svg"}), kExitUsage);
   EXPECT_EQ(usage_exit({"--format", "png"}), kExitUsage);
-  EXPECT_EQ(usage_exit({"rwsem", "x", "-o", "a", "-o", "b"}), kExitUsage);
+  auto rw = parse({"rwsem", "x", "-o", "a.txt", "-o", "b.svg", "-o", "-"});
+  ASSERT_EQ(rw.rwsem.output.targets.size(), 3u);
+  EXPECT_EQ(rw.rwsem.output.targets[1].format, OutputFormat::Svg);
+  EXPECT_EQ(rw.rwsem.output.targets[2].path, "");
 }
 
 TEST(Cli, FlamegraphCommand) {
@@ -121,6 +124,17 @@ TEST(Cli, FlamegraphCommand) {
   EXPECT_EQ(cl.flamegraph.output.title, "Mine");
   EXPECT_EQ(cl.flamegraph.count_name, "ms");
   EXPECT_FALSE(parse({"flamegraph"}).flamegraph.input.has_value());
+  auto outs = parse({"flamegraph", "-o", "a.pb.gz", "-o", "b.folded", "-o",
+                     "c.svg", "-o", "d"});
+  const auto &t = outs.flamegraph.output.targets;
+  ASSERT_EQ(t.size(), 4u);
+  EXPECT_EQ(t[0].format, OutputFormat::Pprof);
+  EXPECT_EQ(t[1].format, OutputFormat::Folded);
+  EXPECT_EQ(t[2].format, OutputFormat::Svg);
+  EXPECT_EQ(t[3].format, OutputFormat::Svg); // unknown: --format, svg
+  EXPECT_EQ(usage_exit({"flamegraph", "-o", "x.txt"}), kExitUsage);
+  EXPECT_EQ(usage_exit({"flamegraph", "--format", "text"}), kExitUsage);
+  EXPECT_EQ(usage_exit({"flamegraph", "-p", "100"}), kExitUsage);
   EXPECT_FALSE(parse({"flamegraph", "-"}).flamegraph.input.has_value());
 }
 
