@@ -310,6 +310,58 @@ TEST_F(Output, SvgRendersInChromiumAndItsScriptsWork) {
   EXPECT_NE(dom.out.find("f hide"), std::string::npos) << "zoom hid nothing";
 }
 
+// A tall graph (one deep narrow tower beside many shallow wide stacks, as
+// a whole-system run gives) opens at its root: the first screen shows the
+// wide frames and the title, not the tower's tips over empty space.
+TEST_F(Output, TallSvgOpensAtItsRootInChromium) {
+  if (access("/usr/bin/chromium", X_OK) != 0)
+    GTEST_SKIP() << "chromium (Debian package chromium) is not installed";
+  std::string in = dir_ + "/tall.folded";
+  {
+    std::ofstream f(in);
+    f << "tower";
+    for (int i = 0; i < 200; i++)
+      f << ";deep_" << i;
+    f << " 20000\n";
+    for (int i = 0; i < 12; i++)
+      f << "worker" << i << ";start_thread;loop;wait;-;futex_wait;schedule "
+        << 100000 << "\n";
+  }
+  std::string svg = dir_ + "/tall.svg", png = dir_ + "/tall.png";
+  auto r = test::run({OFFCPU_BIN, "flamegraph", in, "-o", svg}, 30);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto args = chromium_args(dir_ + "/chrome3");
+  args.push_back("--window-size=1200,700");
+  args.push_back("--screenshot=" + png);
+  args.push_back("file://" + svg);
+  auto shot = test::run(args, 120);
+  auto img = test::read_png(png);
+  ASSERT_TRUE(img) << "no screenshot: " << shot.err;
+  test::run({"/bin/cp", png, "/tmp/offcpu-tall-flamegraph.png"}, 10);
+  auto share = [&](uint32_t y0, uint32_t y1, auto pick) {
+    size_t hits = 0, all = 0;
+    for (uint32_t y = y0; y < y1 && y < img->height; y++)
+      for (uint32_t x = 0; x < img->width; x++, all++) {
+        const uint8_t *p = &img->rgb[3 * (y * img->width + x)];
+        hits += pick(p[0], p[1], p[2]);
+      }
+    return all ? static_cast<double>(hits) / static_cast<double>(all) : 0;
+  };
+  auto frame = [](int red, int g, int b) {
+    return (b > red + 40 && b > 140 && g > 100) || // user (blue)
+           (g > red + 60 && b > red + 60);         // kernel (teal)
+  };
+  auto ink = [](int red, int g, int b) { return red + g + b < 200; };
+  // The bottom 200 px: the workers' wide stacks (7 rows of frames).
+  double bottom = share(img->height - 200, img->height, frame);
+  EXPECT_GT(bottom, 0.25) << "the root is not on the first screen";
+  // The title stays on top.
+  EXPECT_GT(share(0, 34, ink), 0.002) << "no title on the first screen";
+  std::cerr << "tall graph screenshot /tmp/offcpu-tall-flamegraph.png: "
+            << static_cast<int>(100 * bottom)
+            << "% frame pixels in the bottom 200 px\n";
+}
+
 TEST_F(Output, FlamegraphCommandReadsFoldedFromOtherTools) {
   std::string in = dir_ + "/in.folded";
   std::ofstream(in) << "bcc_thread;main;do_work;read;ksys_read;schedule 1500\n"
