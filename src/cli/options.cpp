@@ -115,6 +115,7 @@ struct OutputArgs {
   std::vector<std::string> paths;
   bool folded = false;
   bool per_pid = false, per_thread = false;
+  bool no_symbolize = false;
 };
 
 bool ends_with(const std::string &s, const char *suffix) {
@@ -157,7 +158,7 @@ void add_format_options(CLI::App *app, OutputOptions &o, OutputArgs &a) {
                 "(stackcollapse-perf --tid)")
       ->group("Output")
       ->excludes(pid);
-  app->add_flag("!--no-symbolize", o.symbolize,
+  app->add_flag("--no-symbolize", a.no_symbolize,
                 "leave user frames in files unnamed (file+0xOFFSET; in "
                 "pprof: addresses and build ids, for the server to name)")
       ->group("Output");
@@ -210,6 +211,7 @@ void finish_output_options(OutputOptions &o, const OutputArgs &a) {
              : a.per_pid  ? ThreadFrame::Process
                           : ThreadFrame::Comm;
   o.format = format_named(a.folded ? "folded" : a.format);
+  o.symbolize = !a.no_symbolize;
   size_t to_stdout = 0;
   for (const std::string &p : a.paths) {
     if (p.empty())
