@@ -2,15 +2,38 @@
 _offcpu() {
   local cur prev words cword
   _init_completion || return
-  local common="-o --output --format --title --width --minwidth -d --delimited -f --folded -h --help"
+  local sub=""
+  for w in "${words[@]:1:cword-1}"; do
+    case $w in rwsem|flamegraph) sub=$w; break ;; esac
+  done
   case $prev in
     -p|--pid)
       COMPREPLY=($(compgen -W "$(ls /proc | grep -E '^[0-9]+$')" -- "$cur")); return ;;
-    -t|--tid) return ;;
+    -t|--tid|--title|--width|--minwidth|--countname|-m|-M|--min-block-time|--max-block-time|--min-wait|-i|--interval|--stack-storage-size|--perf-max-stack-depth|--max-entries|--unwind-memory)
+      return ;;
+    --state)
+      COMPREPLY=($(compgen -W "R S D I T D,S" -- "$cur")); return ;;
+    -n|--name)
+      COMPREPLY=($(compgen -W "$(cat /proc/[0-9]*/comm 2>/dev/null | sort -u)" -- "$cur")); return ;;
+    --user)
+      COMPREPLY=($(compgen -u -- "$cur")); return ;;
+    --cgroup)
+      local root=/sys/fs/cgroup
+      [[ -e /sys/fs/cgroup/unified/cgroup.procs ]] && root=/sys/fs/cgroup/unified
+      COMPREPLY=($(cd "$root" 2>/dev/null && compgen -d -- "${cur#/}")); return ;;
+    --user-unwind)
+      COMPREPLY=($(compgen -W "auto fp" -- "$cur")); return ;;
     --format)
-      COMPREPLY=($(compgen -W "text folded svg pprof" -- "$cur")); return ;;
+      if [[ $sub == flamegraph ]]; then
+        COMPREPLY=($(compgen -W "svg folded pprof" -- "$cur"))
+      else
+        COMPREPLY=($(compgen -W "text folded svg pprof" -- "$cur"))
+      fi
+      return ;;
     -o|--output)
       _filedir; return ;;
+    --debug-dir)
+      _filedir -d; return ;;
     --loader)
       COMPREPLY=($(compgen -W "auto light libbpf" -- "$cur")); return ;;
     --kernel-unwind)
@@ -18,26 +41,24 @@ _offcpu() {
     --attach)
       COMPREPLY=($(compgen -W "auto tp_btf raw_tp fentry kprobe tracepoint" -- "$cur")); return ;;
   esac
-  local sub=""
-  for w in "${words[@]:1:cword-1}"; do
-    case $w in rwsem|flamegraph) sub=$w; break ;; esac
-  done
+  local files="-o --output --title --width --minwidth -h --help"
+  local tracing="$files --format -f --folded -d --delimited --per-pid --per-thread --no-symbolize --debug-dir -v --verbose --stack-storage-size --perf-max-stack-depth --max-entries"
   case $sub in
     rwsem)
       if [[ $cur == -* ]]; then
-        COMPREPLY=($(compgen -W "$common -p --pid --thread-name --read -i --interval -m --min-wait -v --verbose --stack-storage-size --perf-max-stack-depth --max-entries" -- "$cur"))
+        COMPREPLY=($(compgen -W "$tracing -p --pid --thread-name --read -i --interval -m --min-wait --wakers" -- "$cur"))
       else
         COMPREPLY=($(compgen -W "$(cat /proc/[0-9]*/comm 2>/dev/null | sort -u)" -- "$cur"))
       fi ;;
     flamegraph)
       if [[ $cur == -* ]]; then
-        COMPREPLY=($(compgen -W "-o --output --title --width --minwidth --countname -h --help" -- "$cur"))
+        COMPREPLY=($(compgen -W "$files --format --countname" -- "$cur"))
       else
         _filedir
       fi ;;
     *)
       if [[ $cur == -* ]]; then
-        COMPREPLY=($(compgen -W "$common -p --pid -t --tid -u --user-threads-only -k --kernel-threads-only -m --min-block-time -M --max-block-time --state -U --user-stacks-only -K --kernel-stacks-only -q --quiet -v --verbose -V --version --stack-storage-size --perf-max-stack-depth --max-entries --kernel-unwind --verify-kernel-unwind --loader" -- "$cur"))
+        COMPREPLY=($(compgen -W "$tracing -p --pid -t --tid -u --user-threads-only -k --kernel-threads-only -m --min-block-time -M --max-block-time --state -U --user-stacks-only -K --kernel-stacks-only -q --quiet -V --version --kernel-unwind --verify-kernel-unwind --loader -n --name --children --cgroup --per-cgroup --user --wakers --runqueue --show-state --user-unwind --unwind-memory" -- "$cur"))
       else
         COMPREPLY=($(compgen -W "rwsem flamegraph" -- "$cur"))
       fi ;;

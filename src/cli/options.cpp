@@ -142,6 +142,8 @@ struct OutputArgs {
   std::string format;
   std::vector<std::string> paths;
   bool folded = false;
+  bool per_pid = false, per_thread = false;
+  bool no_symbolize = false;
 };
 
 bool ends_with(const std::string &s, const char *suffix) {
@@ -162,31 +164,32 @@ OutputFormat format_for_path(const std::string &path, OutputFormat fallback) {
   return fallback;
 }
 
-// -f/--folded, --format, -o, -d and the SVG options, for one command.
-void add_output_options(CLI::App *app, OutputOptions &o, OutputArgs &a,
-                        bool with_format) {
-  if (with_format) {
-    app->add_flag("-f,--folded", a.folded,
-                  "folded stacks for flamegraph.pl (same as --format folded)")
-        ->group("Output");
-    app->add_option("--format", a.format,
-                    "text, folded, svg or pprof (default text)")
-        ->check(CLI::IsMember({"text", "folded", "svg", "pprof"}))
-        ->group("Output");
-    app->add_flag("-d,--delimited", o.delimited,
-                  "insert a '-' frame between user and kernel stacks")
-        ->group("Output");
-  }
-  app->add_option(
-         "-o,--output", a.paths,
-         "write to FILE instead of stdout; it appears only when complete. "
-         "Repeatable: .svg, .pb.gz, .folded and .txt pick their format")
-      ->expected(1)
-      ->allow_extra_args(false)
-      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll)
-      ->type_name("FILE")
+// -f/--folded, --format, -d, --per-pid/--per-thread, --no-symbolize and
+// --debug-dir: how the tracing commands lay out and name what they took.
+void add_format_options(CLI::App *app, OutputOptions &o, OutputArgs &a) {
+  app->add_flag("-f,--folded", a.folded,
+                "folded stacks for flamegraph.pl (same as --format folded)")
       ->group("Output");
-  app->add_option("--title", o.title, "flame graph title")->group("Output");
+  app->add_option("--format", a.format,
+                  "text, folded, svg or pprof (default text)")
+      ->check(CLI::IsMember({"text", "folded", "svg", "pprof"}))
+      ->group("Output");
+  app->add_flag("-d,--delimited", o.delimited,
+                "insert a '-' frame between user and kernel stacks")
+      ->group("Output");
+  auto *pid = app->add_flag("--per-pid", a.per_pid,
+                            "keep processes apart: the first frame is "
+                            "comm-PID (stackcollapse-perf --pid)")
+                  ->group("Output");
+  app->add_flag("--per-thread", a.per_thread,
+                "keep threads apart: the first frame is comm-PID/TID "
+                "(stackcollapse-perf --tid)")
+      ->group("Output")
+      ->excludes(pid);
+  app->add_flag("--no-symbolize", a.no_symbolize,
+                "leave user frames in files unnamed (file+0xOFFSET; in "
+                "pprof: addresses and build ids, for the server to name)")
+      ->group("Output");
   app->add_option(
          "--debug-dir", o.debug_dirs,
          "also look for separate debug files under DIR (like /usr/lib/debug)")
@@ -195,6 +198,20 @@ void add_output_options(CLI::App *app, OutputOptions &o, OutputArgs &a,
       ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll)
       ->type_name("DIR")
       ->group("Output");
+}
+
+// -o, repeatable, and the flame graph's look: every command has them.
+void add_file_options(CLI::App *app, OutputOptions &o, OutputArgs &a) {
+  app->add_option("-o,--output", a.paths,
+                  "write to FILE instead of stdout ('-': stdout); it appears "
+                  "only when complete. Repeatable: .svg, .pb.gz, .folded and "
+                  ".txt pick their format, other names --format's")
+      ->expected(1)
+      ->allow_extra_args(false)
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll)
+      ->type_name("FILE")
+      ->group("Output");
+  app->add_option("--title", o.title, "flame graph title")->group("Output");
   app->add_option("--width", o.width,
                   "flame graph width in pixels (default 1200)")
       ->check(CLI::Range(200, 100000))
@@ -206,32 +223,35 @@ void add_output_options(CLI::App *app, OutputOptions &o, OutputArgs &a,
       ->group("Output");
 }
 
+OutputFormat format_named(const std::string &f) {
+  return f == "folded"  ? OutputFormat::Folded
+         : f == "svg"   ? OutputFormat::Svg
+         : f == "pprof" ? OutputFormat::Pprof
+                        : OutputFormat::Text;
+}
+
 void finish_output_options(OutputOptions &o, const OutputArgs &a) {
   if (a.folded && !a.format.empty() && a.format != "folded")
     throw usage_error(
         "-f means --format folded; it cannot be combined with --format " +
         a.format);
-  std::string f = a.folded ? "folded" : a.format;
-  o.format = f == "folded"  ? OutputFormat::Folded
-             : f == "svg"   ? OutputFormat::Svg
-             : f == "pprof" ? OutputFormat::Pprof
-                            : OutputFormat::Text;
+  o.thread = a.per_thread ? ThreadFrame::Thread
+             : a.per_pid  ? ThreadFrame::Process
+                          : ThreadFrame::Comm;
+  o.format = format_named(a.folded ? "folded" : a.format);
+  o.symbolize = !a.no_symbolize;
+  size_t to_stdout = 0;
   for (const std::string &p : a.paths) {
     if (p.empty())
       throw usage_error("-o needs a file name");
-    o.targets.push_back({p, format_for_path(p, o.format)});
+    // "-o -": stdout, in --format's format, beside files of other formats.
+    if (p == "-" && ++to_stdout > 1)
+      throw usage_error("-o - (stdout) given twice");
+    o.targets.push_back({p == "-" ? "" : p, format_for_path(p, o.format)});
   }
   if (o.targets.size() > kMaxOutputs)
     throw usage_error("at most " + std::to_string(kMaxOutputs) +
                       " -o files per run");
-  if (!o.targets.empty())
-    o.path = o.targets.front().path;
-}
-
-void require_single_output(const OutputOptions &o, const char *command) {
-  if (o.targets.size() > 1)
-    throw usage_error(std::string(command) +
-                      " writes one output: give -o once");
 }
 
 } // namespace
@@ -334,7 +354,8 @@ void setup_profile(CLI::App &app, ProfileOptions &o, ProfileArgs &a) {
                           "show kernel stacks only")
                  ->group("Output");
   us->excludes(ks);
-  add_output_options(&app, o.output, a.out, true);
+  add_format_options(&app, o.output, a.out);
+  add_file_options(&app, o.output, a.out);
   app.add_flag("-q,--quiet", o.output.quiet, "no progress line on a terminal")
       ->group("Output");
 
@@ -407,7 +428,8 @@ CLI::App *setup_rwsem(CLI::App &app, RwsemOptions &r, RwsemArgs &a) {
   rw->add_option("-m,--min-wait", r.min_wait_us,
                  "only count waits of at least this many microseconds")
       ->check(CLI::Range(uint64_t{0}, uint64_t{UINT64_MAX / 1000}));
-  add_output_options(rw, r.output, a.out, true);
+  add_format_options(rw, r.output, a.out);
+  add_file_options(rw, r.output, a.out);
   add_stack_limits(rw, r.stack_storage_size, r.max_stack_depth, r.max_entries,
                    "Limits");
   rw->add_flag("-v,--verbose", r.verbose,
@@ -424,18 +446,31 @@ CLI::App *setup_flamegraph(CLI::App &app, FlamegraphOptions &fg,
   CLI::App *fga = app.add_subcommand(
       "flamegraph",
       "draw an SVG flame graph from folded stacks (offcpu -f, BCC, "
-      "stackcollapse-perf) read from FILE or stdin");
+      "stackcollapse-perf) read from FILE or stdin; or write them merged "
+      "as folded text or pprof");
   fga->add_option("file", a.input, "folded stacks (default: stdin)");
+  fga->add_option("--format", a.out.format,
+                  "svg, folded or pprof (default svg)")
+      ->check(CLI::IsMember({"svg", "folded", "pprof"}))
+      ->group("Output");
+  add_file_options(fga, fg.output, a.out);
   fga->add_option("--countname", fg.count_name,
-                  "unit of the values (default us)");
-  add_output_options(fga, fg.output, a.out, false);
+                  "unit of the values (default us)")
+      ->group("Output");
   return fga;
 }
 
 void finish_flamegraph(FlamegraphOptions &fg, FlamegraphArgs &a) {
-  a.out.format = "svg";
+  if (a.out.format.empty())
+    a.out.format = "svg";
   finish_output_options(fg.output, a.out);
-  require_single_output(fg.output, "flamegraph");
+  // Folded stacks have no thread ids or wait counts: the report cannot be
+  // written from them.
+  for (const OutputTarget &t : fg.output.targets)
+    if (t.format == OutputFormat::Text)
+      throw usage_error("offcpu flamegraph writes svg, folded or pprof (.svg, "
+                        ".folded, .pb.gz), not text: '" +
+                        t.path + "'");
   if (!a.input.empty() && a.input != "-")
     fg.input = a.input;
 }
@@ -452,7 +487,6 @@ RwsemAttach rwsem_attach(const std::string &name) {
 
 void finish_rwsem(RwsemOptions &r, RwsemArgs &a, const TaskExists &exists) {
   finish_output_options(r.output, a.out);
-  require_single_output(r.output, "rwsem");
   r.pids = parse_id_list(a.pids, "PID");
   // `rwsem -p PID 10`: with -p the lone positional is the duration.
   if (!r.pids.empty() && a.duration.empty() && !r.name.empty() &&

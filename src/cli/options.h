@@ -21,16 +21,19 @@ struct OutputTarget {
 };
 
 struct OutputOptions {
-  OutputFormat format = OutputFormat::Text;
-  std::optional<std::string> path; // the first -o; none: stdout
-  // Every -o (the profile command takes several, e.g. out.svg and
-  // out.pb.gz from one run); a known extension picks the file's format.
+  OutputFormat format = OutputFormat::Text; // stdout's, without -o
+  // Every -o (several: out.svg and out.pb.gz from one run); a known
+  // extension picks the file's format. An empty path is stdout (-o -).
   std::vector<OutputTarget> targets;
   bool delimited = false;
+  ThreadFrame thread = ThreadFrame::Comm; // --per-pid, --per-thread
   std::string title;      // SVG title; empty: the command's default
   int width = 1200;       // SVG width in pixels
   double min_width = 0.1; // SVG: narrower frames are left out
   bool quiet = false;     // no progress line
+  // --no-symbolize: user frames in files keep their address only (named
+  // later, by pprof servers, from build ids).
+  bool symbolize = true;
   // Extra roots for separate debug files, searched before /usr/lib/debug.
   std::vector<std::string> debug_dirs;
 };
@@ -55,7 +58,7 @@ struct RwsemOptions : RwsemConfig {
   bool verbose = false;
 };
 
-// `offcpu flamegraph [FILE]`: folded lines in, SVG out.
+// `offcpu flamegraph [FILE]`: folded lines in; SVG, folded or pprof out.
 struct FlamegraphOptions {
   std::optional<std::string> input; // none or "-": stdin
   OutputOptions output;

@@ -12,4 +12,37 @@ uint32_t Profile::module(const std::string &path, const std::string &build_id) {
   return index;
 }
 
+void Profile::append(const Profile &other) {
+  std::vector<uint32_t> modules_to, mappings_to;
+  for (const Module &m : other.modules)
+    modules_to.push_back(module(m.path, m.build_id));
+  for (MappedRange r : other.mappings) {
+    r.module = r.module < modules_to.size() ? modules_to[r.module] : kNoModule;
+    mappings_to.push_back(mapping(r));
+  }
+  auto renumber = [&](std::vector<Frame> &frames) {
+    for (Frame &f : frames) {
+      f.module =
+          f.module < modules_to.size() ? modules_to[f.module] : kNoModule;
+      f.mapping =
+          f.mapping < mappings_to.size() ? mappings_to[f.mapping] : kNoMapping;
+    }
+  };
+  for (Sample s : other.samples) {
+    renumber(s.user);
+    renumber(s.kernel);
+    samples.push_back(std::move(s));
+  }
+}
+
+uint32_t Profile::mapping(const MappedRange &range) {
+  auto it = mapping_index_.find(range);
+  if (it != mapping_index_.end())
+    return it->second;
+  uint32_t index = static_cast<uint32_t>(mappings.size());
+  mappings.push_back(range);
+  mapping_index_.emplace(range, index);
+  return index;
+}
+
 } // namespace offcpu

@@ -7,6 +7,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <tuple>
 #include <vector>
 
 namespace offcpu {
@@ -17,6 +18,7 @@ enum class FrameKind {
   Thread,         // the root of a laid-out stack: the thread's comm
   Marker,         // a stack that could not be taken: [Missed User Stack]...
   Delimiter,      // between the user and the kernel part (-d)
+  Lock,           // what a lock wait waited for: its side, the lock
   Annotation,     // about the wait, not code: [D], [runqueue]
   WakerDelimiter, // "--": the waker's part begins (--wakers)
   Waker,          // a frame of the waker's part (its stacks, its comm)
@@ -30,11 +32,30 @@ struct Module {
 };
 constexpr uint32_t kNoModule = UINT32_MAX;
 
+// A range of one process's memory mapped from a module (pprof's Mapping):
+// what turns a frame's address into an offset in its file.
+struct MappedRange {
+  uint32_t pid = 0;
+  uint64_t start = 0, limit = 0; // [start, limit)
+  uint64_t file_offset = 0;      // of start
+  uint32_t module = kNoModule;
+
+  bool operator<(const MappedRange &o) const {
+    return std::tie(pid, start, limit, file_offset, module) <
+           std::tie(o.pid, o.start, o.limit, o.file_offset, o.module);
+  }
+};
+constexpr uint32_t kNoMapping = UINT32_MAX;
+
 struct Frame {
   std::string name;
   FrameKind kind = FrameKind::User;
-  uint32_t module = kNoModule; // index into Profile::modules
-  uint64_t address = 0;        // as the stack holds it
+  uint32_t module = kNoModule;   // index into Profile::modules
+  uint64_t address = 0;          // as the stack holds it
+  uint32_t mapping = kNoMapping; // index into Profile::mappings (user code)
+  // The address is where a call returns to (every frame but a stack's
+  // first): the call itself is the byte before.
+  bool return_address = false;
 };
 
 // What a lock-wait sample adds (offcpu rwsem).
@@ -86,16 +107,25 @@ struct Sample {
 enum class ProfileKind {
   OffCpu,    // time off CPU, per wait
   LockWaits, // time waiting for locks, per contention
+  // Stacks read back from folded text (offcpu flamegraph): no thread ids,
+  // one count per line, values in `folded_unit` (total_ns holds a
+  // thousandth of one: nanoseconds when the unit is us).
+  Folded,
 };
 
 struct Profile {
   ProfileKind kind = ProfileKind::OffCpu;
   std::vector<Sample> samples;
   std::vector<Module> modules;
+  std::vector<MappedRange> mappings;
+  // False with --no-symbolize: user frames in files carry their address
+  // only, to be named by whoever reads the profile (pprof servers).
+  bool user_symbolized = true;
   int64_t time_nanos = 0; // wall clock when tracing started
   int64_t duration_nanos = 0;
-  std::string comment;   // what was traced, for pprof
-  bool runqueue = false; // samples carry runq_ns (--runqueue)
+  std::string comment;            // what was traced, for pprof
+  std::string folded_unit = "us"; // ProfileKind::Folded only
+  bool runqueue = false;          // samples carry runq_ns (--runqueue)
   // Off-CPU time by the state waits began in (R, S, D, I, T); empty where
   // not measured.
   std::vector<uint64_t> state_ns;
@@ -103,9 +133,15 @@ struct Profile {
   // The index of the module with this path (added on first use; the first
   // build id given for a path stays).
   uint32_t module(const std::string &path, const std::string &build_id);
+  // The index of this mapped range (added on first use).
+  uint32_t mapping(const MappedRange &range);
+  // Adds another profile's samples (one interval of a longer run), their
+  // frames' modules and mappings renumbered into this one's.
+  void append(const Profile &other);
 
 private:
   std::map<std::string, uint32_t> module_index_;
+  std::map<MappedRange, uint32_t> mapping_index_;
 };
 
 } // namespace offcpu

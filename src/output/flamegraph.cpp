@@ -24,7 +24,7 @@ constexpr int kBottom = 24;
 // real stack, and a file of ';' must not exhaust our own stack.
 constexpr size_t kMaxFrames = 1024;
 
-enum class Kind { User, Kernel, Comm, Marker, Waker };
+enum class Kind { User, Kernel, Comm, Marker, Lock, Root, Waker };
 
 struct Node {
   std::string name;
@@ -47,6 +47,8 @@ Kind kind_of(FrameKind k) {
     return Kind::Marker;
   case FrameKind::Waker:
     return Kind::Waker;
+  case FrameKind::Lock:
+    return Kind::Lock;
   case FrameKind::User:
     break;
   }
@@ -76,9 +78,16 @@ std::string color(const Node &n) {
   case Kind::Marker:
     r = g = b = 190 + static_cast<int>(v * 30);
     break;
-  case Kind::Waker: // the waker's part (--wakers): warm, apart from blues
-    r = 220 + static_cast<int>(v * 30), g = 150 + static_cast<int>(v * 50),
-    b = 80 + static_cast<int>(v * 40);
+  case Kind::Waker: // the waker's part (--wakers): green, apart from the rest
+    r = 90 + static_cast<int>(v * 50), g = 175 + static_cast<int>(v * 50),
+    b = 90 + static_cast<int>(v * 40);
+    break;
+  case Kind::Root: // "all": the whole, neutral
+    r = 200, g = 200, b = 215;
+    break;
+  case Kind::Lock: // what was waited for stands out: warm
+    r = 225 + static_cast<int>(v * 25), g = 140 + static_cast<int>(v * 50),
+    b = 60 + static_cast<int>(v * 30);
     break;
   default:
     r = 80 + static_cast<int>(v * 60), g = 130 + static_cast<int>(v * 60),
@@ -94,10 +103,12 @@ std::string fmt(double v) {
   return buf;
 }
 
+// Whole units (microseconds, samples): a fraction of one says nothing at
+// this scale, except for a frame under one unit.
 std::string count_text(double v) {
   char buf[32];
-  if (v == std::floor(v))
-    snprintf(buf, sizeof(buf), "%.0f", v);
+  if (v >= 1 || v == 0)
+    snprintf(buf, sizeof(buf), "%.0f", std::round(v));
   else
     snprintf(buf, sizeof(buf), "%.2f", v);
   // Thousands separators make large microsecond counts readable.
@@ -153,10 +164,12 @@ struct Renderer {
   }
 };
 
-int depth_of(const Node &n) {
+// How deep the drawn frames go: a tower too narrow to draw takes no height.
+int depth_of(const Node &n, double scale, double min_width) {
   int d = 0;
   for (const auto &[name, c] : n.children)
-    d = std::max(d, 1 + depth_of(*c));
+    if (c->value * scale >= min_width)
+      d = std::max(d, 1 + depth_of(*c, scale, min_width));
   return d;
 }
 
@@ -191,8 +204,8 @@ Node build_tree(const std::vector<FlameStack> &stacks) {
   return root;
 }
 
-// The document's head: style, script, background, title, buttons.
-std::string svg_head(int width, int height, const std::string &title) {
+// The document's head: style, script, background.
+std::string svg_head(int width, int height) {
   std::string o;
   o += "<?xml version=\"1.0\" standalone=\"no\"?>\n";
   o += "<svg version=\"1.1\" width=\"" + std::to_string(width) +
@@ -211,19 +224,32 @@ std::string svg_head(int width, int height, const std::string &title) {
   o += "<script type=\"text/ecmascript\"><![CDATA[";
   o += kFlameGraphScript;
   o += "]]></script>\n";
-  o += "<rect x=\"0\" y=\"0\" width=\"100%\" height=\"100%\" "
-       "fill=\"#f4f6fa\"/>\n";
+  // The whole graph's height, not 100%: the script may show a slice.
+  o += "<rect x=\"0\" y=\"0\" width=\"100%\" height=\"" +
+       std::to_string(height) + "\" fill=\"#f4f6fa\"/>\n";
+  return o;
+}
+
+// Title and buttons, details and matches: drawn last, over the frames, in
+// groups the script keeps on screen while a graph taller than the window
+// is scrolled.
+std::string svg_tail(int width, int height, const std::string &title) {
+  std::string o = "<g id=\"head\"><rect width=\"100%\" height=\"34\" "
+                  "fill=\"#f4f6fa\" fill-opacity=\"0.92\"/>";
   o += "<text id=\"title\" x=\"" + std::to_string(width / 2) +
-       "\" y=\"24\" text-anchor=\"middle\">" + xml_escape(title) + "</text>\n";
+       "\" y=\"24\" text-anchor=\"middle\">" + xml_escape(title) + "</text>";
   o += "<text id=\"unzoom\" class=\"button hide\" x=\"" + std::to_string(kPad) +
-       "\" y=\"24\">Reset Zoom</text>\n";
+       "\" y=\"24\">Reset Zoom</text>";
   o += "<text id=\"search\" class=\"button\" x=\"" +
        std::to_string(width - kPad) +
-       "\" y=\"24\" text-anchor=\"end\">Search</text>\n";
+       "\" y=\"24\" text-anchor=\"end\">Search</text></g>\n";
+  o += "<g id=\"foot\"><rect y=\"" + std::to_string(height - kBottom) +
+       "\" width=\"100%\" height=\"" + std::to_string(kBottom) +
+       "\" fill=\"#f4f6fa\" fill-opacity=\"0.92\"/>";
   o += "<text id=\"details\" x=\"" + std::to_string(kPad) + "\" y=\"" +
-       std::to_string(height - 8) + "\"> </text>\n";
+       std::to_string(height - 8) + "\"> </text>";
   o += "<text id=\"matched\" x=\"" + std::to_string(width - kPad) + "\" y=\"" +
-       std::to_string(height - 8) + "\" text-anchor=\"end\"> </text>\n";
+       std::to_string(height - 8) + "\" text-anchor=\"end\"> </text></g>\n";
   return o;
 }
 
@@ -257,11 +283,12 @@ std::string xml_escape(std::string_view s) {
   return out;
 }
 
-std::vector<FlameStack> flame_stacks(const Profile &profile, bool delimited) {
+std::vector<FlameStack> flame_stacks(const Profile &profile,
+                                     const LayoutOptions &layout) {
   std::vector<FlameStack> out;
   out.reserve(profile.samples.size());
   for (const Sample &s : profile.samples) {
-    for (LaidOutPart &part : lay_out_parts(s, LayoutOptions{delimited})) {
+    for (LaidOutPart &part : lay_out_parts(s, layout)) {
       FlameStack f;
       f.value = static_cast<double>(part.ns) / 1000.0;
       for (Frame &frame : part.frames)
@@ -275,23 +302,22 @@ std::vector<FlameStack> flame_stacks(const Profile &profile, bool delimited) {
 std::string render_flamegraph(const std::vector<FlameStack> &stacks,
                               const FlameGraphOptions &opts) {
   Node root = build_tree(stacks);
+  root.kind = Kind::Root;
   int width = std::max(opts.width, 200);
-  int height = kTop + (depth_of(root) + 1) * kFrameHeight + kBottom;
-  Renderer r{opts, root.value > 0 ? root.value : 1,
-             root.value > 0 ? (width - 2 * kPad) / root.value : 0, height,
-             svg_head(width, height, opts.title)};
-  if (root.value <= 0) {
+  const double scale = root.value > 0 ? (width - 2 * kPad) / root.value : 0;
+  // The drawn depth plus "all", as flamegraph.pl draws it.
+  int height = kTop +
+               (depth_of(root, scale, opts.min_width) + 1) * kFrameHeight +
+               kBottom;
+  Renderer r{opts, root.value > 0 ? root.value : 1, scale, height,
+             svg_head(width, height)};
+  if (root.value <= 0)
     r.out += "<text x=\"" + std::to_string(width / 2) + "\" y=\"" +
              std::to_string(kTop + 20) +
              "\" text-anchor=\"middle\">no samples</text>\n";
-  } else {
-    double offset = 0;
-    for (const auto &[name, child] : root.children) {
-      r.frame(*child, offset, 0);
-      offset += child->value;
-    }
-  }
-  r.out += "</svg>\n";
+  else
+    r.frame(root, 0, 0);
+  r.out += svg_tail(width, height, opts.title) + "</svg>\n";
   return r.out;
 }
 

@@ -8,6 +8,7 @@
 #include <string_view>
 #include <vector>
 
+#include "model/layout.h"
 #include "model/profile.h"
 
 namespace offcpu {
@@ -30,7 +31,8 @@ struct FlameGraphOptions {
 };
 
 // The model's samples as stacks in microseconds (the frames of lay_out).
-std::vector<FlameStack> flame_stacks(const Profile &profile, bool delimited);
+std::vector<FlameStack> flame_stacks(const Profile &profile,
+                                     const LayoutOptions &layout);
 
 std::string render_flamegraph(const std::vector<FlameStack> &stacks,
                               const FlameGraphOptions &opts);

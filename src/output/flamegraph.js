@@ -33,9 +33,36 @@
       }
       if (e.key === 'Escape') { reset(); search(''); }
     });
+    fit();
+    window.addEventListener('resize', fit);
+    window.addEventListener('wheel', function (e) {
+      if (view < H) { e.preventDefault(); slide(top + e.deltaY); }
+    }, { passive: false });
+    window.addEventListener('keydown', function (e) {
+      var step = { ArrowDown: 40, ArrowUp: -40, PageDown: view - 60,
+                   PageUp: 60 - view, End: H, Home: -H }[e.key];
+      if (step !== undefined && view < H) { e.preventDefault(); slide(top + step); }
+    });
     var params = new URLSearchParams(document.location.search);
     if (params.get('x') !== null) { var f = frames[+params.get('x')]; if (f) zoomTo(f); }
     if (params.get('s')) search(params.get('s'));
+  }
+  // A graph taller than the window shows a window-high slice, opening at
+  // the root where the wide frames are (not at the tips of the tallest
+  // towers); wheel and keys move it, title and details stay in view.
+  var H = 0, view = 0, top = 0, opened = false;
+  function slide(t) {
+    top = Math.max(0, Math.min(H - view, t));
+    svg.setAttribute('viewBox', '0 ' + top + ' ' + svg.getAttribute('width') + ' ' + view);
+    document.getElementById('head').setAttribute('transform', 'translate(0,' + top + ')');
+    document.getElementById('foot').setAttribute('transform', 'translate(0,' + (top + view - H) + ')');
+  }
+  function fit() {
+    H = H || parseFloat(svg.getAttribute('height'));
+    view = Math.min(H, window.innerHeight || H);
+    svg.setAttribute('height', view);
+    slide(opened ? top : H);
+    opened = true;
   }
   function show(g) { details.textContent = g.querySelector('title').textContent; }
   function fitText(f, w) {

@@ -24,14 +24,33 @@ bool strip_annotation(std::string &name) {
   return false;
 }
 
-FlameFrame folded_frame(std::string name, size_t index) {
+// One frame after the thread; `kernel_side` is set from the "-" of -d on.
+Frame folded_frame(std::string name, bool &kernel_side) {
   bool kernel = strip_annotation(name);
-  FrameKind kind = kernel ? FrameKind::Kernel : FrameKind::User;
-  if (index == 0)
-    kind = FrameKind::Thread;
-  else if (name == "-" || name.rfind("[Missed", 0) == 0)
-    kind = FrameKind::Marker;
-  return {std::move(name), kind};
+  if (name == "-") {
+    kernel_side = true;
+    return {std::move(name), FrameKind::Delimiter, kNoModule, 0};
+  }
+  if (name.rfind("[Missed", 0) == 0)
+    return {std::move(name), FrameKind::Marker, kNoModule, 0};
+  FrameKind kind = kernel || kernel_side ? FrameKind::Kernel : FrameKind::User;
+  return {std::move(name), kind, kNoModule, 0};
+}
+
+// "frames value" with a value a flame graph can draw, or false.
+bool split_line(std::string_view line, std::string_view &frames,
+                double &value) {
+  size_t space = line.find_last_of(" \t");
+  if (space == std::string_view::npos || space == 0)
+    return false;
+  std::string value_s(line.substr(space + 1));
+  char *end = nullptr;
+  value = value_s.empty() ? -1 : std::strtod(value_s.c_str(), &end);
+  // Kept in thousandths in 64 bits: anything near 1.8e16 units is junk.
+  if (!end || *end != '\0' || !(value >= 0) || !(value < 1e15))
+    return false;
+  frames = line.substr(0, space);
+  return true;
 }
 
 } // namespace
@@ -49,15 +68,19 @@ std::string folded_safe(const std::string &name) {
   return s;
 }
 
-std::string render_folded(const Profile &profile, bool delimited) {
+std::string render_folded(const Profile &profile, const LayoutOptions &layout) {
   std::map<std::string, uint64_t> ns_by_line;
+  const bool imported = profile.kind == ProfileKind::Folded;
   for (const Sample &s : profile.samples) {
-    for (const LaidOutPart &part : lay_out_parts(s, LayoutOptions{delimited})) {
+    for (const LaidOutPart &part : lay_out_parts(s, layout)) {
       std::string line;
       for (const Frame &f : part.frames) {
         if (!line.empty())
           line += ';';
         line += folded_safe(f.name);
+        // Read back from folded text: keep the kernel mark it may need.
+        if (imported && f.kind == FrameKind::Kernel)
+          line += "_[k]";
       }
       ns_by_line[line] += part.ns;
     }
@@ -77,9 +100,11 @@ std::string render_folded(const Profile &profile, bool delimited) {
   return out;
 }
 
-std::vector<FlameStack> parse_folded_stacks(std::string_view text,
-                                            size_t *bad_lines) {
-  std::vector<FlameStack> stacks;
+Profile read_folded(std::string_view text, size_t *bad_lines,
+                    const std::string &unit) {
+  Profile p;
+  p.kind = ProfileKind::Folded;
+  p.folded_unit = unit;
   size_t bad = 0;
   while (!text.empty()) {
     std::string_view line = next_line(text);
@@ -88,31 +113,36 @@ std::vector<FlameStack> parse_folded_stacks(std::string_view text,
       line.remove_suffix(1);
     if (line.empty())
       continue;
-    size_t space = line.find_last_of(" \t");
-    std::string value_s(
-        space == std::string_view::npos ? "" : line.substr(space + 1));
-    char *end = nullptr;
-    double value = value_s.empty() ? -1 : std::strtod(value_s.c_str(), &end);
-    if (space == std::string_view::npos || space == 0 || !end || *end != '\0' ||
-        !(value >= 0) || !std::isfinite(value)) {
+    std::string_view frames;
+    double value = 0;
+    if (!split_line(line, frames, value)) {
       bad++;
       continue;
     }
-    FlameStack s;
-    s.value = value;
-    std::string_view frames = line.substr(0, space);
-    for (size_t i = 0;; i++) {
-      size_t semi = frames.find(';');
-      s.frames.push_back(folded_frame(valid_utf8(frames.substr(0, semi)), i));
-      if (semi == std::string_view::npos)
-        break;
+    Sample s;
+    s.count = 1;
+    s.total_ns = static_cast<uint64_t>(std::llround(value * 1000));
+    size_t semi = frames.find(';');
+    s.comm = valid_utf8(frames.substr(0, semi));
+    bool kernel_side = false;
+    while (semi != std::string_view::npos) {
       frames.remove_prefix(semi + 1);
+      semi = frames.find(';');
+      // Everything after the thread goes in `user`, kinds kept: lay_out
+      // then draws the line as it was.
+      s.user.push_back(
+          folded_frame(valid_utf8(frames.substr(0, semi)), kernel_side));
     }
-    stacks.push_back(std::move(s));
+    p.samples.push_back(std::move(s));
   }
   if (bad_lines)
     *bad_lines = bad;
-  return stacks;
+  return p;
+}
+
+std::vector<FlameStack> parse_folded_stacks(std::string_view text,
+                                            size_t *bad_lines) {
+  return flame_stacks(read_folded(text, bad_lines), LayoutOptions{});
 }
 
 } // namespace offcpu

@@ -2,6 +2,7 @@
 
 #include <zlib.h>
 
+#include <algorithm>
 #include <map>
 #include <stdexcept>
 #include <tuple>
@@ -32,11 +33,14 @@ enum Sample { kLocationId = 1, kValue = 2, kLabel = 3 };
 enum Label { kKey = 1, kStr = 2, kNum = 3 };
 enum Mapping {
   kMappingId = 1,
+  kMemoryStart = 2,
+  kMemoryLimit = 3,
+  kFileOffset = 4,
   kFilename = 5,
   kBuildId = 6,
   kHasFunctions = 7,
 };
-enum Location { kLocId = 1, kLocMappingId = 2, kLine = 4 };
+enum Location { kLocId = 1, kLocMappingId = 2, kAddress = 3, kLine = 4 };
 enum Line { kFunctionId = 1 };
 enum Function { kFuncId = 1, kName = 2, kSystemName = 3, kFuncFilename = 4 };
 } // namespace field
@@ -80,10 +84,12 @@ private:
   std::string buf_;
 };
 
-// Modules that are not the profile's: where markers and threads "live".
-const Module kMissed{"[missed]", ""};
-const Module kThread{"[thread]", ""};
-const Module kAnnotation{"[annotation]", ""};
+// A pprof Mapping: a range of one process (or the kernel) and its file.
+struct RangeSpec {
+  uint64_t start = 0, limit = 0, file_offset = 0;
+  const Module *module = nullptr;
+  bool has_functions = true;
+};
 
 class ProfileBuilder {
 public:
@@ -97,50 +103,55 @@ public:
     return id;
   }
 
-  uint64_t mapping(const Module *m) {
-    if (!m)
-      return 0;
-    auto it = mappings_.find(m);
+  // `key` tells ranges apart: a user range's index in the profile, or a
+  // kernel module's (offset past every user range).
+  uint64_t mapping(uint64_t key, const RangeSpec &r) {
+    auto it = mappings_.find(key);
     if (it != mappings_.end())
       return it->second;
     uint64_t id = mappings_.size() + 1;
-    mappings_.emplace(m, id);
+    mappings_.emplace(key, id);
     ProtoWriter w;
     w.uint_field(field::kMappingId, id);
-    w.uint_field(field::kFilename, str(m->path));
-    w.uint_field(field::kBuildId, str(m->build_id));
-    w.uint_field(field::kHasFunctions, 1);
+    w.uint_field(field::kMemoryStart, r.start);
+    w.uint_field(field::kMemoryLimit, r.limit);
+    w.uint_field(field::kFileOffset, r.file_offset);
+    w.uint_field(field::kFilename, str(r.module->path));
+    w.uint_field(field::kBuildId, str(r.module->build_id));
+    w.uint_field(field::kHasFunctions, r.has_functions ? 1 : 0);
     mapping_msgs_.push_back(w.data());
     return id;
   }
 
-  uint64_t location(const std::string &name, const Module *m) {
-    uint64_t mapping_id = mapping(m);
-    auto key = std::make_pair(name, mapping_id);
+  // A location per (mapping, address, name); `named` false leaves the
+  // naming to the reader (no Line).
+  uint64_t location(uint64_t mapping_id, uint64_t address,
+                    const std::string &name, const std::string &file,
+                    bool named) {
+    auto key = std::make_tuple(mapping_id, address, name);
     auto it = locations_.find(key);
     if (it != locations_.end())
       return it->second;
-    uint64_t fn_id = function(name, m);
     uint64_t id = locations_.size() + 1;
     locations_.emplace(key, id);
-    ProtoWriter line;
-    line.uint_field(field::kFunctionId, fn_id);
     ProtoWriter w;
     w.uint_field(field::kLocId, id);
     w.uint_field(field::kLocMappingId, mapping_id);
-    w.bytes_field(field::kLine, line.data());
+    w.uint_field(field::kAddress, address);
+    if (named) {
+      ProtoWriter line;
+      line.uint_field(field::kFunctionId, function(name, file));
+      w.bytes_field(field::kLine, line.data());
+    }
     location_msgs_.push_back(w.data());
     return id;
   }
 
   void sample(const std::vector<uint64_t> &locs, const Sample &s,
-              bool runqueue) {
+              const std::vector<uint64_t> &values) {
     ProtoWriter w;
     w.packed_field(field::kLocationId, locs);
-    if (runqueue)
-      w.packed_field(field::kValue, {s.count, s.total_ns, s.runq_ns});
-    else
-      w.packed_field(field::kValue, {s.count, s.total_ns});
+    w.packed_field(field::kValue, values);
     auto label = [&](const std::string &key, const std::string *text,
                      uint64_t num) {
       ProtoWriter l;
@@ -151,8 +162,10 @@ public:
         l.uint_field(field::kNum, num);
       w.bytes_field(field::kLabel, l.data());
     };
-    label("pid", nullptr, s.tgid);
-    label("tid", nullptr, s.tid);
+    if (s.tgid || s.tid) { // folded input has no thread ids
+      label("pid", nullptr, s.tgid);
+      label("tid", nullptr, s.tid);
+    }
     label("comm", &s.comm, 0);
     if (!s.cgroup.empty())
       label("cgroup", &s.cgroup, 0);
@@ -163,13 +176,18 @@ public:
       const std::string kind = waker_marker(s.waker->kind);
       label("waker", &kind, 0);
     }
+    if (s.lock) {
+      const std::string side = s.lock->write ? "write" : "read";
+      label("lock", &s.lock->lock, 0);
+      label("side", &side, 0);
+    }
     sample_msgs_.push_back(w.data());
   }
 
-  std::string finish(const Profile &profile) {
-    const bool locks = profile.kind == ProfileKind::LockWaits;
-    const std::string count_type = locks ? "contentions" : "events";
-    const std::string time_type = locks ? "delay" : "off_cpu";
+  // Sample types, then everything collected, then the string table.
+  std::string
+  finish(const Profile &profile,
+         const std::vector<std::pair<std::string, std::string>> &sample_types) {
     ProtoWriter p;
     auto value_type = [&](const std::string &type, const std::string &unit) {
       ProtoWriter v;
@@ -177,10 +195,8 @@ public:
       v.uint_field(field::kUnit, str(unit));
       return v.data();
     };
-    p.bytes_field(field::kSampleType, value_type(count_type, "count"));
-    p.bytes_field(field::kSampleType, value_type(time_type, "nanoseconds"));
-    if (profile.runqueue)
-      p.bytes_field(field::kSampleType, value_type("runqueue", "nanoseconds"));
+    for (const auto &[type, unit] : sample_types)
+      p.bytes_field(field::kSampleType, value_type(type, unit));
     for (const auto &m : sample_msgs_)
       p.bytes_field(field::kSample, m);
     for (const auto &m : mapping_msgs_)
@@ -191,8 +207,9 @@ public:
       p.bytes_field(field::kFunction, m);
     // Every string must be interned before the table is written.
     uint64_t comment = profile.comment.empty() ? 0 : str(profile.comment);
-    std::string period = value_type(count_type, "count");
-    uint64_t default_type = str(time_type);
+    std::string period =
+        value_type(sample_types.front().first, sample_types.front().second);
+    uint64_t default_type = str(sample_types.back().first);
     for (const std::string &s : table_)
       p.bytes_field(field::kStringTable, s);
     p.uint_field(field::kTimeNanos, static_cast<uint64_t>(profile.time_nanos));
@@ -209,8 +226,8 @@ public:
   }
 
 private:
-  uint64_t function(const std::string &name, const Module *m) {
-    auto key = std::make_pair(name, m ? m->path : std::string());
+  uint64_t function(const std::string &name, const std::string &file) {
+    auto key = std::make_pair(name, file);
     auto it = functions_.find(key);
     if (it != functions_.end())
       return it->second;
@@ -220,57 +237,129 @@ private:
     w.uint_field(field::kFuncId, id);
     w.uint_field(field::kName, str(name));
     w.uint_field(field::kSystemName, str(name));
-    w.uint_field(field::kFuncFilename, str(m ? m->path : std::string()));
+    w.uint_field(field::kFuncFilename, str(file));
     function_msgs_.push_back(w.data());
     return id;
   }
 
   std::map<std::string, uint64_t> strings_{{"", 0}};
   std::vector<std::string> table_{""};
-  std::map<const Module *, uint64_t> mappings_;
-  std::map<std::pair<std::string, uint64_t>, uint64_t> locations_;
+  std::map<uint64_t, uint64_t> mappings_;
+  std::map<std::tuple<uint64_t, uint64_t, std::string>, uint64_t> locations_;
   std::map<std::pair<std::string, std::string>, uint64_t> functions_;
   std::vector<std::string> mapping_msgs_, location_msgs_, function_msgs_,
       sample_msgs_;
 };
 
-const Module *module_of(const Profile &p, const Frame &f) {
-  switch (f.kind) {
-  case FrameKind::Thread:
-  case FrameKind::Group:
-    return &kThread;
-  case FrameKind::Marker:
-  case FrameKind::Delimiter:
-    return &kMissed;
-  case FrameKind::Annotation:
-  case FrameKind::WakerDelimiter:
-    return &kAnnotation;
-  case FrameKind::Waker:
-    if (f.module >= p.modules.size())
-      return &kThread; // the waker's comm, or its marker
-    return &p.modules[f.module];
-  default:
-    return f.module < p.modules.size() ? &p.modules[f.module] : nullptr;
+constexpr uint64_t kPage = 4096;
+
+// Where each frame goes in pprof's terms: its Mapping and address.
+class Placer {
+public:
+  Placer(const Profile &p, ProfileBuilder &b) : p_(p), b_(b) {
+    // The kernel's ranges: from the lowest to the highest address seen in
+    // each kernel module ([kernel.kallsyms] and loaded modules).
+    for (const Sample &s : p.samples)
+      for (const Frame &f : s.kernel) {
+        if (f.module >= p.modules.size())
+          continue;
+        auto [it, fresh] = kernel_.try_emplace(f.module, RangeSpec{});
+        RangeSpec &r = it->second;
+        uint64_t a = call_address(f);
+        if (fresh || a < r.start)
+          r.start = a;
+        if (fresh || a >= r.limit)
+          r.limit = a + 1;
+      }
+    for (auto &[module, r] : kernel_) {
+      r.start &= ~(kPage - 1);
+      r.limit = (r.limit + kPage - 1) & ~(kPage - 1);
+      r.module = &p.modules[module];
+    }
   }
+
+  // pprof wants the address of the call: a return address less one.
+  static uint64_t call_address(const Frame &f) {
+    return f.return_address && f.address ? f.address - 1 : f.address;
+  }
+
+  uint64_t location(const Frame &f) {
+    const Module *module =
+        f.module < p_.modules.size() ? &p_.modules[f.module] : nullptr;
+    const std::string file = module ? module->path : std::string();
+    uint64_t mapping_id = 0;
+    bool named = true;
+    if (f.kind == FrameKind::User && f.mapping < p_.mappings.size()) {
+      const MappedRange &m = p_.mappings[f.mapping];
+      // Only code in a file can be named later, from the file.
+      named = p_.user_symbolized || file.empty() || file[0] != '/';
+      mapping_id = b_.mapping(f.mapping, {m.start, m.limit, m.file_offset,
+                                          &p_.modules[m.module], named});
+    } else if (f.kind == FrameKind::Kernel) {
+      auto it = kernel_.find(f.module);
+      if (it != kernel_.end())
+        mapping_id = b_.mapping(p_.mappings.size() + f.module, it->second);
+    } else if (f.kind != FrameKind::User) {
+      // The thread, markers, the lock: no code, no address.
+      return b_.location(0, 0, f.name, "", true);
+    }
+    return b_.location(mapping_id, call_address(f), f.name, file, named);
+  }
+
+private:
+  const Profile &p_;
+  ProfileBuilder &b_;
+  std::map<uint32_t, RangeSpec> kernel_;
+};
+
+std::vector<std::pair<std::string, std::string>>
+sample_types(const Profile &p) {
+  switch (p.kind) {
+  case ProfileKind::LockWaits:
+    return {{"contentions", "count"}, {"delay", "nanoseconds"}};
+  case ProfileKind::Folded:
+    // Microseconds become off-CPU nanoseconds; other units are counts.
+    if (p.folded_unit == "us")
+      return {{"off_cpu", "nanoseconds"}};
+    return {{p.folded_unit.empty() ? "samples" : p.folded_unit, "count"}};
+  case ProfileKind::OffCpu:
+    break;
+  }
+  // The last is the default view: off-CPU time, run-queue part or not.
+  if (p.runqueue)
+    return {{"events", "count"},
+            {"runqueue", "nanoseconds"},
+            {"off_cpu", "nanoseconds"}};
+  return {{"events", "count"}, {"off_cpu", "nanoseconds"}};
+}
+
+std::vector<uint64_t> sample_values(const Profile &p, const Sample &s) {
+  if (p.kind == ProfileKind::OffCpu && p.runqueue)
+    return {s.count, std::min(s.runq_ns, s.total_ns), s.total_ns};
+  if (p.kind != ProfileKind::Folded)
+    return {s.count, s.total_ns};
+  return {p.folded_unit == "us" ? s.total_ns : (s.total_ns + 500) / 1000};
 }
 
 } // namespace
 
-std::string encode_pprof(const Profile &profile) {
+std::string encode_pprof(const Profile &profile, const LayoutOptions &layout) {
   ProfileBuilder b;
+  Placer place(profile, b);
   // pprof calls the first mapping the profile's main file: user code first.
   for (const Sample &s : profile.samples)
     for (const Frame &f : s.user)
-      b.mapping(module_of(profile, f));
+      place.location(f);
   for (const Sample &s : profile.samples) {
-    // Locations leaf first, the thread as the root, as in the folded output.
-    std::vector<Frame> frames = lay_out(s, LayoutOptions{});
+    // Locations leaf first, the thread as the root, as in the folded output;
+    // no delimiter: pprof's own views tell user from kernel code.
+    std::vector<Frame> frames = lay_out(s, LayoutOptions{false, layout.thread});
     std::vector<uint64_t> locs;
     for (auto it = frames.rbegin(); it != frames.rend(); ++it)
-      locs.push_back(b.location(it->name, module_of(profile, *it)));
-    b.sample(locs, s, profile.runqueue);
+      locs.push_back(place.location(*it));
+    b.sample(locs, s, sample_values(profile, s));
   }
-  return b.finish(profile);
+  return b.finish(profile, sample_types(profile));
 }
 
 std::string gzip_compress(const std::string &data) {

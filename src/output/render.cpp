@@ -6,26 +6,41 @@
 #include "output/text.h"
 
 namespace offcpu {
+namespace {
+
+const char *default_title(ProfileKind kind) {
+  switch (kind) {
+  case ProfileKind::LockWaits:
+    return "rwsem Wait Flame Graph";
+  case ProfileKind::Folded:
+    return "Flame Graph";
+  case ProfileKind::OffCpu:
+    break;
+  }
+  return "Off-CPU Time Flame Graph";
+}
+
+} // namespace
 
 std::string render(const Profile &profile, OutputFormat format,
                    const RenderOptions &opts) {
+  const LayoutOptions layout{opts.delimited, opts.thread};
   switch (format) {
   case OutputFormat::Text:
-    return render_text(profile, opts.delimited);
+    return render_text(profile, layout);
   case OutputFormat::Folded:
-    return render_folded(profile, opts.delimited);
+    return render_folded(profile, layout);
   case OutputFormat::Svg: {
     FlameGraphOptions g;
-    g.title = !opts.title.empty() ? opts.title
-              : profile.kind == ProfileKind::LockWaits
-                  ? "rwsem Wait Flame Graph"
-                  : "Off-CPU Time Flame Graph";
+    g.title = !opts.title.empty() ? opts.title : default_title(profile.kind);
+    if (profile.kind == ProfileKind::Folded)
+      g.count_name = profile.folded_unit;
     g.width = opts.width;
     g.min_width = opts.min_width;
-    return render_flamegraph(flame_stacks(profile, opts.delimited), g);
+    return render_flamegraph(flame_stacks(profile, layout), g);
   }
   case OutputFormat::Pprof:
-    return gzip_compress(encode_pprof(profile));
+    return gzip_compress(encode_pprof(profile, layout));
   }
   return {};
 }

@@ -4,6 +4,7 @@
 
 #include <string>
 
+#include "model/layout.h"
 #include "model/profile.h"
 
 namespace offcpu {
@@ -12,6 +13,7 @@ enum class OutputFormat { Text, Folded, Svg, Pprof };
 
 struct RenderOptions {
   bool delimited = false; // a '-' between user and kernel frames
+  ThreadFrame thread = ThreadFrame::Comm; // --per-pid, --per-thread
   std::string title;      // SVG title; empty: the profile kind's own
   int width = 1200;       // SVG width in pixels
   double min_width = 0.1; // SVG: narrower frames are left out

@@ -32,9 +32,14 @@ std::vector<const Sample *> report_order(const Profile &p) {
   return order;
 }
 
-std::string thread_line(const Sample &s) {
-  std::string line =
-      "    -                " + s.comm + " (" + std::to_string(s.tid) + ")";
+// "comm (tid)", or the thread frame of --per-pid / --per-thread (which
+// already ends in the tid); the cgroup of --per-cgroup, the lock of a lock
+// wait.
+std::string thread_line(const Sample &s, const std::string &thread,
+                        ThreadFrame how) {
+  std::string line = "    -                " + thread;
+  if (how != ThreadFrame::Thread)
+    line += " (" + std::to_string(s.tid) + ")";
   if (!s.cgroup.empty())
     line += " in " + s.cgroup;
   if (s.lock)
@@ -74,20 +79,25 @@ std::string waker_lines(const Sample &s, const std::vector<Frame> &part) {
   return out;
 }
 
-std::string entry(const Sample &s, bool delimited, bool runqueue) {
-  std::vector<Frame> frames = lay_out(s, LayoutOptions{delimited});
+std::string entry(const Sample &s, const LayoutOptions &layout, bool runqueue) {
+  std::vector<Frame> frames = lay_out(s, layout);
   auto waker = std::find_if(frames.begin(), frames.end(), [](const Frame &f) {
     return f.kind == FrameKind::WakerDelimiter;
   });
   std::string out;
   // The waiting thread leaf first; the thread itself gets its own line.
+  // The thread, its cgroup and the lock get their own line.
+  std::string thread = s.comm;
   for (auto it = std::make_reverse_iterator(waker); it != frames.rend(); ++it) {
-    if (it->kind == FrameKind::Thread || it->kind == FrameKind::Group)
+    if (it->kind == FrameKind::Thread)
+      thread = it->name;
+    if (it->kind == FrameKind::Thread || it->kind == FrameKind::Group ||
+        it->kind == FrameKind::Lock)
       continue;
     out += it->kind == FrameKind::Delimiter ? "    --\n"
                                             : "    " + it->name + "\n";
   }
-  out += thread_line(s);
+  out += thread_line(s, thread, layout.thread);
   if (s.waker && waker != frames.end())
     out += waker_lines(s, std::vector<Frame>(waker + 1, frames.end()));
   return out + totals_line(s, runqueue) + "\n";
@@ -125,10 +135,10 @@ std::string state_summary(const std::vector<uint64_t> &state_ns) {
 
 } // namespace
 
-std::string render_text(const Profile &profile, bool delimited) {
+std::string render_text(const Profile &profile, const LayoutOptions &layout) {
   std::string out;
   for (const Sample *s : report_order(profile))
-    out += entry(*s, delimited, profile.runqueue);
+    out += entry(*s, layout, profile.runqueue);
   return out + state_summary(profile.state_ns);
 }
 

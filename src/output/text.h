@@ -7,10 +7,11 @@
 
 #include <string>
 
+#include "model/layout.h"
 #include "model/profile.h"
 
 namespace offcpu {
 
-std::string render_text(const Profile &profile, bool delimited);
+std::string render_text(const Profile &profile, const LayoutOptions &layout);
 
 } // namespace offcpu

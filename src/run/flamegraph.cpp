@@ -6,11 +6,10 @@
 #include <cstdio>
 #include <cstring>
 
-#include "output/flamegraph.h"
 #include "output/folded.h"
+#include "run/outputs.h"
 #include "util/error.h"
 #include "util/fs.h"
-#include "util/output_file.h"
 
 namespace offcpu {
 namespace {
@@ -39,6 +38,7 @@ std::string read_stdin() {
 } // namespace
 
 int run_flamegraph(const FlamegraphOptions &opts) {
+  Outputs outputs(opts.output); // before reading: a bad -o fails first
   std::string text;
   if (opts.input) {
     auto content = system_files().read(*opts.input, kMaxInput);
@@ -50,22 +50,15 @@ int run_flamegraph(const FlamegraphOptions &opts) {
     text = read_stdin();
   }
   size_t bad = 0;
-  auto stacks = parse_folded_stacks(text, &bad);
-  if (stacks.empty() && bad > 0)
+  Profile profile = read_folded(text, &bad, opts.count_name);
+  if (profile.samples.empty() && bad > 0)
     throw usage_error("no folded stacks in the input (" + std::to_string(bad) +
                       " lines not of the form 'frame;frame;... value')");
   if (bad)
     fprintf(stderr,
             "offcpu: warning: skipped %zu lines that are not folded stacks\n",
             bad);
-  FlameGraphOptions g;
-  g.title = opts.output.title.empty() ? "Flame Graph" : opts.output.title;
-  g.count_name = opts.count_name;
-  g.width = opts.output.width;
-  g.min_width = opts.output.min_width;
-  OutputFile out(opts.output.path);
-  if (out.write(render_flamegraph(stacks, g)) == WriteResult::Ok)
-    out.commit();
+  outputs.write_all(profile);
   return kExitOk;
 }
 

@@ -1,4 +1,5 @@
-// `offcpu flamegraph [FILE]`: folded stacks in, interactive SVG out.
+// `offcpu flamegraph [FILE]`: folded stacks in; interactive SVG, merged
+// folded text or pprof out, each -o in the format its name says.
 #pragma once
 
 #include "cli/options.h"

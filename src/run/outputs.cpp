@@ -7,6 +7,7 @@ namespace offcpu {
 RenderOptions render_options(const OutputOptions &o) {
   RenderOptions r;
   r.delimited = o.delimited;
+  r.thread = o.thread;
   r.title = o.title;
   r.width = o.width;
   r.min_width = o.min_width;

@@ -22,9 +22,11 @@ public:
   // all are complete are the files renamed into place. False when stdout's
   // reader went away (nothing more to write).
   bool write_all(const Profile &profile);
-  // The first target, for reports written as they come (offcpu rwsem).
-  OutputFile &first() { return *files_.front(); }
-  OutputFormat first_format() const { return formats_.front(); }
+  // Each target on its own, for reports written as they come (offcpu
+  // rwsem's intervals).
+  size_t size() const { return files_.size(); }
+  OutputFormat format(size_t i) const { return formats_[i]; }
+  OutputFile &file(size_t i) { return *files_[i]; }
   void commit();
 
 private:

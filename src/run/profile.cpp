@@ -204,6 +204,7 @@ Profile build_profile(const RawProfile &raw, Symbolizer &symbolizer,
          "[unknown] (kernel.kptr_restrict)");
   Profile p;
   p.kind = ProfileKind::OffCpu;
+  p.user_symbolized = opts.output.symbolize;
   p.time_nanos = wall_start;
   p.duration_nanos = static_cast<int64_t>(raw.window_ns);
   p.comment =
@@ -325,6 +326,7 @@ int run_profile(const ProfileOptions &given) {
   const int64_t wall_start = wall_clock_ns();
   Symbolizer symbolizer(system_files(), KernelSymbols{});
   symbolizer.add_debug_dirs(opts.output.debug_dirs);
+  symbolizer.set_symbolize_user(opts.output.symbolize);
   OffcpuSession::Finished finished;
   if (command) {
     // In the filter only now: its wait for this release is offcpu's, not

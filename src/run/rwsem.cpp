@@ -69,9 +69,17 @@ std::string clock_time() {
   return buf;
 }
 
-// SVG and pprof describe the whole run: they are written once, at the end.
+// SVG and pprof describe the whole run: they are written once, at the end;
+// text and folded reports come every interval.
 bool whole_run_format(OutputFormat f) {
   return f == OutputFormat::Svg || f == OutputFormat::Pprof;
+}
+
+bool any_target(Outputs &outputs, bool whole_run) {
+  for (size_t i = 0; i < outputs.size(); i++)
+    if (whole_run_format(outputs.format(i)) == whole_run)
+      return true;
+  return false;
 }
 
 // "processes named 'x' in PID 1,2", for messages and pprof's comment.
@@ -94,9 +102,17 @@ void announce_tracing(const RwsemOptions &opts, const std::string &who) {
       !process_name_exists(opts.name, opts.match_thread_name))
     note(std::string("no ") + (opts.match_thread_name ? "thread" : "process") +
          " named '" + opts.name + "' yet; tracing it when it starts");
-  note(std::string("Tracing rwsem ") +
-       (opts.include_read ? "read and write" : "write") + " waits of " + who +
-       "... Hit Ctrl-C to end.");
+  std::string what = std::string("Tracing rwsem ") +
+                     (opts.include_read ? "read and write" : "write") +
+                     " waits of " + who;
+  if (opts.duration_s) {
+    char secs[32];
+    snprintf(secs, sizeof(secs), "%g", *opts.duration_s);
+    what += std::string(" for ") + secs + " s... Hit Ctrl-C to end early.";
+  } else {
+    what += "... Hit Ctrl-C to end.";
+  }
+  note(what);
 }
 
 // Names one interval's kernel frames and locks (see kernel_namer.h). Where
@@ -123,16 +139,20 @@ void name_kernel(const RawLockWaits &raw, Symbolizer &sym, bool &on_kallsyms,
     note("kernel frames named from /proc/kallsyms: " + fallback);
 }
 
-// The run: intervals of waiting, each drained and reported (text, folded)
-// or kept for the end (SVG, pprof).
+// The run: intervals of waiting, each drained and reported (text, folded
+// targets) and kept for the end (SVG, pprof targets).
 class RwsemRun {
 public:
   RwsemRun(const RwsemOptions &opts, RwsemSession &session, Outputs &outputs,
            Unwinder &unwinder)
       : opts_(opts), session_(session), outputs_(outputs), unwinder_(unwinder),
-        symbolizer_(system_files(), KernelSymbols{}) {
+        symbolizer_(system_files(), KernelSymbols{}),
+        intervals_(any_target(outputs, false)),
+        whole_(any_target(outputs, true)) {
     symbolizer_.add_debug_dirs(opts.output.debug_dirs);
+    symbolizer_.set_symbolize_user(opts.output.symbolize);
     whole_run_.kind = ProfileKind::LockWaits;
+    whole_run_.user_symbolized = opts.output.symbolize;
   }
 
   // Returns false when stdout is gone (nobody is listening any more).
@@ -155,15 +175,17 @@ public:
       if (final)
         break;
     }
-    if (!whole_run_format(outputs_.first_format()))
-      return true;
     whole_run_.duration_nanos =
         static_cast<int64_t>(session_.stopped_ns() - session_.attached_ns());
     whole_run_.comment =
         "offcpu " OFFCPU_VERSION ": rwsem waits of " + describe_target(opts_);
-    return outputs_.first().write(render(whole_run_, outputs_.first_format(),
-                                         render_options(opts_.output))) ==
-           WriteResult::Ok;
+    for (size_t i = 0; i < outputs_.size(); i++)
+      if (whole_run_format(outputs_.format(i)) &&
+          outputs_.file(i).write(render(whole_run_, outputs_.format(i),
+                                        render_options(opts_.output))) !=
+              WriteResult::Ok)
+        return false;
+    return true;
   }
 
   const Symbolizer &symbolizer() const { return symbolizer_; }
@@ -178,10 +200,7 @@ private:
   // meanwhile are captured (they may exit before the report).
   bool wait_interval(double start) {
     double now = seconds_now();
-    double step =
-        opts_.interval_s > 0 && !whole_run_format(outputs_.first_format())
-            ? opts_.interval_s
-            : -1;
+    double step = opts_.interval_s > 0 && intervals_ ? opts_.interval_s : -1;
     if (opts_.duration_s) {
       double left = start + *opts_.duration_s - now;
       step = step < 0 ? left : std::min(step, left);
@@ -203,27 +222,32 @@ private:
         remember, parse);
   }
 
-  // One interval's report (text or folded), or its samples kept for the
-  // end. False when stdout is gone.
+  // One interval's report to every text and folded target, its samples
+  // kept for the SVG and pprof ones. False when stdout is gone.
   bool report_interval(const RawLockWaits &raw, double seconds) {
-    if (whole_run_format(outputs_.first_format())) {
-      add_lock_waits(whole_run_, raw, symbolizer_, StackSelection{});
-      return true;
-    }
     Profile interval;
     interval.kind = ProfileKind::LockWaits;
+    interval.user_symbolized = opts_.output.symbolize;
     add_lock_waits(interval, raw, symbolizer_, StackSelection{});
-    std::string text;
-    if (outputs_.first_format() == OutputFormat::Text) {
-      char head[96];
-      snprintf(head, sizeof(head), "[%s] rwsem waits over %.1f s%s\n",
-               clock_time().c_str(), seconds,
-               interval.samples.empty() ? ": none" : "");
-      text = head;
+    if (whole_)
+      whole_run_.append(interval);
+    for (size_t i = 0; i < outputs_.size(); i++) {
+      const OutputFormat f = outputs_.format(i);
+      if (whole_run_format(f))
+        continue;
+      std::string text;
+      if (f == OutputFormat::Text) {
+        char head[96];
+        snprintf(head, sizeof(head), "[%s] rwsem waits over %.1f s%s\n",
+                 clock_time().c_str(), seconds,
+                 interval.samples.empty() ? ": none" : "");
+        text = head;
+      }
+      text += render(interval, f, render_options(opts_.output));
+      if (outputs_.file(i).write(text) != WriteResult::Ok)
+        return false;
     }
-    text +=
-        render(interval, outputs_.first_format(), render_options(opts_.output));
-    return outputs_.first().write(text) == WriteResult::Ok;
+    return true;
   }
 
   const RwsemOptions &opts_;
@@ -232,6 +256,7 @@ private:
   Unwinder &unwinder_;
   Symbolizer symbolizer_;
   bool on_kallsyms_ = false;
+  const bool intervals_, whole_; // targets of each kind
   Profile whole_run_;
   std::array<uint64_t, OFFCPU_LOST_NR> lost_{};
 };

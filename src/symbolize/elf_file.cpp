@@ -11,6 +11,7 @@
 #include <cerrno>
 #include <cstring>
 
+#include "symbolize/symbol_versions.h"
 #include "util/fd.h"
 #include "util/safe_file.h"
 
@@ -214,18 +215,22 @@ std::unique_ptr<ElfFile> ElfFile::from_elf(void *handle) {
 }
 
 void ElfFile::finish_symbols() {
-  // By address; among aliases, the sized one first so find() prefers it.
+  // By address; among aliases, the sized one first so find() prefers it,
+  // then the name people know (symbol_versions.h).
   std::sort(symbols_.begin(), symbols_.end(),
             [](const ElfSymbol &a, const ElfSymbol &b) {
               if (a.addr != b.addr)
                 return a.addr < b.addr;
-              return a.size > b.size;
+              if (a.size != b.size)
+                return a.size > b.size;
+              return better_alias(a, b);
             });
   symbols_.erase(std::unique(symbols_.begin(), symbols_.end(),
                              [](const ElfSymbol &a, const ElfSymbol &b) {
                                return a.addr == b.addr;
                              }),
                  symbols_.end());
+  drop_symbol_versions(symbols_);
 }
 
 void ElfFile::adopt_symbols(ElfFile &&debug) {

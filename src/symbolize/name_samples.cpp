@@ -26,6 +26,15 @@ uint32_t module_of(Profile &p, const ModuleInfo *m) {
   return m ? p.module(m->path, m->build_id) : kNoModule;
 }
 
+// The process's range a user frame came from, for pprof.
+uint32_t mapping_of(Profile &p, uint32_t tgid, const Mapping &range,
+                    const ModuleInfo *m) {
+  if (!m || range.end <= range.start)
+    return kNoMapping;
+  return p.mapping(
+      {tgid, range.start, range.end, range.offset, module_of(p, m)});
+}
+
 // Kernel frames root first, without the tracer's leaf frames.
 std::vector<Frame> kernel_frames(Profile &p, const std::vector<uint64_t> &ips,
                                  Symbolizer &sym) {
@@ -34,8 +43,8 @@ std::vector<Frame> kernel_frames(Profile &p, const std::vector<uint64_t> &ips,
   for (size_t i = 0; i < ips.size(); i++) {
     const ModuleInfo *m = nullptr;
     std::string name = valid_utf8(sym.kernel_frame(ips[i], i > 0, &m));
-    leaf_first.push_back(
-        {std::move(name), FrameKind::Kernel, module_of(p, m), ips[i]});
+    leaf_first.push_back({std::move(name), FrameKind::Kernel, module_of(p, m),
+                          ips[i], kNoMapping, i > 0});
   }
   size_t cut = 0;
   for (size_t i = 0; i < leaf_first.size() && i < kTracerFrameWindow; i++)
@@ -56,9 +65,11 @@ std::vector<Frame> user_frames(Profile &p, uint32_t tgid, uint64_t stack_id,
   sym.select_stack(tgid, stack_id);
   for (size_t i = ips.size(); i-- > 0;) {
     const ModuleInfo *m = nullptr;
-    std::string name = valid_utf8(sym.user_frame(tgid, ips[i], i > 0, &m));
-    root_first.push_back(
-        {std::move(name), FrameKind::User, module_of(p, m), ips[i]});
+    Mapping range;
+    std::string name =
+        valid_utf8(sym.user_frame(tgid, ips[i], i > 0, &m, &range));
+    root_first.push_back({std::move(name), FrameKind::User, module_of(p, m),
+                          ips[i], mapping_of(p, tgid, range, m), i > 0});
   }
   return root_first;
 }

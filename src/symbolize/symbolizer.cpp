@@ -608,13 +608,36 @@ std::string Symbolizer::unnamed(const std::string &label, bool exited) {
 
 std::string Symbolizer::user_frame(uint32_t tgid, uint64_t addr,
                                    bool is_return_address,
-                                   const ModuleInfo **module) {
+                                   const ModuleInfo **module,
+                                   Mapping *mapping) {
   uint64_t lookup = is_return_address && addr > 0 ? addr - 1 : addr;
   const ModuleInfo *where = nullptr;
-  std::string name = name_user_address(tgid, lookup, &where);
+  std::string name = symbolize_user_
+                         ? name_user_address(tgid, lookup, &where)
+                         : raw_user_address(tgid, addr, lookup, &where);
   if (module)
     *module = where;
+  if (mapping) {
+    const Mapping *m = find_mapping(maps_of(tgid), lookup);
+    *mapping = m ? *m : Mapping{};
+  }
   return name;
+}
+
+// A frame in a file as "file+0xOFFSET" (the address as the stack holds
+// it, file-relative); code outside files is named as usual: no server
+// could read it later.
+std::string Symbolizer::raw_user_address(uint32_t tgid, uint64_t addr,
+                                         uint64_t lookup,
+                                         const ModuleInfo **where) {
+  const Mapping *m = find_mapping(maps_of(tgid), lookup);
+  if (!m || !m->is_file())
+    return name_user_address(tgid, lookup, where);
+  ElfFile *elf = elf_for(tgid, *m);
+  *where = module_info(m->real_path(), elf ? elf->build_id() : "");
+  char offset[32];
+  snprintf(offset, sizeof(offset), "+0x%" PRIx64, addr - m->start + m->offset);
+  return m->display_name() + offset;
 }
 
 // In order: the process gone before its maps were read; JIT code outside

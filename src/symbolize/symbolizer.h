@@ -94,8 +94,14 @@ public:
   // `module`, if given, receives where the frame's code lives (or null).
   std::string kernel_frame(uint64_t addr, bool is_return_address,
                            const ModuleInfo **module = nullptr);
+  // `mapping`, if given, receives the process's mapping holding the frame
+  // (all zero if none).
   std::string user_frame(uint32_t tgid, uint64_t addr, bool is_return_address,
-                         const ModuleInfo **module = nullptr);
+                         const ModuleInfo **module = nullptr,
+                         Mapping *mapping = nullptr);
+  // Off (--no-symbolize): frames in files are not looked up, only shown as
+  // "file+0xOFFSET", for a pprof server to name by build id.
+  void set_symbolize_user(bool on) { symbolize_user_ = on; }
   // Frames named next belong to this stack: use the maps it was taken under.
   void select_stack(uint32_t tgid, uint64_t stack_id);
 
@@ -141,6 +147,8 @@ private:
   const std::string *perf_map_name(Process &p, uint64_t addr);
   std::string name_user_address(uint32_t tgid, uint64_t lookup,
                                 const ModuleInfo **where);
+  std::string raw_user_address(uint32_t tgid, uint64_t addr, uint64_t lookup,
+                               const ModuleInfo **where);
   const std::string *jit_name(Process &p, uint64_t lookup,
                               const ModuleInfo **where);
   std::optional<std::string> symbol_at(const ElfFile &elf, const Mapping &m,
@@ -162,6 +170,7 @@ private:
   // vDSO images by size: one per kernel ABI (64-bit, 32-bit compat...).
   std::map<uint64_t, std::unique_ptr<ElfFile>> vdso_cache_;
   SymbolizeStats stats_;
+  bool symbolize_user_ = true;
 };
 
 } // namespace offcpu

@@ -3,6 +3,11 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <fstream>
+#include <regex>
+#include <set>
+#include <sstream>
+
 #include "support/process.h"
 
 namespace offcpu {
@@ -58,6 +63,75 @@ TEST(CliErrors, UnprivilegedUserIsToldWhatIsNeeded) {
   EXPECT_NE(r.err.find("CAP_BPF"), std::string::npos) << r.err;
   EXPECT_EQ(lines(r.err), 1u) << r.err;
   EXPECT_TRUE(r.out.empty());
+}
+
+// The options a command's --help lists: "-p,--pid PID   text" lines.
+std::set<std::string> help_options(const std::string &help) {
+  std::set<std::string> out;
+  std::regex line("^  (-[^ ]+)");
+  std::istringstream in(help);
+  for (std::string l; std::getline(in, l);) {
+    std::smatch m;
+    if (!std::regex_search(l, m, line))
+      continue;
+    std::string names = m[1];
+    for (size_t start = 0; start < names.size();) {
+      size_t comma = names.find(',', start);
+      out.insert(names.substr(start, comma - start));
+      if (comma == std::string::npos)
+        break;
+      start = comma + 1;
+    }
+  }
+  return out;
+}
+
+// Every option --help lists is in the man page and completed by bash, for
+// each command.
+TEST(Docs, EveryHelpOptionInManPageAndCompletion) {
+  std::ifstream in(std::string(OFFCPU_SOURCE_DIR) + "/doc/offcpu.1");
+  std::stringstream ss;
+  ss << in.rdbuf();
+  std::string man = std::regex_replace(ss.str(), std::regex("\\\\-"), "-");
+  const bool bash_completion =
+      access("/usr/share/bash-completion/bash_completion", R_OK) == 0;
+  for (std::string sub : {"", "rwsem", "flamegraph"}) {
+    std::vector<std::string> args = {OFFCPU_BIN};
+    if (!sub.empty())
+      args.push_back(sub);
+    args.push_back("--help");
+    auto help = run(args, 30);
+    ASSERT_EQ(help.exit_code, 0);
+    auto options = help_options(help.out);
+    ASSERT_GT(options.size(), sub == "flamegraph" ? 5u : 12u) << help.out;
+    std::string completed;
+    if (bash_completion) {
+      std::string line = "offcpu " + (sub.empty() ? "" : sub + " ") + "-";
+      completed =
+          run({"/bin/bash", "-c",
+               "source /usr/share/bash-completion/bash_completion; source " +
+                   std::string(OFFCPU_SOURCE_DIR) +
+                   "/completions/offcpu.bash; COMP_LINE='" + line +
+                   "'; COMP_POINT=${#COMP_LINE}; COMP_WORDS=(" + line +
+                   "); COMP_CWORD=$((${#COMP_WORDS[@]} - 1)); _offcpu;"
+                   " echo \" ${COMPREPLY[*]} \""},
+              30)
+              .out;
+    }
+    for (const std::string &o : options) {
+      EXPECT_TRUE(std::regex_search(
+          man, std::regex("(^|[^-A-Za-z])" + o + "([^-A-Za-z]|$)")))
+          << o << " (offcpu " << sub << ") is not in doc/offcpu.1";
+      if (bash_completion) {
+        EXPECT_NE(completed.find(" " + o + " "), std::string::npos)
+            << o << " (offcpu " << sub << ") is not completed: " << completed;
+      }
+    }
+  }
+  // flamegraph's own help lists only its own options.
+  auto fg = help_options(run({OFFCPU_BIN, "flamegraph", "--help"}, 30).out);
+  for (const char *foreign : {"--debug-dir", "-d", "--per-pid", "-p", "-q"})
+    EXPECT_EQ(fg.count(foreign), 0u) << foreign;
 }
 
 TEST(Install, BinaryManPageAndCompletion) {

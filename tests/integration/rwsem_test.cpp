@@ -209,6 +209,68 @@ TEST_F(Rwsem, GlobalLockNamedOrShownByAddress) {
         << r.out;
 }
 
+// Folded keeps what the text report says: the side and the lock, as the
+// top two frames; --per-pid names the process.
+TEST_F(Rwsem, FoldedKeepsSideAndLockPerPid) {
+  Churn traced(WORKLOAD_MMAP_CHURN);
+  auto r = test::run({OFFCPU_BIN, "rwsem", "mmap_churn", "--read", "--per-pid",
+                      "-i", "0", "-f", "2"},
+                     60);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.err.find("for 2 s... Hit Ctrl-C to end early."),
+            std::string::npos)
+      << r.err;
+  auto lines = test::parse_folded(r.out);
+  ASSERT_FALSE(lines.empty()) << r.err;
+  for (const auto &l : lines) {
+    ASSERT_GE(l.frames.size(), 3u) << l.text;
+    EXPECT_EQ(l.frames[0], "mmap_churn-" + std::to_string(traced.pid()));
+    const std::string &side = l.frames[l.frames.size() - 2];
+    EXPECT_TRUE(side == "write" || side == "read") << l.text;
+    EXPECT_EQ(l.frames.back(), "mmap_lock") << l.text;
+  }
+}
+
+// Several -o, each in its format: text and folded every interval, SVG and
+// pprof for the whole run.
+TEST_F(Rwsem, SeveralOutputsEachInItsFormat) {
+  Churn traced(WORKLOAD_MMAP_CHURN);
+  std::string txt = dir_ + "/rw.txt", folded = dir_ + "/rw.folded",
+              svg = dir_ + "/rw.svg", pb = dir_ + "/rw.pb.gz";
+  auto r = test::run({OFFCPU_BIN, "rwsem", "mmap_churn", "-i", "1", "-o", txt,
+                      "-o", folded, "-o", svg, "-o", pb, "2"},
+                     60);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_TRUE(r.out.empty());
+  auto read = [](const std::string &path) {
+    std::ifstream in(path, std::ios::binary);
+    return std::string(std::istreambuf_iterator<char>(in),
+                       std::istreambuf_iterator<char>());
+  };
+  std::string text = read(txt);
+  std::regex header("\\[\\d\\d:\\d\\d:\\d\\d\\] rwsem waits over");
+  EXPECT_EQ(
+      std::distance(std::sregex_iterator(text.begin(), text.end(), header),
+                    std::sregex_iterator()),
+      2)
+      << text;
+  EXPECT_NE(text.find("write wait on mmap_lock"), std::string::npos);
+  auto lines = test::parse_folded(read(folded));
+  ASSERT_FALSE(lines.empty());
+  EXPECT_EQ(lines[0].frames.back(), "mmap_lock");
+  std::string s = read(svg);
+  EXPECT_NE(s.find("rwsem Wait Flame Graph"), std::string::npos);
+  EXPECT_NE(s.find("churn_mappings"), std::string::npos);
+  std::string gz = read(pb);
+  ASSERT_GT(gz.size(), 2u);
+  EXPECT_EQ(static_cast<unsigned char>(gz[0]), 0x1f);
+  if (access("/usr/bin/go", X_OK) == 0) {
+    auto top = test::run({"/usr/bin/go", "tool", "pprof", "-top", pb}, 120);
+    EXPECT_NE(top.out.find("Type: delay"), std::string::npos) << top.out;
+    EXPECT_NE(top.out.find("churn_mappings"), std::string::npos) << top.out;
+  }
+}
+
 TEST_F(Rwsem, WaitsForAProcessThatStartsLater) {
   std::string late = renamed_workload(dir_, "churn_late");
   test::Subprocess tracer({OFFCPU_BIN, "rwsem", "churn_late", "-f", "3"});

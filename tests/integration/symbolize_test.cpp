@@ -167,5 +167,19 @@ TEST_F(Symbolize, PerfMapNamesJitCode) {
   EXPECT_TRUE(jit) << "no frame named from /tmp/perf-PID.map";
 }
 
+// glibc's versioned functions read as people write them: no
+// "@GLIBC_2.2.5" / "@@GLIBC_2.17" suffix (libc6-dbg's symbols have them).
+TEST_F(Symbolize, GlibcFunctionsWithoutVersionSuffixes) {
+  auto lines = trace({WORKLOAD_LIBC_WAITS});
+  bool clock = false;
+  for (const auto &l : lines) {
+    for (const auto &f : l.frames)
+      EXPECT_EQ(f.find("@GLIBC"), std::string::npos) << l.text;
+    clock |= l.frames[0] == "clksleep" &&
+             test::frame_index(l, "clock_nanosleep") >= 0;
+  }
+  EXPECT_TRUE(clock) << "no clock_nanosleep frame";
+}
+
 } // namespace
 } // namespace offcpu

@@ -55,6 +55,15 @@ TEST(Cli, BccStyleCommandLine) {
   EXPECT_DOUBLE_EQ(*cl.profile.duration_s, 30.0);
 }
 
+TEST(Cli, ThreadsKeptApartOnRequest) {
+  EXPECT_EQ(parse({"-f"}).profile.output.thread, ThreadFrame::Comm);
+  EXPECT_EQ(parse({"--per-pid"}).profile.output.thread, ThreadFrame::Process);
+  EXPECT_EQ(parse({"--per-thread"}).profile.output.thread, ThreadFrame::Thread);
+  EXPECT_EQ(parse({"rwsem", "x", "--per-thread"}).rwsem.output.thread,
+            ThreadFrame::Thread);
+  EXPECT_EQ(usage_exit({"--per-pid", "--per-thread"}), kExitUsage);
+}
+
 TEST(Cli, PidsCommaSeparatedAndRepeated) {
   auto cl = parse({"-p", "101,102", "-p", "150", "-t", "160,161", "5"});
   EXPECT_EQ(cl.profile.pids, (std::vector<uint32_t>{101, 102, 150}));
@@ -86,7 +95,7 @@ TEST(Cli, FormatsAndOutputFiles) {
   EXPECT_EQ(cl.profile.output.title, "T");
   EXPECT_EQ(cl.profile.output.width, 800);
   ASSERT_EQ(cl.profile.output.targets.size(), 1u);
-  EXPECT_EQ(*cl.profile.output.path, "a.svg");
+  EXPECT_EQ(cl.profile.output.targets[0].path, "a.svg");
   EXPECT_DOUBLE_EQ(*cl.profile.duration_s, 5.0);
   // Several files from one run, each in the format its name says.
   auto many =
@@ -101,7 +110,10 @@ TEST(Cli, FormatsAndOutputFiles) {
             OutputFormat::Pprof);
   EXPECT_EQ(usage_exit({"-f", "--format", "svg"}), kExitUsage);
   EXPECT_EQ(usage_exit({"--format", "png"}), kExitUsage);
-  EXPECT_EQ(usage_exit({"rwsem", "x", "-o", "a", "-o", "b"}), kExitUsage);
+  auto rw = parse({"rwsem", "x", "-o", "a.txt", "-o", "b.svg", "-o", "-"});
+  ASSERT_EQ(rw.rwsem.output.targets.size(), 3u);
+  EXPECT_EQ(rw.rwsem.output.targets[1].format, OutputFormat::Svg);
+  EXPECT_EQ(rw.rwsem.output.targets[2].path, "");
 }
 
 TEST(Cli, FlamegraphCommand) {
@@ -112,6 +124,17 @@ TEST(Cli, FlamegraphCommand) {
   EXPECT_EQ(cl.flamegraph.output.title, "Mine");
   EXPECT_EQ(cl.flamegraph.count_name, "ms");
   EXPECT_FALSE(parse({"flamegraph"}).flamegraph.input.has_value());
+  auto outs = parse({"flamegraph", "-o", "a.pb.gz", "-o", "b.folded", "-o",
+                     "c.svg", "-o", "d"});
+  const auto &t = outs.flamegraph.output.targets;
+  ASSERT_EQ(t.size(), 4u);
+  EXPECT_EQ(t[0].format, OutputFormat::Pprof);
+  EXPECT_EQ(t[1].format, OutputFormat::Folded);
+  EXPECT_EQ(t[2].format, OutputFormat::Svg);
+  EXPECT_EQ(t[3].format, OutputFormat::Svg); // unknown: --format, svg
+  EXPECT_EQ(usage_exit({"flamegraph", "-o", "x.txt"}), kExitUsage);
+  EXPECT_EQ(usage_exit({"flamegraph", "--format", "text"}), kExitUsage);
+  EXPECT_EQ(usage_exit({"flamegraph", "-p", "100"}), kExitUsage);
   EXPECT_FALSE(parse({"flamegraph", "-"}).flamegraph.input.has_value());
 }
 

@@ -82,12 +82,52 @@ TEST(FlameGraph, WidthsAreProportionalAndEveryStackIsDrawn) {
   FlameGraphOptions o;
   o.width = 1020; // 1000 px for frames
   auto bs = boxes(render_flamegraph(stacks, o));
-  ASSERT_EQ(bs.size(), 6u); // app, main, wait_a, wait_b, other, idle
-  EXPECT_NEAR(find(bs, "app (900 us, 90.00%)", 0)->width, 900, 0.01);
-  EXPECT_NEAR(find(bs, "main", 1)->width, 900, 0.01);
-  EXPECT_NEAR(find(bs, "wait_a (600 us, 60.00%)", 2)->width, 600, 0.01);
-  EXPECT_NEAR(find(bs, "wait_b", 2)->width, 300, 0.01);
-  EXPECT_NEAR(find(bs, "idle (100 us, 10.00%)", 1)->width, 100, 0.01);
+  // all, app, main, wait_a, wait_b, other, idle
+  ASSERT_EQ(bs.size(), 7u);
+  EXPECT_NEAR(find(bs, "all (1,000 us, 100.00%)", 0)->width, 1000, 0.01);
+  EXPECT_NEAR(find(bs, "app (900 us, 90.00%)", 1)->width, 900, 0.01);
+  EXPECT_NEAR(find(bs, "main", 2)->width, 900, 0.01);
+  EXPECT_NEAR(find(bs, "wait_a (600 us, 60.00%)", 3)->width, 600, 0.01);
+  EXPECT_NEAR(find(bs, "wait_b", 3)->width, 300, 0.01);
+  EXPECT_NEAR(find(bs, "idle (100 us, 10.00%)", 2)->width, 100, 0.01);
+}
+
+// Tooltips count whole microseconds (a fraction says nothing at this
+// scale), except below one.
+TEST(FlameGraph, TooltipsCountWholeUnits) {
+  std::string svg = render_flamegraph(
+      {stack({"app", "main"}, 56250780.6), stack({"app", "tiny"}, 0.25)}, {});
+  EXPECT_NE(svg.find("<title>main (56,250,781 us,"), std::string::npos);
+  EXPECT_EQ(svg.find("56,250,780.60"), std::string::npos);
+  EXPECT_NE(svg.find("<title>all (56,250,781 us, 100.00%)"), std::string::npos);
+}
+
+// Folded input made with -d: frames after the '-' are kernel frames.
+TEST(FlameGraph, DelimitedFoldedInputMarksKernelFrames) {
+  size_t bad = 0;
+  auto stacks = parse_folded_stacks("t;main;read;-;ksys_read;schedule 5\n"
+                                    "t;main;[Missed User Stack] 1\n",
+                                    &bad);
+  ASSERT_EQ(stacks.size(), 2u);
+  const auto &f = stacks[0].frames;
+  ASSERT_EQ(f.size(), 6u);
+  EXPECT_EQ(f[2].kind, FrameKind::User);
+  EXPECT_EQ(f[3].kind, FrameKind::Delimiter);
+  EXPECT_EQ(f[4].kind, FrameKind::Kernel);
+  EXPECT_EQ(f[5].kind, FrameKind::Kernel);
+  EXPECT_EQ(stacks[1].frames[2].kind, FrameKind::Marker);
+}
+
+// A tower too narrow to draw takes no height.
+TEST(FlameGraph, HeightCountsDrawnFramesOnly) {
+  std::vector<std::string> tower = {"t"};
+  for (int i = 0; i < 300; i++)
+    tower.push_back("f" + std::to_string(i));
+  std::string svg = render_flamegraph(
+      {stack(tower, 1), stack({"big", "main"}, 10000000)}, {});
+  std::smatch m;
+  ASSERT_TRUE(std::regex_search(svg, m, std::regex("height=\"(\\d+)\"")));
+  EXPECT_LT(std::stoi(m[1]), 200);
 }
 
 TEST(FlameGraph, TextIsEscapedAndLongNamesTruncated) {
@@ -149,7 +189,7 @@ TEST(FlameGraph, AbsurdlyDeepStacksAreCutNotFatal) {
 
 TEST(FlameGraph, SamplesBecomeMicrosecondStacksWithKernelMarks) {
   Sample s = test::sample("w", {"main"}, {"schedule"}, 2500);
-  auto st = flame_stacks(test::profile({s}), true);
+  auto st = flame_stacks(test::profile({s}), LayoutOptions{true});
   ASSERT_EQ(st.size(), 1u);
   EXPECT_EQ(frame_names(st[0]),
             (std::vector<std::string>{"w", "main", "-", "schedule"}));

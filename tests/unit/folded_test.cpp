@@ -13,7 +13,7 @@ Sample make(std::string comm, std::vector<std::string> user,
 
 std::string format_folded(const std::vector<Sample> &samples,
                           bool delimited = false) {
-  return render_folded(test::profile(samples), delimited);
+  return render_folded(test::profile(samples), LayoutOptions{delimited});
 }
 
 TEST(Folded, CommThenUserRootFirstThenKernel) {

@@ -70,8 +70,19 @@ TEST(Pprof, ProfileHasTypesSamplesLabelsAndStrings) {
   Sample s = test::sample("worker", {"main", "read"}, {"ksys_read", "schedule"},
                           5000, 11, 2);
   s.tgid = 10;
-  for (Frame &f : s.user)
+  uint32_t range =
+      p.mapping({10, 0x7f0000000000, 0x7f0000100000, 0x28000, libc});
+  // Root first: main returns to 0x...1234, read (the leaf) is at 0x...5678.
+  s.user[0].address = 0x7f0000001234;
+  s.user[0].return_address = true;
+  s.user[1].address = 0x7f0000005678;
+  for (Frame &f : s.user) {
     f.module = libc;
+    f.mapping = range;
+  }
+  s.kernel[0].address = 0xffffffff81234567;
+  s.kernel[0].return_address = true;
+  s.kernel[1].address = 0xffffffff81345678;
   for (Frame &f : s.kernel)
     f.module = kernel;
   p.samples = {s};
@@ -143,18 +154,28 @@ TEST(Pprof, ProfileHasTypesSamplesLabelsAndStrings) {
   EXPECT_EQ(labels["comm"], "worker");
 
   // Leaf first: the first location's function is "schedule".
-  std::map<uint64_t, uint64_t> loc_fn;
+  std::map<uint64_t, uint64_t> loc_fn, loc_addr, loc_mapping;
   for (const Field &l : locations) {
     auto lf = fields(l.bytes);
     uint64_t id = 0, fn = 0;
     for (const Field &x : lf) {
       if (x.number == 1)
         id = x.varint;
+      if (x.number == 2)
+        loc_mapping[id] = x.varint;
+      if (x.number == 3)
+        loc_addr[id] = x.varint;
       if (x.number == 4)
         fn = fields(x.bytes).at(0).varint;
     }
     loc_fn[id] = fn;
   }
+  // Leaves at their address, callers at the call (the return address - 1).
+  EXPECT_EQ(loc_addr[locs[0]], 0xffffffff81345678u);
+  EXPECT_EQ(loc_addr[locs[1]], 0xffffffff81234566u);
+  EXPECT_EQ(loc_addr[locs[2]], 0x7f0000005678u);
+  EXPECT_EQ(loc_addr[locs[3]], 0x7f0000001233u);
+  EXPECT_EQ(loc_addr.count(locs[4]), 0u) << "the thread has no address";
   std::map<uint64_t, std::string> fn_name;
   for (const Field &f : functions) {
     auto ff = fields(f.bytes);
@@ -164,11 +185,59 @@ TEST(Pprof, ProfileHasTypesSamplesLabelsAndStrings) {
   EXPECT_EQ(fn_name[loc_fn[locs[3]]], "main");
   EXPECT_EQ(fn_name[loc_fn[locs[4]]], "worker");
 
-  bool build_id = false;
-  for (const Field &m : mappings)
-    for (const Field &x : fields(m.bytes))
-      build_id |= x.number == 6 && strings.at(x.varint) == "abcdef";
-  EXPECT_TRUE(build_id);
+  // The user range as the process mapped it; the kernel's around its
+  // addresses, page aligned.
+  std::map<uint64_t, std::map<int, uint64_t>> maps;
+  for (const Field &m : mappings) {
+    auto mf = fields(m.bytes);
+    for (const Field &x : mf)
+      maps[mf.at(0).varint][x.number] = x.varint;
+  }
+  ASSERT_EQ(maps.size(), 2u);
+  auto &user = maps.at(loc_mapping[locs[3]]);
+  EXPECT_EQ(user[2], 0x7f0000000000u);
+  EXPECT_EQ(user[3], 0x7f0000100000u);
+  EXPECT_EQ(user[4], 0x28000u);
+  EXPECT_EQ(strings.at(user[5]), "/usr/lib/libc.so.6");
+  EXPECT_EQ(strings.at(user[6]), "abcdef");
+  EXPECT_EQ(user[7], 1u);
+  EXPECT_EQ(loc_mapping[locs[2]], loc_mapping[locs[3]]);
+  auto &kern = maps.at(loc_mapping[locs[0]]);
+  EXPECT_EQ(kern[2], 0xffffffff81234000u);
+  EXPECT_EQ(kern[3], 0xffffffff81346000u);
+  EXPECT_EQ(strings.at(kern[5]), "[kernel.kallsyms]");
+  EXPECT_EQ(mappings.size(), 2u);
+}
+
+// --no-symbolize: user code in files goes without names (no Line, and
+// has_functions unset), for the reader to name from the file.
+TEST(Pprof, UnsymbolizedUserFramesCarryAddressesOnly) {
+  Profile p;
+  p.user_symbolized = false;
+  uint32_t exe = p.module("/opt/app", "feed");
+  Sample s = test::sample("app", {"app+0x1234"}, {}, 5000, 11, 2);
+  s.user[0].module = exe;
+  s.user[0].address = 0x401234;
+  s.user[0].mapping = p.mapping({11, 0x400000, 0x500000, 0, exe});
+  p.samples = {s};
+  bool line = false, has_functions = false, address = false;
+  for (const Field &f : fields(encode_pprof(p))) {
+    if (f.number == 3)
+      for (const Field &x : fields(f.bytes))
+        has_functions |= x.number == 7 && x.varint;
+    if (f.number == 4) {
+      auto lf = fields(f.bytes);
+      bool addressed = false;
+      for (const Field &x : lf)
+        addressed |= x.number == 3 && x.varint == 0x401234;
+      for (const Field &x : lf)
+        line |= addressed && x.number == 4;
+      address |= addressed;
+    }
+  }
+  EXPECT_TRUE(address);
+  EXPECT_FALSE(line);
+  EXPECT_FALSE(has_functions);
 }
 
 TEST(Pprof, GzipRoundTrips) {

@@ -146,11 +146,25 @@ Profile build(ProfileKind kind) {
   p.time_nanos = 1700000000000000000;
   p.duration_nanos = 5000000000;
   p.comment = "offcpu golden";
-  auto frames = [&p](const std::vector<FrameSpec> &specs, FrameKind k) {
+  // Addresses as a stack holds them: files mapped in the process's range
+  // of that file, the kernel high up; every frame but the leaf returns.
+  auto frames = [&p](const std::vector<FrameSpec> &specs, FrameKind k,
+                     uint32_t tgid) {
     std::vector<Frame> out;
-    for (const FrameSpec &f : specs)
-      out.push_back({f.name, k,
-                     f.module ? p.module(f.module, f.build_id) : kNoModule, 0});
+    for (size_t i = 0; i < specs.size(); i++) {
+      const FrameSpec &f = specs[i];
+      uint32_t module = f.module ? p.module(f.module, f.build_id) : kNoModule;
+      uint64_t base = k == FrameKind::Kernel
+                          ? 0xffffffff81000000
+                          : 0x7f0000000000 + module * 0x100000;
+      uint64_t address =
+          base + 0x1000 + 0x40 * (std::string(f.name).size() + i);
+      Frame frame{f.name, k, module, address, kNoMapping, i + 1 < specs.size()};
+      if (k == FrameKind::User && module != kNoModule)
+        frame.mapping =
+            p.mapping({tgid, base, base + 0x100000, 0x2000, module});
+      out.push_back(frame);
+    }
     return out;
   };
   for (const SampleSpec &spec : specs()) {
@@ -158,8 +172,8 @@ Profile build(ProfileKind kind) {
     s.tgid = spec.tgid;
     s.tid = spec.tid;
     s.comm = spec.comm;
-    s.user = frames(spec.user, FrameKind::User);
-    s.kernel = frames(spec.kernel, FrameKind::Kernel);
+    s.user = frames(spec.user, FrameKind::User, spec.tgid);
+    s.kernel = frames(spec.kernel, FrameKind::Kernel, spec.tgid);
     s.user_missed = spec.user_missed;
     s.kernel_missed = spec.kernel_missed;
     s.kernel_nosched = spec.nosched;
@@ -199,6 +213,11 @@ TEST(Golden, OffCpuFormats) {
     check("offcpu" + sfx + ".svg", render(p, OutputFormat::Svg, o));
   }
   check("offcpu.pb", encode_pprof(p));
+  RenderOptions per_thread;
+  per_thread.thread = ThreadFrame::Thread;
+  check("offcpu-per-thread.folded",
+        render(p, OutputFormat::Folded, per_thread));
+  check("offcpu-per-thread.txt", render(p, OutputFormat::Text, per_thread));
 }
 
 TEST(Golden, LockWaitFormats) {
@@ -212,6 +231,9 @@ TEST(Golden, LockWaitFormats) {
   }
   check("rwsem.svg", render(p, OutputFormat::Svg, {}));
   check("rwsem.pb", encode_pprof(p));
+  RenderOptions per_pid;
+  per_pid.thread = ThreadFrame::Process;
+  check("rwsem-per-pid.folded", render(p, OutputFormat::Folded, per_pid));
 }
 
 TEST(Golden, FlamegraphFromFoldedInput) {

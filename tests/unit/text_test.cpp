@@ -14,7 +14,8 @@ TEST(Text, BccLayoutLeafFirstLargestLast) {
   small.tid = 7;
   small.total_ns = 1000;
   small.count = 1;
-  std::string out = render_text(test::profile({big, small}), true);
+  std::string out =
+      render_text(test::profile({big, small}), LayoutOptions{true});
   EXPECT_EQ(out, "    schedule\n"
                  "    do_syscall_64\n"
                  "    --\n"
@@ -37,7 +38,7 @@ TEST(Text, MissedMarkers) {
   Sample s = test::sample("t", {}, {}, 1000, 1);
   s.user_missed = true;
   s.kernel_missed = true;
-  std::string out = render_text(test::profile({s}), false);
+  std::string out = render_text(test::profile({s}), LayoutOptions{});
   EXPECT_NE(out.find("[Missed Kernel Stack]"), std::string::npos);
   EXPECT_NE(out.find("[Missed User Stack]"), std::string::npos);
 }
@@ -46,7 +47,7 @@ TEST(Text, LockWaitsNameTheLockAndTheirStatistics) {
   Sample s = test::sample("db", {"flush"}, {"down_write"}, 3000000, 9, 2);
   s.lock = LockWait{2000000, true, "mmap_lock"};
   std::string out =
-      render_text(test::profile({s}, ProfileKind::LockWaits), false);
+      render_text(test::profile({s}, ProfileKind::LockWaits), LayoutOptions{});
   EXPECT_EQ(out, "    down_write\n"
                  "    flush\n"
                  "    -                db (9) write wait on mmap_lock\n"
