@@ -28,36 +28,37 @@ struct {
  * bumps self_exec_id, which fork copied from the parent along with
  * parent_exec_id. */
 static __always_inline __u32 same_image_parent(struct task_struct *t) {
-  if (BPF_CORE_READ(t, self_exec_id) != BPF_CORE_READ(t, parent_exec_id))
+  if (t->self_exec_id != t->parent_exec_id)
     return 0;
-  return BPF_CORE_READ(t, real_parent, tgid);
+  return t->real_parent->tgid;
 }
 
 /* Once per process and user stack, so a process that execs or maps a
  * library later is read again with the mappings that stack was taken under.
  * When the ring is full the pair is forgotten again (and counted), so the
  * next wait on that stack announces it. */
-static __always_inline void announce(struct task_struct *t, __u32 tgid,
+static __always_inline bool announce(struct task_struct *t, __u32 tgid,
                                      __u64 user_stack) {
   if (!announce_processes || user_stack == OFFCPU_NO_STACK ||
       user_stack == OFFCPU_STACK_MISSED)
-    return;
+    return true;
   struct offcpu_new_stack key = {.tgid = tgid, .user_stack = user_stack};
   if (bpf_map_lookup_elem(&seen_stacks, &key))
-    return;
+    return true;
   __u8 one = 1;
   if (bpf_map_update_elem(&seen_stacks, &key, &one, BPF_NOEXIST))
-    return; /* another CPU announced it */
+    return true; /* another CPU announced it */
   struct offcpu_new_stack *slot =
       bpf_ringbuf_reserve(&new_processes, sizeof(*slot), 0);
   if (!slot) {
     bpf_map_delete_elem(&seen_stacks, &key);
     count_loss(OFFCPU_LOST_ANNOUNCE);
-    return;
+    return false;
   }
   *slot = key;
   slot->parent = same_image_parent(t);
   bpf_ringbuf_submit(slot, 0);
+  return true;
 }
 
 #endif /* OFFCPU_ANNOUNCE_BPF_H */

@@ -88,6 +88,73 @@ struct {
   __type(value, struct offcpu_stack);
 } kernel_walk_scratch SEC(".maps");
 
+/* ---- Reusing a thread's last kernel stack ----
+ * A thread that blocks in a loop blocks on the same kernel stack again and
+ * again. The walk is a function of the task's saved stack pointer, its
+ * stack page and the words it reads from that stack (the ORC tables do not
+ * change): when the stack pointer and page are those of an earlier walk and
+ * every word it read holds the same value, the walk would store the same
+ * stack, so its id is reused (the words are checked against one copy of
+ * the stack above the saved stack pointer). Walks the kernel's own walk had
+ * to finish are not reused. Only the switch hook keeps memos. */
+#define KW_MEMO_WORDS 32
+#define KW_MEMO_WAYS 2
+
+struct kw_memo {
+  __u64 frame; /* thread.sp */
+  __u64 stack_page;
+  __u64 stack; /* the id the walk stored */
+  __u32 nr;    /* words; 0: nothing to reuse */
+  __u32 span;  /* bytes from frame that hold them */
+  __u32 nosched;
+  __u32 pad;
+  __u16 off[KW_MEMO_WORDS];
+  __u64 val[KW_MEMO_WORDS];
+};
+
+/* Kept by the caller with its other per-thread state. */
+struct kw_memo_set {
+  struct kw_memo way[KW_MEMO_WAYS];
+  __u32 last;
+  __u32 pad;
+};
+
+/* The words a walk read, per CPU and per context: the walk's global
+ * functions cannot take a map value (the memo) as an argument. */
+struct kw_notes {
+  __u64 base;
+  __u32 nr, span;
+  __u32 off_limit; /* 0: not noting */
+  __u32 bad;
+  __u16 off[KW_MEMO_WORDS];
+  __u64 val[KW_MEMO_WORDS];
+};
+
+struct {
+  __uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+  __uint(max_entries, 2); /* SCRATCH_HOOK, SCRATCH_ITER */
+  __type(key, __u32);
+  __type(value, struct kw_notes);
+} kw_notes_map SEC(".maps");
+
+static __always_inline void kw_note(__u32 slot, __u64 addr, __u64 val) {
+  struct kw_notes *n = bpf_map_lookup_elem(&kw_notes_map, &slot);
+  if (!n || !n->off_limit || n->bad)
+    return;
+  __u64 off = addr - n->base; /* wraps above the limit when below base */
+  __u64 i = n->nr;
+  same_register(i);
+  if (off > REUSE_SPAN - sizeof(__u64) || i >= KW_MEMO_WORDS) {
+    n->bad = 1;
+    return;
+  }
+  n->off[i] = off;
+  n->val[i] = val;
+  n->nr = i + 1;
+  if (off + sizeof(__u64) > n->span)
+    n->span = off + sizeof(__u64);
+}
+
 struct orc_raw {
   __s16 sp_offset;
   __s16 bp_offset;
@@ -202,8 +269,17 @@ static __always_inline bool stack_word(const struct kframe *f, __u64 addr,
                                        __u64 *out) {
   if (addr < f->stack_lo || addr + sizeof(__u64) > f->stack_hi)
     return false;
-  return bpf_probe_read_kernel(out, sizeof(*out), (void *)addr) == 0;
+  if (bpf_probe_read_kernel(out, sizeof(*out), (void *)addr))
+    return false;
+  kw_note(f->cache, addr, *out);
+  return true;
 }
+
+/* A pt_regs word on the stack, noted like stack_word's. */
+#define regs_word(f, dst, regs, field)                                         \
+  (bpf_core_read(&(dst), sizeof(dst), &(regs)->field)                          \
+       ? -1                                                                    \
+       : (kw_note((f)->cache, (__u64) & (regs)->field, (dst)), 0))
 
 /* Moves *f from a frame to its caller; returns KWALK_*. A global function:
  * the verifier checks it once, not at every place a walk can reach it. */
@@ -243,14 +319,13 @@ __noinline int kwalk_unwind(struct kframe *f) {
     if (cfa < f->stack_lo ||
         cfa + bpf_core_type_size(struct pt_regs) > f->stack_hi)
       return KWALK_SPLICE;
-    if (bpf_core_read(&cs, sizeof(cs), &regs->cs))
+    if (regs_word(f, cs, regs, cs))
       return KWALK_SPLICE;
     if ((cs & 3) == 3) /* entered from user space: the bottom */
       return KWALK_DONE;
     /* An interrupt that preempted kernel code: go on where it hit. */
-    if (bpf_core_read(&next_ip, sizeof(next_ip), &regs->ip) ||
-        bpf_core_read(&next_sp, sizeof(next_sp), &regs->sp) ||
-        bpf_core_read(&regs_bp, sizeof(regs_bp), &regs->bp))
+    if (regs_word(f, next_ip, regs, ip) || regs_word(f, next_sp, regs, sp) ||
+        regs_word(f, regs_bp, regs, bp))
       return KWALK_SPLICE;
     have_regs_bp = true;
   } else {
@@ -394,8 +469,12 @@ __noinline int kwalk_frames(const struct kframe *f, struct offcpu_stack *s,
                             __u32 max, struct kwalk_result *r) {
   if (!f || !s || !r)
     return 0;
-  struct kwalk w = {.s = s, .f = *f, .max = max};
-  bpf_loop(OFFCPU_MAX_STACK_DEPTH, kwalk_step, &w, 0);
+  /* A bounded loop rather than bpf_loop: a callback per frame is an
+   * indirect call, dear with retpolines. */
+  struct kwalk w = {.s = s, .f = *f, .max = max, .status = KWALK_SPLICE};
+  for (__u32 i = 0; i < OFFCPU_MAX_STACK_DEPTH + 1; i++)
+    if (kwalk_step(i, &w))
+      break;
   r->n = w.n;
   r->status = w.status;
   r->stopped_in_sched = w.stopped_in_sched;
@@ -439,6 +518,13 @@ __noinline __u64 kwalk_splice(struct offcpu_stack *own,
   return (r->n + c.copied) | (__u64)(r->stopped_in_sched != 0) << 32;
 }
 
+/* The walk is not to be kept as a memo. */
+static __always_inline void kw_notes_stop(__u32 slot) {
+  struct kw_notes *n = bpf_map_lookup_elem(&kw_notes_map, &slot);
+  if (n)
+    n->bad = 1;
+}
+
 /* Walks the kernel stack of task `t`, which is off CPU, into s. Returns the
  * number of frames, 0 on failure; *partial is set when __sched frames may be
  * missing from it. */
@@ -460,12 +546,17 @@ static __always_inline __u32 walk_kernel_stack(struct task_struct *t,
   };
   if (!frame || !top || f.sp <= f.stack_lo || f.sp >= f.stack_hi)
     return 0;
+  kw_note(slot, (__u64)&itf->ret_addr, f.ip);
+  kw_note(slot, (__u64)&itf->bp, f.bp);
   /* A task that has never run starts in ret_from_fork, not after a call. */
   f.signal = f.ip == ktext.fork_ret;
   struct kwalk_result r = {};
   kwalk_frames(&f, s, max, &r);
   if (r.status != KWALK_SPLICE && !kwalk_verify)
     return r.n;
+  /* Finished or checked by the kernel's walk: not a function of the noted
+   * words alone. */
+  kw_notes_stop(slot);
 
   struct offcpu_stack *k = bpf_map_lookup_elem(&kernel_walk_scratch, &slot);
   if (!k)
@@ -476,22 +567,121 @@ static __always_inline __u32 walk_kernel_stack(struct task_struct *t,
   return (__u32)res;
 }
 
+/* Every word of the memo still holds its value on the task's stack. A
+ * global function: verified once. */
+__noinline int kw_memo_holds(const struct kw_memo *m) {
+  if (!m)
+    return 0;
+  __u32 span = m->span, zero = 0;
+  if (span == 0 || span > REUSE_SPAN)
+    return 0;
+  struct reuse_span *buf = bpf_map_lookup_elem(&reuse_span_buf, &zero);
+  if (!buf || bpf_probe_read_kernel(buf->b, span, (void *)m->frame))
+    return 0;
+  /* A plain bounded loop, as uw_memo_holds'. */
+  __u32 nr = m->nr;
+  for (__u32 i = 0; i < KW_MEMO_WORDS; i++) {
+    if (i >= nr)
+      return 1;
+    __u64 off = m->off[i];
+    same_register(off);
+    if (off > REUSE_SPAN - sizeof(__u64))
+      return 0;
+    __u64 now;
+    __builtin_memcpy(&now, &buf->b[off], sizeof(now));
+    if (now != m->val[i])
+      return 0;
+  }
+  return 1;
+}
+
+/* Keeps the notes of a walk in a memo. A global function: verified once. */
+__noinline int kw_memo_keep(struct kw_memo *m, __u32 slot) {
+  if (!m)
+    return 0;
+  struct kw_notes *n = bpf_map_lookup_elem(&kw_notes_map, &slot);
+  if (!n || n->bad || !n->off_limit || !n->nr || n->nr > KW_MEMO_WORDS)
+    return 0;
+  __builtin_memcpy(m->off, n->off, sizeof(m->off));
+  __builtin_memcpy(m->val, n->val, sizeof(m->val));
+  m->span = n->span;
+  m->nr = n->nr;
+  return 1;
+}
+
 /* Kernel stack of a task that is off CPU: the ORC walk where available,
  * else bpf_get_task_stack (5.9+), flagged as lacking __sched frames. Either
- * starts at __schedule: none of the tracer's own frames are in it. */
+ * starts at __schedule: none of the tracer's own frames are in it. `ms`:
+ * the task's kernel stack memos (the switch hook only; NULL: none). */
 static __always_inline __u64 take_frozen_kernel_stack(struct task_struct *t,
-                                                      __u32 *flags,
-                                                      __u32 slot) {
+                                                      __u32 *flags, __u32 slot,
+                                                      struct kw_memo_set *ms) {
   struct offcpu_stack *s = scratch_stack(slot);
   if (!s)
     return OFFCPU_STACK_MISSED;
   if (kwalk_orc) {
+    struct kw_memo *m = NULL;
+    __u32 way = 0;
+    __u64 memo_stack = OFFCPU_STACK_MISSED;
+    __u64 frame = BPF_CORE_READ(t, thread.sp);
+    __u64 page = (__u64)BPF_CORE_READ(t, stack);
+    struct uw_stats *st = uw_stats_of(slot);
+    if (!reuse_stacks || kwalk_verify)
+      ms = NULL;
+    if (ms) {
+      for (__u32 i = 0; i < KW_MEMO_WAYS; i++) {
+        struct kw_memo *c = &ms->way[i];
+        if (c->nr && c->frame == frame && c->stack_page == page) {
+          m = c;
+          way = i;
+          break;
+        }
+      }
+      if (m) {
+        if (kw_memo_holds(m)) {
+          uw_count(st, UW_STAT_KREUSED);
+          ms->last = way;
+          if (!reuse_verify) {
+            if (m->nosched)
+              *flags |= OFFCPU_KSTACK_NOSCHED;
+            return m->stack;
+          }
+          memo_stack = m->stack;
+        } else {
+          uw_count(st, UW_STAT_KREUSE_CHANGED);
+        }
+      } else {
+        way = ms->last ^ 1;
+        if (way >= KW_MEMO_WAYS)
+          way = 0;
+        m = &ms->way[way];
+      }
+      m->nr = 0;
+    }
+    struct kw_notes *n = bpf_map_lookup_elem(&kw_notes_map, &slot);
+    if (n) {
+      n->base = frame;
+      n->nr = 0;
+      n->span = 0;
+      n->bad = 0;
+      n->off_limit = m ? REUSE_SPAN : 0;
+    }
     bool partial = false;
-    __u32 n =
+    __u32 nr =
         walk_kernel_stack(t, s, stack_bytes() / sizeof(__u64), &partial, slot);
     if (partial)
       *flags |= OFFCPU_KSTACK_NOSCHED;
-    return store_stack(s, (long)n * sizeof(__u64), false);
+    __u64 id = store_stack(s, (long)nr * sizeof(__u64), false);
+    if (memo_stack != OFFCPU_STACK_MISSED && memo_stack != id)
+      uw_count(st, UW_STAT_KREUSE_MISMATCH);
+    if (m && id != OFFCPU_STACK_MISSED && kw_memo_keep(m, slot)) {
+      m->frame = frame;
+      m->stack_page = page;
+      m->stack = id;
+      m->nosched = partial;
+      ms->last = way;
+    }
+    return id;
   }
   *flags |= OFFCPU_KSTACK_NOSCHED;
   long bytes = bpf_get_task_stack(t, s->ips, stack_bytes(), 0);

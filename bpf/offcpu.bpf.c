@@ -134,11 +134,25 @@ static __always_inline bool name_matches(struct task_struct *t) {
   return true;
 }
 
+/* Per thread: its open wait and the memos of its last user stacks. One
+ * task storage lookup at a switch-out serves both. */
+struct offcpu_task {
+  struct offcpu_start start;
+  struct uw_memo_set memo;
+  struct kw_memo_set kmemo;
+};
+
+/* The per-thread state `rec` belongs to, where it is task storage. */
+static __always_inline struct offcpu_task *task_of(struct offcpu_start *rec,
+                                                   bool trusted) {
+  return trusted && use_task_storage ? (struct offcpu_task *)rec : NULL;
+}
+
 struct {
   __uint(type, BPF_MAP_TYPE_TASK_STORAGE);
   __uint(map_flags, BPF_F_NO_PREALLOC);
   __type(key, int);
-  __type(value, struct offcpu_start);
+  __type(value, struct offcpu_task);
 } starts_task SEC(".maps");
 
 struct {
@@ -207,8 +221,10 @@ static __always_inline bool passes_state_filter(unsigned int state) {
  * (tp_btf, iterators), false for raw_tp, where those paths are compiled out. */
 static __always_inline struct offcpu_start *
 find_start(struct task_struct *t, __u32 pid, bool trusted) {
-  if (trusted && use_task_storage)
-    return bpf_task_storage_get(&starts_task, t, 0, 0);
+  if (trusted && use_task_storage) {
+    struct offcpu_task *ts = bpf_task_storage_get(&starts_task, t, 0, 0);
+    return ts ? &ts->start : NULL;
+  }
   return bpf_map_lookup_elem(&starts_hash, &pid);
 }
 
@@ -216,11 +232,11 @@ static __always_inline bool save_start(struct task_struct *t, __u32 pid,
                                        const struct offcpu_start *rec,
                                        bool trusted) {
   if (trusted && use_task_storage) {
-    struct offcpu_start *slot = bpf_task_storage_get(
+    struct offcpu_task *ts = bpf_task_storage_get(
         &starts_task, t, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
-    if (!slot)
+    if (!ts)
       return false;
-    *slot = *rec;
+    ts->start = *rec;
     return true;
   }
   return bpf_map_update_elem(&starts_hash, &pid, rec, BPF_ANY) == 0;
@@ -252,6 +268,32 @@ static __always_inline void charge(const struct offcpu_key *key, __u64 delta,
     if (cls < OFFCPU_STATE_NR)
       c->state_ns[cls] += delta;
   }
+}
+
+/* The bytes of `w` below its first zero byte (little-endian); *ended says
+ * whether it had one. Bytes of an older, longer name may follow the NUL. */
+static __always_inline __u64 below_nul(__u64 w, bool *ended) {
+  __u64 z = (w - 0x0101010101010101ULL) & ~w & 0x8080808080808080ULL;
+  *ended = z != 0;
+  if (!z)
+    return w;
+  return w & (((z & -z) >> 7) - 1);
+}
+
+/* The task's comm, zero-padded. Through a BTF pointer: two plain loads,
+ * where a string helper call would cost more than the rest of the key. */
+static __always_inline void read_comm(char *dst, struct task_struct *t,
+                                      bool trusted) {
+  if (!trusted) {
+    BPF_CORE_READ_STR_INTO((char(*)[OFFCPU_COMM_LEN])dst, t, comm);
+    return;
+  }
+  __u64 w[2];
+  __builtin_memcpy(w, t->comm, sizeof(w));
+  bool ended;
+  w[0] = below_nul(w[0], &ended);
+  w[1] = ended ? 0 : below_nul(w[1], &ended);
+  __builtin_memcpy(dst, w, sizeof(w));
 }
 
 /* Of a wait from `start` to `end` woken at `wake` (0: not seen), the part
@@ -312,12 +354,18 @@ static __always_inline void end_wait(struct task_struct *t, __u32 pid,
       __sync_val_compare_and_swap(&rec->start_ns, start, 0);
     return;
   }
-  if (trusted && kstack_at_switch_in && want_kernel_stacks)
-    key.kernel_stack = frozen ? take_frozen_kernel_stack(t, &key.flags, slot)
-                              : OFFCPU_STACK_MISSED;
+  if (trusted && kstack_at_switch_in && want_kernel_stacks) {
+    /* Memos are the switch hook's alone: the flush iterator may walk the
+     * same task at once. */
+    struct offcpu_task *ts = slot == SCRATCH_HOOK ? task_of(rec, trusted) : NULL;
+    key.kernel_stack =
+        frozen ? take_frozen_kernel_stack(t, &key.flags, slot,
+                                          ts ? &ts->kmemo : NULL)
+               : OFFCPU_STACK_MISSED;
+  }
   if (claim && __sync_val_compare_and_swap(&rec->start_ns, start, 0) != start)
     return;
-  BPF_CORE_READ_STR_INTO(&key.comm, t, comm);
+  read_comm(key.comm, t, trusted);
   charge(&key, delta, runq, state);
 }
 
@@ -335,10 +383,10 @@ static __always_inline void end_wait(struct task_struct *t, __u32 pid,
  * last_arrival, in rq_clock time (sched_clock), not bpf_ktime_get_ns time. */
 __u64 switch_events[OFFCPU_EV_NR];
 
-static __always_inline __u64 task_pcount(struct task_struct *t) {
+static __always_inline __u64 task_pcount(struct task_struct *t, bool trusted) {
   if (!bpf_core_field_exists(t->sched_info.pcount))
     return 0;
-  return BPF_CORE_READ(t, sched_info.pcount);
+  return TASK_FIELD(trusted, t, sched_info.pcount);
 }
 
 /* The clock of the run queue `t` is on (rq_clock: sched_clock, refreshed by
@@ -410,7 +458,21 @@ static __always_inline void on_switch(void *ctx, struct task_struct *prev,
   __u32 tgid = TASK_FIELD(trusted, prev, tgid);
   if (!passes_task_filters(prev, pid, tgid, trusted))
     return;
-  struct offcpu_start *open = find_start(prev, pid, trusted);
+  /* With task storage, one lookup serves the open wait, the stack memos
+   * and the new record. */
+  struct offcpu_task *ts = NULL;
+  struct offcpu_start *open;
+  if (trusted && use_task_storage) {
+    ts = bpf_task_storage_get(&starts_task, prev, 0,
+                              BPF_LOCAL_STORAGE_GET_F_CREATE);
+    if (!ts) {
+      count_loss(OFFCPU_LOST_START_STORE);
+      return;
+    }
+    open = &ts->start;
+  } else {
+    open = find_start(prev, pid, trusted);
+  }
   if (open && open->start_ns)
     end_unseen_wait(prev, pid, open, now, rq_clock_of(prev), stop, trusted,
                     SCRATCH_HOOK);
@@ -424,21 +486,27 @@ static __always_inline void on_switch(void *ctx, struct task_struct *prev,
   struct offcpu_start rec = {
       .start_ns = now,
       .cgroup = key_cgroup ? task_cgroup_id(prev) : 0,
-      .pcount = task_pcount(prev),
+      .pcount = task_pcount(prev, trusted),
       .tgid = tgid,
       .state = prev_state,
   };
   if (want_user_stacks && !(TASK_FIELD(trusted, prev, flags) & PF_KTHREAD)) {
+    bool reused = false;
+    struct uw_memo_set *memo = ts ? &ts->memo : NULL;
     if (trusted && user_fp_walk)
-      rec.user_stack =
-          walk_user_stack(bpf_get_current_task_btf(), false, &rec.flags);
+      rec.user_stack = walk_user_stack_memo(bpf_get_current_task_btf(), false,
+                                            &rec.flags, memo, &reused);
     else
       rec.user_stack = take_current_stack(ctx, BPF_F_USER_STACK);
-    announce(prev, tgid, rec.user_stack);
+    /* A reused stack was announced when it was walked. */
+    if (!reused && !announce(prev, tgid, rec.user_stack))
+      uw_memo_forget(memo);
   }
   if (want_kernel_stacks && !(trusted && kstack_at_switch_in))
     rec.kernel_stack = take_current_stack(ctx, 0);
-  if (!save_start(prev, pid, &rec, trusted))
+  if (ts)
+    ts->start = rec;
+  else if (!save_start(prev, pid, &rec, trusted))
     count_loss(OFFCPU_LOST_START_STORE);
 }
 
@@ -566,7 +634,7 @@ int offcpu_seed_open(struct bpf_iter__task *ctx) {
   struct offcpu_start rec = {
       .start_ns = start,
       .cgroup = key_cgroup ? task_cgroup_id(task) : 0,
-      .pcount = task_pcount(task),
+      .pcount = task_pcount(task, true),
       .tgid = tgid,
       .state = state,
       .flags = OFFCPU_START_SEEDED,
@@ -574,7 +642,8 @@ int offcpu_seed_open(struct bpf_iter__task *ctx) {
   if (want_user_stacks && !(task->flags & PF_KTHREAD) && task->mm)
     rec.user_stack = OFFCPU_STACK_MISSED; /* until pass 2 walks it */
   if (want_kernel_stacks && !kstack_at_switch_in)
-    rec.kernel_stack = take_frozen_kernel_stack(task, &rec.flags, SCRATCH_ITER);
+    rec.kernel_stack =
+        take_frozen_kernel_stack(task, &rec.flags, SCRATCH_ITER, NULL);
   if (!save_start(task, pid, &rec, true))
     count_loss(OFFCPU_LOST_START_STORE);
   return 0;
@@ -595,12 +664,12 @@ int offcpu_seed_stacks(struct bpf_iter__task *ctx) {
     return 0;
   /* Also run again once tables are installed: stacks walked without them
    * are taken again while their threads still sleep on them. */
-  __u64 start = rec->start_ns, pcount = task_pcount(task);
+  __u64 start = rec->start_ns, pcount = task_pcount(task, true);
   __u32 flags = 0;
   __u64 stack = walk_user_stack(task, true, &flags);
   /* The task may have woken meanwhile (it ran: a new record, or a closed
    * one); then the walk may be of a moving stack and is dropped. */
-  if (rec->start_ns != start || task_pcount(task) != pcount)
+  if (rec->start_ns != start || task_pcount(task, true) != pcount)
     return 0;
   announce(task, rec->tgid, stack);
   rec->user_stack = stack;
@@ -632,7 +701,7 @@ int offcpu_flush(struct bpf_iter__task *ctx) {
    * switch-out would have ended the wait): the wait ended at its arrival.
    * This CPU's run-queue clock stands in for the task's (one clock, TSC
    * based; up to a tick stale here, unlike in the hook). */
-  __u64 pc = task_pcount(task);
+  __u64 pc = task_pcount(task, true);
   if (pc && pc != rec->pcount)
     end_unseen_wait(task, pid, rec, bpf_ktime_get_ns(),
                     rq_clock_of(bpf_get_current_task_btf()), stop_ns, true,

@@ -9,6 +9,8 @@
 #ifndef OFFCPU_STACK_STORE_BPF_H
 #define OFFCPU_STACK_STORE_BPF_H
 
+#include "offcpu/unwind.h"
+
 /* Frames to keep (<= OFFCPU_MAX_STACK_DEPTH); --perf-max-stack-depth. */
 const volatile __u32 stack_depth = OFFCPU_MAX_STACK_DEPTH;
 
@@ -39,6 +41,46 @@ struct {
   __type(key, __u32);
   __type(value, struct offcpu_stack);
 } stack_scratch SEC(".maps");
+
+/* Counters of the stack walkers, by cause (enum uw_stat), per CPU; one
+ * slot per context (SCRATCH_HOOK, SCRATCH_ITER), as the scratch buffers: a
+ * hook preempting an iterator on the same CPU must not mix. */
+struct {
+  __uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+  __uint(max_entries, 2);
+  __type(key, __u32);
+  __type(value, struct uw_stats);
+} uw_stat_map SEC(".maps");
+
+static __always_inline struct uw_stats *uw_stats_of(__u32 slot) {
+  return bpf_map_lookup_elem(&uw_stat_map, &slot);
+}
+
+static __always_inline void uw_count(struct uw_stats *st, int what) {
+  if (st && what >= 0 && what < UW_STAT_NR)
+    st->v[what]++;
+}
+
+/* Stack reuse: on by default; --no-stack-reuse turns it off (to measure
+ * what it saves), --verify-stack-reuse walks anyway and counts
+ * disagreements. */
+const volatile bool reuse_stacks = true;
+const volatile bool reuse_verify = false;
+
+/* Stack reuse (user_unwind.bpf.h, kernel_unwind.bpf.h) checks a thread's
+ * memo against one copy of the stack words above its stack pointer, at
+ * most this many bytes; the switch hook only. */
+#define REUSE_SPAN 8192
+struct reuse_span {
+  __u8 b[REUSE_SPAN];
+};
+
+struct {
+  __uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+  __uint(max_entries, 1);
+  __type(key, __u32);
+  __type(value, struct reuse_span);
+} reuse_span_buf SEC(".maps");
 
 /* Errnos the programs tell apart (as the helpers return them, negated). */
 #define OFFCPU_EEXIST 17
@@ -127,13 +169,9 @@ __noinline __u64 store_stack(struct offcpu_stack *s, long bytes, bool user) {
       .h = 0x9e3779b97f4a7c15ULL ^ ((__u64)nr << 1) ^ user,
       .nr = nr,
   };
-  if (use_bpf_loop) {
-    bpf_loop(nr, hash_step, &c, 0);
-  } else {
-    for (int i = 0; i < OFFCPU_MAX_STACK_DEPTH; i++)
-      if (hash_step(i, &c))
-        break;
-  }
+  for (int i = 0; i < OFFCPU_MAX_STACK_DEPTH; i++)
+    if (hash_step(i, &c))
+      break;
   __u64 h = c.h;
   if (h == OFFCPU_NO_STACK || h == OFFCPU_STACK_MISSED)
     h += 2;
@@ -221,10 +259,10 @@ static __always_inline __u64 walk_user_stack_fp(struct task_struct *t,
   struct walk_loop c = {
       .s = s,
       .task = t,
-      .fp = BPF_CORE_READ(regs, bp),
+      .fp = regs->bp, /* a BTF pointer: a plain load */
       .max = stack_bytes() / sizeof(__u64),
   };
-  s->ips[0] = BPF_CORE_READ(regs, ip);
+  s->ips[0] = regs->ip;
   if (!s->ips[0])
     return store_stack(s, 0, true);
   c.n = 1;

@@ -65,15 +65,6 @@ struct {
   __type(value, __u64);
 } uw_asked SEC(".maps");
 
-/* One slot per context (SCRATCH_HOOK, SCRATCH_ITER), as the scratch
- * buffers: a hook preempting an iterator on the same CPU must not mix. */
-struct {
-  __uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-  __uint(max_entries, 2);
-  __type(key, __u32);
-  __type(value, struct uw_stats);
-} uw_stat_map SEC(".maps");
-
 /* Where a looked-up address is. */
 #define UW_AT_TABLE 0    /* a file with a table: `rule` applies */
 #define UW_AT_NO_TABLE 1 /* executable, no table: frame pointers */
@@ -99,15 +90,6 @@ struct {
 
 /* Always 0; the verifier cannot know (see kwalk_unknown_zero). */
 __u32 uw_unknown_zero = 0;
-
-static __always_inline struct uw_stats *uw_stats_of(__u32 slot) {
-  return bpf_map_lookup_elem(&uw_stat_map, &slot);
-}
-
-static __always_inline void uw_count(struct uw_stats *st, int what) {
-  if (st && what >= 0 && what < UW_STAT_NR)
-    st->v[what]++;
-}
 
 struct uw_query {
   __u64 pc; /* address to look up (a return address minus one) */
@@ -421,11 +403,74 @@ __noinline int uw_frame_end(struct uw_frame *f) {
   return UW_GO;
 }
 
+/* ---- Reusing a thread's last user stack ----
+ * A thread that blocks in a loop (an event loop in epoll_wait, a worker on
+ * a condition variable, a pipe reader) blocks at the same place again and
+ * again. A walk is a function of the registers at the system call, the
+ * address space and its tables, and the stack words it reads: when the
+ * registers, the mm, its map_count and its tables' generation are those of
+ * the thread's last walk and every word that walk used still holds the same
+ * value, the walk would store the same stack, so its id is reused. The
+ * words are checked against one copy of the stack from sp up to the highest
+ * of them: one read of usually a few hundred bytes instead of a walk.
+ * Stacks whose words lie further up, or with more words than a memo holds,
+ * are walked every time. */
+#define UW_MEMO_WORDS 32
+#define UW_MEMO_SPAN REUSE_SPAN /* bytes above sp a memo's words may lie in */
+/* Two per thread: a thread often leaves the CPU at two places in turn
+ * (blocked in read, preempted in the write that woke its peer). */
+#define UW_MEMO_WAYS 2
+
+struct uw_memo {
+  __u64 ip, sp, bp;
+  __u64 mm;
+  __u64 map_count;
+  __u64 stack; /* the id the walk stored */
+  __u32 owner, gen;
+  __u32 nr;   /* words; 0: nothing to reuse */
+  __u32 span; /* bytes from sp that hold them */
+  __u16 off[UW_MEMO_WORDS];
+  __u64 val[UW_MEMO_WORDS];
+};
+
+/* Kept by the caller with its other per-thread state (one task storage
+ * lookup per switch for all of it). */
+struct uw_memo_set {
+  struct uw_memo way[UW_MEMO_WAYS];
+  __u32 last; /* the way used last: the other one is replaced */
+  __u32 pad;
+};
+
+
 struct uw_walk {
   struct offcpu_stack *s;
   struct task_struct *task;
+  struct uw_memo *m; /* NULL: not recording */
+  __u64 m_sp;        /* sp at the start: words are noted relative to it */
+  __u32 m_nr, m_span;
+  __u32 m_bad; /* a word the memo cannot hold: do not keep it */
+  __u32 pad;
   struct uw_frame f;
 };
+
+/* Notes a word the walk used, for checking it next time. */
+static __always_inline void uw_note(struct uw_walk *w, __u64 addr, __u64 val) {
+  struct uw_memo *m = w->m;
+  if (!m || w->m_bad)
+    return;
+  __u64 off = addr - w->m_sp; /* wraps above the span when below sp */
+  __u64 i = w->m_nr;
+  same_register(i);
+  if (off > UW_MEMO_SPAN - sizeof(__u64) || i >= UW_MEMO_WORDS) {
+    w->m_bad = 1;
+    return;
+  }
+  m->off[i] = off;
+  m->val[i] = val;
+  w->m_nr = i + 1;
+  if (off + sizeof(__u64) > w->m_span)
+    w->m_span = off + sizeof(__u64);
+}
 
 static __always_inline long uw_read(struct uw_walk *w, void *dst, __u32 size,
                                     __u64 addr, bool other_task) {
@@ -452,14 +497,27 @@ static __always_inline long uw_step(struct uw_walk *w, bool other_task) {
     if (uw_read(w, &f->val_deref, sizeof(f->val_deref), f->rd_deref,
                 other_task))
       f->fault = 1;
+    else
+      uw_note(w, f->rd_deref, f->val_deref);
     if (uw_frame_mid(f) != UW_GO)
       return 1;
   }
-  if (uw_read(w, f->pair, sizeof(f->pair), f->rd_pair, other_task))
+  if (uw_read(w, f->pair, sizeof(f->pair), f->rd_pair, other_task)) {
     f->fault = 1;
-  if (f->rd_extra &&
-      uw_read(w, &f->extra, sizeof(f->extra), f->rd_extra, other_task))
-    f->fault = 1;
+  } else {
+    /* The word below the return address is used only as the saved rbp:
+     * a local variable there must not make the memo miss. */
+    if (f->rule.kind == UW_RULE_NONE || f->rule.kind == UW_RULE_SIGNAL ||
+        ((f->rule.flags & UW_BP_SAVED) && f->rule.bp_off == -16))
+      uw_note(w, f->rd_pair, f->pair[0]);
+    uw_note(w, f->rd_pair + sizeof(__u64), f->pair[1]);
+  }
+  if (f->rd_extra) {
+    if (uw_read(w, &f->extra, sizeof(f->extra), f->rd_extra, other_task))
+      f->fault = 1;
+    else
+      uw_note(w, f->rd_extra, f->extra);
+  }
   return uw_frame_end(f) != UW_GO;
 }
 
@@ -491,12 +549,47 @@ static __always_inline void uw_request(__u32 tgid, __u64 map_count,
   uw_count(st, UW_STAT_REQUESTS);
 }
 
+/* Every word of the memo still holds its value in the current task's
+ * stack. A global function: verified once. */
+__noinline int uw_memo_holds(const struct uw_memo *m) {
+  if (!m)
+    return 0;
+  __u32 span = m->span, zero = 0;
+  if (span == 0 || span > UW_MEMO_SPAN)
+    return 0;
+  struct reuse_span *buf = bpf_map_lookup_elem(&reuse_span_buf, &zero);
+  if (!buf || bpf_probe_read_user(buf->b, span, (void *)m->sp))
+    return 0;
+  /* A plain bounded loop: a bpf_loop callback per word would cost more
+   * than the word (an indirect call and return thunks on current CPUs). */
+  __u32 nr = m->nr;
+  for (__u32 i = 0; i < UW_MEMO_WORDS; i++) {
+    if (i >= nr)
+      return 1;
+    __u64 off = m->off[i];
+    same_register(off);
+    if (off > UW_MEMO_SPAN - sizeof(__u64))
+      return 0;
+    __u64 now;
+    __builtin_memcpy(&now, &buf->b[off], sizeof(now));
+    if (now != m->val[i])
+      return 0;
+  }
+  return 1;
+}
+
 /* The user stack of `t` (the current task, or a blocked one from a
  * sleepable iterator): with tables where the process has them, else frame
  * pointers. Sets OFFCPU_USTACK_PARTIAL in *flags when the walk lacked
- * tables and should be taken again. */
-static __always_inline __u64 walk_user_stack(struct task_struct *t,
-                                             bool other_task, __u32 *flags) {
+ * tables and should be taken again. `ms` (the current task's memos, from
+ * the switch hook; NULL: none): reuse one of its last stacks where a memo
+ * holds, and keep a memo of this walk; *reused says which it was. */
+static __always_inline __u64 walk_user_stack_memo(struct task_struct *t,
+                                                  bool other_task,
+                                                  __u32 *flags,
+                                                  struct uw_memo_set *ms,
+                                                  bool *reused) {
+  *reused = false;
   if (!uw_tables)
     return walk_user_stack_fp(t, other_task);
   __u32 slot = other_task ? SCRATCH_ITER : SCRATCH_HOOK;
@@ -511,27 +604,29 @@ static __always_inline __u64 walk_user_stack(struct task_struct *t,
       .task = t,
       .f =
           {
-              .pc = BPF_CORE_READ(regs, ip),
-              .sp = BPF_CORE_READ(regs, sp),
-              .bp = BPF_CORE_READ(regs, bp),
+              /* BTF pointers: plain loads, no helper call each. */
+              .pc = regs->ip,
+              .sp = regs->sp,
+              .bp = regs->bp,
               .max = stack_bytes() / sizeof(__u64),
               .cache = slot,
               .exact = 1,
           },
   };
   struct uw_stats *st = uw_stats_of(slot);
-  uw_count(st, UW_STAT_WALKS);
-  __u32 tgid = BPF_CORE_READ(t, tgid);
-  __u64 map_count = BPF_CORE_READ(t, mm, map_count);
+  __u32 tgid = t->tgid;
+  struct mm_struct *mmp = t->mm;
+  __u64 mm = (__u64)mmp;
+  __u64 map_count = mmp ? mmp->map_count : 0;
   __u32 owner = tgid;
   struct uw_proc *p = bpf_map_lookup_elem(&uw_procs, &owner);
+  bool parent = false;
   if (!p) {
     /* Forked without exec: the parent's image, its mappings. */
     owner = same_image_parent(t);
     if (owner)
       p = bpf_map_lookup_elem(&uw_procs, &owner);
-    if (p)
-      uw_count(st, UW_STAT_PARENT_MAPS);
+    parent = p != NULL;
   }
   if (p) {
     w.f.owner = owner;
@@ -541,8 +636,54 @@ static __always_inline __u64 walk_user_stack(struct task_struct *t,
     w.f.stale = owner == tgid && p->map_count != map_count;
   } else {
     w.f.partial = 1;
-    uw_count(st, UW_STAT_NO_TABLES);
   }
+
+  struct uw_memo *m = NULL;
+  __u32 way = 0;
+  __u64 memo_stack = OFFCPU_STACK_MISSED;
+  if (!reuse_stacks || other_task || !p || w.f.stale)
+    ms = NULL;
+  if (ms) {
+    for (__u32 i = 0; i < UW_MEMO_WAYS; i++) {
+      struct uw_memo *c = &ms->way[i];
+      if (c->nr && c->ip == w.f.pc && c->sp == w.f.sp && c->bp == w.f.bp &&
+          c->mm == mm && c->map_count == map_count && c->owner == owner &&
+          c->gen == w.f.gen) {
+        m = c;
+        way = i;
+        break;
+      }
+    }
+    if (m) {
+      if (uw_memo_holds(m)) {
+        uw_count(st, UW_STAT_REUSED);
+        ms->last = way;
+        if (!reuse_verify) {
+          *reused = true;
+          return m->stack;
+        }
+        memo_stack = m->stack;
+      } else {
+        uw_count(st, UW_STAT_REUSE_CHANGED);
+      }
+    } else {
+      way = ms->last ^ 1;
+      if (way >= UW_MEMO_WAYS)
+        way = 0;
+      m = &ms->way[way];
+    }
+    /* Noted afresh by this walk; kept only if it completes. */
+    m->nr = 0;
+    w.m = m;
+    w.m_sp = w.f.sp;
+  }
+
+  uw_count(st, UW_STAT_WALKS);
+  if (parent)
+    uw_count(st, UW_STAT_PARENT_MAPS);
+  if (!p)
+    uw_count(st, UW_STAT_NO_TABLES);
+  __u64 ip0 = w.f.pc, sp0 = w.f.sp, bp0 = w.f.bp; /* the walk moves them */
   bpf_loop(OFFCPU_MAX_STACK_DEPTH, other_task ? uw_step_other : uw_step_current,
            &w, 0);
   if (st) {
@@ -558,7 +699,38 @@ static __always_inline __u64 walk_user_stack(struct task_struct *t,
     *flags |= OFFCPU_USTACK_PARTIAL;
     uw_request(tgid, map_count, st);
   }
-  return store_stack(s, (long)w.f.n * sizeof(__u64), true);
+  __u64 id = store_stack(s, (long)w.f.n * sizeof(__u64), true);
+  if (memo_stack != OFFCPU_STACK_MISSED && memo_stack != id)
+    uw_count(st, UW_STAT_REUSE_MISMATCH);
+  if (m && !w.m_bad && !w.f.partial && w.f.end != UW_STAT_READ_FAULT &&
+      id != OFFCPU_STACK_MISSED && w.m_nr) {
+    m->ip = ip0;
+    m->sp = sp0;
+    m->bp = bp0;
+    m->mm = mm;
+    m->map_count = map_count;
+    m->owner = owner;
+    m->gen = p ? p->gen : 0;
+    m->stack = id;
+    m->span = w.m_span;
+    m->nr = w.m_nr;
+    ms->last = way;
+  }
+  return id;
+}
+
+/* Memos not to be trusted (the announcement of their stack was lost: the
+ * next wait must announce it again). */
+static __always_inline void uw_memo_forget(struct uw_memo_set *ms) {
+  if (ms)
+    for (__u32 i = 0; i < UW_MEMO_WAYS; i++)
+      ms->way[i].nr = 0;
+}
+
+static __always_inline __u64 walk_user_stack(struct task_struct *t,
+                                             bool other_task, __u32 *flags) {
+  bool reused;
+  return walk_user_stack_memo(t, other_task, flags, NULL, &reused);
 }
 
 /* A partial stack charged before it could be walked again. */

@@ -140,6 +140,13 @@ enum uw_stat {
   UW_STAT_PARTIAL_ENDED, /* partial stacks charged before a rewalk */
   UW_STAT_PARENT_MAPS,   /* walks that used the parent's (fork) mappings */
   UW_STAT_CACHE_MISSES,  /* rule lookups that searched the tables */
+  /* Stack reuse (user at switch-out, kernel at switch-in): */
+  UW_STAT_REUSED,          /* user stacks reused from the thread's memo */
+  UW_STAT_REUSE_CHANGED,   /* same registers, but a stack word had changed */
+  UW_STAT_REUSE_MISMATCH,  /* --verify-stack-reuse: the walk disagreed */
+  UW_STAT_KREUSED,         /* kernel stacks reused */
+  UW_STAT_KREUSE_CHANGED,  /* same stack pointer, a word had changed */
+  UW_STAT_KREUSE_MISMATCH, /* --verify-stack-reuse: the walk disagreed */
   UW_STAT_NR,
 };
 

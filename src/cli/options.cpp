@@ -377,6 +377,14 @@ void setup_profile(CLI::App &app, ProfileOptions &o, ProfileArgs &a) {
                "also take the kernel's own walk of each stack and count "
                "disagreements (-v); costs more")
       ->group("Limits");
+  app.add_flag("--verify-stack-reuse", o.verify_stack_reuse,
+               "walk user stacks even where a thread's last one is reused, "
+               "and count disagreements (-v); costs more")
+      ->group("Limits");
+  app.add_flag("--no-stack-reuse", o.no_stack_reuse,
+               "walk every user stack, never reuse a thread's last one (to "
+               "measure what reuse saves)")
+      ->group("Limits");
   app.add_option("--loader", a.loader,
                  "who loads the BPF programs: light (the kernel, nothing "
                  "parsed here), libbpf, or auto (light where possible)")

@@ -75,6 +75,8 @@ void set_rodata(Rodata *ro, const OffcpuConfig &o, const OffcpuPlan &p) {
   if (o.kernel_unwind_limit)
     ro->kwalk_limit = o.kernel_unwind_limit;
   ro->kwalk_verify = o.verify_kernel_unwind;
+  ro->reuse_verify = o.verify_stack_reuse;
+  ro->reuse_stacks = !o.no_stack_reuse;
   ro->use_task_storage = p.task_storage;
   ro->user_fp_walk = p.user_fp_walk;
   ro->use_bpf_loop = p.bpf_loop;

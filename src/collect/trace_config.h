@@ -38,6 +38,8 @@ struct OffcpuConfig {
   uint32_t max_stack_depth = 127;
   uint32_t max_entries = 65536;      // distinct (thread, stack) keys
   bool verify_kernel_unwind = false; // also take the kernel's walk, compare
+  bool verify_stack_reuse = false;   // walk anyway where a stack is reused
+  bool no_stack_reuse = false;       // walk every time
   uint32_t kernel_unwind_limit = 0;  // test knob: splice after N frames
   Loader loader = Loader::Auto;
   // User stacks: with unwind tables where the kernel allows (src/unwind/),

@@ -217,6 +217,18 @@ Profile build_profile(const RawProfile &raw, Symbolizer &symbolizer,
   return p;
 }
 
+// How often a thread's last stacks were reused (bpf/user_unwind.bpf.h,
+// bpf/kernel_unwind.bpf.h).
+std::string reuse_summary(const std::array<uint64_t, UW_STAT_NR> &w) {
+  auto n = [](uint64_t v) { return std::to_string(v); };
+  return "stack reuse: user " + n(w[UW_STAT_REUSED]) + " reused, " +
+         n(w[UW_STAT_REUSE_CHANGED]) + " walked again (a word changed), " +
+         n(w[UW_STAT_REUSE_MISMATCH]) + " disagreed; kernel " +
+         n(w[UW_STAT_KREUSED]) + " reused, " + n(w[UW_STAT_KREUSE_CHANGED]) +
+         " walked again, " + n(w[UW_STAT_KREUSE_MISMATCH]) +
+         " disagreed (with --verify-stack-reuse, a fresh walk checks each)";
+}
+
 // Everything lost, by cause; with -v, how the run went.
 void report(const RawProfile &raw, const Symbolizer &symbolizer,
             const OffcpuSession &session, const ProfileOptions &opts,
@@ -237,6 +249,11 @@ void report(const RawProfile &raw, const Symbolizer &symbolizer,
               "(sched_switch skipped them): their time is recovered from the "
               "scheduler's accounting, their kernel stacks are lost ([Missed "
               "Kernel Stack])\n";
+  if (uint64_t bad = walker[UW_STAT_REUSE_MISMATCH] +
+                     walker[UW_STAT_KREUSE_MISMATCH])
+    losses += "offcpu: warning: " + std::to_string(bad) +
+              " reused stacks disagreed with a fresh walk (a bug: please "
+              "report it; --no-stack-reuse avoids it)\n";
   losses += symbolizer.describe_losses();
   fputs(losses.c_str(), stderr);
   note(cost.summary());
@@ -265,6 +282,7 @@ void report(const RawProfile &raw, const Symbolizer &symbolizer,
            ms_between(session.window_start_ns(), unwinder.ready_ns()) +
            " ms after the attach");
   }
+  note(reuse_summary(walker));
   if (orc) {
     const auto &k = raw.kunwind;
     note("kernel unwind: " + std::to_string(k[OFFCPU_KUNWIND_SPLICED]) +

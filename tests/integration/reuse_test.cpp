@@ -1,0 +1,146 @@
+// Reusing a thread's last user stack when it blocks again at the same place
+// (bpf/user_unwind.bpf.h): the reused stacks must be the ones a walk gives.
+// The workload's `alt` thread reaches one sleep through two outer functions
+// with identical registers at the system call; only a word far up its stack
+// tells them apart.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <regex>
+#include <sstream>
+
+#include "support/folded_parse.h"
+#include "support/process.h"
+
+namespace offcpu {
+namespace {
+
+class Reuse : public ::testing::Test {
+protected:
+  void SetUp() override {
+    if (geteuid() != 0)
+      GTEST_SKIP() << "integration tests load BPF programs: run as root";
+    auto line = workload_.read_line(20);
+    ASSERT_TRUE(line && line->rfind("ready ", 0) == 0);
+    pid_ = line->substr(6);
+    test::sleep_seconds(0.3);
+  }
+
+  test::RunResult offcpu(std::vector<std::string> extra) {
+    std::vector<std::string> args = {OFFCPU_BIN, "-p", pid_, "-v",
+                                      "--per-thread", "-f"};
+    args.insert(args.end(), extra.begin(), extra.end());
+    args.push_back("3");
+    auto r = test::run(args, 60);
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    return r;
+  }
+
+  // "stack reuse: user N reused, C walked again (...), M disagreed; kernel
+  // N reused, C walked again, M disagreed": user, then kernel counts.
+  static std::vector<uint64_t> reuse_counts(const std::string &err) {
+    std::smatch m;
+    static const std::regex re(
+        "stack reuse: user ([0-9]+) reused, ([0-9]+) walked again .*, "
+        "([0-9]+) disagreed; kernel ([0-9]+) reused, ([0-9]+) walked again, "
+        "([0-9]+) disagreed");
+    if (!std::regex_search(err, m, re))
+      return {};
+    std::vector<uint64_t> out;
+    for (size_t i = 1; i <= 6; i++)
+      out.push_back(std::stoull(m[i]));
+    return out;
+  }
+
+  // Off-CPU time of `alt` under outer_left, under outer_right, and under
+  // reuse_tick but neither (which a wrong stack would give).
+  struct AltSplit {
+    uint64_t left = 0, right = 0, neither = 0;
+  };
+  static AltSplit alt_split(const std::vector<test::FoldedLine> &lines) {
+    AltSplit s;
+    for (const auto &l : lines) {
+      if (l.frames.empty() || l.frames[0].find("alt-") != 0 ||
+          test::frame_index(l, "reuse_tick") < 0)
+        continue;
+      bool left = test::frame_index(l, "outer_left") >= 0;
+      bool right = test::frame_index(l, "outer_right") >= 0;
+      bool chain = test::frame_index(l, "reuse_chain1") >= 0 &&
+                   test::frame_index(l, "reuse_chain2") >= 0 &&
+                   test::frame_index(l, "reuse_chain3") >= 0;
+      if (left != right && chain)
+        (left ? s.left : s.right) += l.value;
+      else
+        s.neither += l.value;
+    }
+    return s;
+  }
+
+  test::Subprocess workload_{{WORKLOAD_REUSE}};
+  std::string pid_;
+};
+
+TEST_F(Reuse, ReusedStacksAgreeWithAFreshWalk) {
+  auto r = offcpu({"--verify-stack-reuse"});
+  auto counts = reuse_counts(r.err);
+  ASSERT_EQ(counts.size(), 6u) << r.err;
+  // ping and pong block on one stack each a thousand times a second.
+  EXPECT_GT(counts[0], 1000u) << r.err;
+  EXPECT_EQ(counts[2], 0u) << r.err;
+  EXPECT_GT(counts[3], 1000u) << r.err;
+  EXPECT_EQ(counts[5], 0u) << r.err;
+  EXPECT_EQ(r.err.find("disagreed with a fresh walk"), std::string::npos)
+      << r.err;
+}
+
+TEST_F(Reuse, SameRegistersDifferentCallerAreToldApart) {
+  auto r = offcpu({});
+  auto counts = reuse_counts(r.err);
+  ASSERT_EQ(counts.size(), 6u) << r.err;
+  // alt's two paths leave the same registers: each return to the other
+  // path changes one stack word, which the check catches.
+  EXPECT_GT(counts[1], 500u) << r.err;
+  AltSplit s = alt_split(test::parse_folded(r.out));
+  uint64_t total = s.left + s.right + s.neither;
+  ASSERT_GT(total, 1000000u) << r.out; // > 1 s of the 3 s window, in us
+  EXPECT_EQ(s.neither, 0u) << r.out;
+  // Alternate sleeps of 1 ms: half each, give or take scheduling noise.
+  EXPECT_NEAR(static_cast<double>(s.left) / static_cast<double>(total), 0.5,
+              0.1)
+      << r.out;
+}
+
+TEST_F(Reuse, WithoutReuseTheSameStacks) {
+  auto with = test::parse_folded(offcpu({}).out);
+  auto r = offcpu({"--no-stack-reuse"});
+  auto counts = reuse_counts(r.err);
+  ASSERT_EQ(counts.size(), 6u) << r.err;
+  EXPECT_EQ(counts[0], 0u) << r.err;
+  EXPECT_EQ(counts[3], 0u) << r.err;
+  auto without = test::parse_folded(r.out);
+  // The same distinct stacks of the looping threads, with or without
+  // reuse (what each stack is, not its time, which differs run to run).
+  auto stacks = [](const std::vector<test::FoldedLine> &lines) {
+    std::set<std::string> out;
+    for (const auto &l : lines) {
+      if (l.frames.empty())
+        continue;
+      std::string comm = l.frames[0].substr(0, l.frames[0].find('-'));
+      if (comm != "alt" && comm != "ping" && comm != "pong")
+        continue;
+      std::string rest = comm;
+      for (size_t i = 1; i < l.frames.size(); i++)
+        rest += ";" + l.frames[i];
+      // Only the stacks a thread blocks on many times: one-off waits (its
+      // first, a page fault) may or may not fall in a window.
+      if (l.value >= 100000)
+        out.insert(rest);
+    }
+    return out;
+  };
+  EXPECT_EQ(stacks(with), stacks(without));
+  EXPECT_FALSE(stacks(with).empty());
+}
+
+} // namespace
+} // namespace offcpu
