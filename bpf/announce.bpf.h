@@ -28,9 +28,10 @@ struct {
  * bumps self_exec_id, which fork copied from the parent along with
  * parent_exec_id. */
 static __always_inline __u32 same_image_parent(struct task_struct *t) {
-  if (t->self_exec_id != t->parent_exec_id)
+  /* Probe reads: some callers' task pointers are not trusted (raw_tp). */
+  if (BPF_CORE_READ(t, self_exec_id) != BPF_CORE_READ(t, parent_exec_id))
     return 0;
-  return t->real_parent->tgid;
+  return BPF_CORE_READ(t, real_parent, tgid);
 }
 
 /* Once per process and user stack, so a process that execs or maps a

@@ -90,25 +90,45 @@ struct {
 
 /* ---- Reusing a thread's last kernel stack ----
  * A thread that blocks in a loop blocks on the same kernel stack again and
- * again. The walk is a function of the task's saved stack pointer, its
- * stack page and the words it reads from that stack (the ORC tables do not
- * change): when the stack pointer and page are those of an earlier walk and
- * every word it read holds the same value, the walk would store the same
- * stack, so its id is reused (the words are checked against one copy of
- * the stack above the saved stack pointer). Walks the kernel's own walk had
- * to finish are not reused. Only the switch hook keeps memos. */
+ * again. The walk is a function of the task's saved stack pointer and the
+ * words it reads from its stack (the ORC tables do not change), so a walk
+ * whose words all hold again would store the same stack: its id is reused.
+ *
+ * With CONFIG_RANDOMIZE_KSTACK_OFFSET (on by default in Debian's and
+ * Ubuntu's kernels) every system call moves the frames below its entry by
+ * a random amount, so the same wait rarely has the same stack pointer
+ * twice. The memo therefore describes its words relative to the stack
+ * pointer: those below the boundary (the stack pointer where the walk
+ * last found a frame addressed from its frame pointer: do_syscall_64,
+ * whose alloca is the gap) move with it, as do the values that point
+ * there; those above (the system call's entry frame and registers) stay.
+ * A memo is reused only if its relocation is consistent with how the walk
+ * computed each address it read (from the stack pointer, or from a value
+ * it read: the `src` of each note), so the walk on the moved stack would
+ * read exactly the words checked; where it is not, only the same stack
+ * pointer reuses it. Walks the kernel's own walk had to finish are not
+ * reused. Only the switch hook keeps memos. */
 #define KW_MEMO_WORDS 32
 #define KW_MEMO_WAYS 2
 
+/* Note classes (kw_memo.cls). */
+#define KW_ADDR_FIXED 1 /* the address is above the boundary: it stays */
+#define KW_VAL_MOVES 2  /* the value points below the boundary: it moves */
+#define KW_BOUND_ONLY 4 /* only its place must be on the stack, not read */
+
 struct kw_memo {
-  __u64 frame; /* thread.sp */
-  __u64 stack_page;
+  __u64 frame; /* thread.sp of the walk */
   __u64 stack; /* the id the walk stored */
   __u32 nr;    /* words; 0: nothing to reuse */
-  __u32 span;  /* bytes from frame that hold them */
   __u32 nosched;
+  __s32 fixed_low;  /* lowest fixed word, from frame (no fixed word: max) */
+  __u32 moving_end; /* end of the moving words, from frame */
+  __u32 fixed_end;  /* end of the fixed words, from frame */
+  __u32 boundary;   /* from frame */
+  __u32 exact;      /* reused at the same stack pointer only */
   __u32 pad;
-  __u16 off[KW_MEMO_WORDS];
+  __u16 off[KW_MEMO_WORDS]; /* from frame */
+  __u8 cls[KW_MEMO_WORDS];
   __u64 val[KW_MEMO_WORDS];
 };
 
@@ -121,12 +141,22 @@ struct kw_memo_set {
 
 /* The words a walk read, per CPU and per context: the walk's global
  * functions cannot take a map value (the memo) as an argument. */
+#define KW_SRC_FRAME 0xff /* note.src: computed from the stack pointer */
+/* What a word's value does in the walk (kw_notes.kind). */
+#define KW_VALUE 0 /* it steers the walk: a return address, cs, sp */
+#define KW_BP 1    /* a saved frame pointer: steers only if used */
+#define KW_PLACE 2 /* only its place must be on the stack */
 struct kw_notes {
-  __u64 base;
-  __u32 nr, span;
-  __u32 off_limit; /* 0: not noting */
+  __u64 base; /* thread.sp */
+  __u64 stack_lo, stack_hi;
+  __u64 boundary; /* 0: not found */
+  __u32 nr;
+  __u32 on; /* 0: not noting */
   __u32 bad;
+  __u32 pad;
   __u16 off[KW_MEMO_WORDS];
+  __u8 src[KW_MEMO_WORDS]; /* the note whose value the address came from */
+  __u8 kind[KW_MEMO_WORDS];
   __u64 val[KW_MEMO_WORDS];
 };
 
@@ -137,22 +167,34 @@ struct {
   __type(value, struct kw_notes);
 } kw_notes_map SEC(".maps");
 
-static __always_inline void kw_note(__u32 slot, __u64 addr, __u64 val) {
+/* Notes the word at addr; returns its index, the `src` of addresses later
+ * computed from its value (KW_SRC_FRAME when not noting). */
+static __always_inline __u32 kw_note(__u32 slot, __u64 addr, __u64 val,
+                                     __u32 src, __u8 kind) {
   struct kw_notes *n = bpf_map_lookup_elem(&kw_notes_map, &slot);
-  if (!n || !n->off_limit || n->bad)
-    return;
+  if (!n || !n->on || n->bad)
+    return KW_SRC_FRAME;
   __u64 off = addr - n->base; /* wraps above the limit when below base */
   __u64 i = n->nr;
   same_register(i);
   if (off > REUSE_SPAN - sizeof(__u64) || i >= KW_MEMO_WORDS) {
     n->bad = 1;
-    return;
+    return KW_SRC_FRAME;
   }
   n->off[i] = off;
   n->val[i] = val;
+  n->src[i] = src;
+  n->kind[i] = kind;
   n->nr = i + 1;
-  if (off + sizeof(__u64) > n->span)
-    n->span = off + sizeof(__u64);
+  return i;
+}
+
+/* The walk found a frame addressed from the frame pointer at sp: the last
+ * one is the system call's (__schedule's comes first). */
+static __always_inline void kw_note_boundary(__u32 slot, __u64 sp) {
+  struct kw_notes *n = bpf_map_lookup_elem(&kw_notes_map, &slot);
+  if (n && n->on)
+    n->boundary = sp;
 }
 
 struct orc_raw {
@@ -261,25 +303,31 @@ static __always_inline bool in_sched_text(__u64 ip) {
 struct kframe {
   __u64 ip, sp, bp;
   __u64 stack_lo, stack_hi;
-  __u32 signal; /* ip is not a return address: look it up as is */
-  __u32 cache;  /* the caller's context: SCRATCH_HOOK or SCRATCH_ITER */
+  __u32 signal;         /* ip is not a return address: look it up as is */
+  __u32 cache;          /* the caller's context: SCRATCH_HOOK or SCRATCH_ITER */
+  __u32 sp_src, bp_src; /* the notes sp and bp came from (kw_note) */
 };
 
+/* Reads the stack word at addr, computed from the value of note `src`;
+ * *note: its own note. */
 static __always_inline bool stack_word(const struct kframe *f, __u64 addr,
-                                       __u64 *out) {
+                                       __u32 src, __u8 kind, __u64 *out,
+                                       __u32 *note) {
   if (addr < f->stack_lo || addr + sizeof(__u64) > f->stack_hi)
     return false;
   if (bpf_probe_read_kernel(out, sizeof(*out), (void *)addr))
     return false;
-  kw_note(f->cache, addr, *out);
+  *note = kw_note(f->cache, addr, *out, src, kind);
   return true;
 }
 
 /* A pt_regs word on the stack, noted like stack_word's. */
-#define regs_word(f, dst, regs, field)                                         \
+#define regs_word(f, dst, regs, field, src, kind, note)                        \
   (bpf_core_read(&(dst), sizeof(dst), &(regs)->field)                          \
        ? -1                                                                    \
-       : (kw_note((f)->cache, (__u64) & (regs)->field, (dst)), 0))
+       : ((note) = kw_note((f)->cache, (__u64) & (regs)->field, (dst), (src),  \
+                           (kind)),                                            \
+          0))
 
 /* Moves *f from a frame to its caller; returns KWALK_*. A global function:
  * the verifier checks it once, not at every place a walk can reach it. */
@@ -299,33 +347,42 @@ __noinline int kwalk_unwind(struct kframe *f) {
     return KWALK_DONE;
 
   __u64 base;
-  if (o->sp_reg == ORC_REG_SP)
+  __u32 src;
+  if (o->sp_reg == ORC_REG_SP) {
     base = f->sp;
-  else if (o->sp_reg == ORC_REG_BP)
+    src = f->sp_src;
+  } else if (o->sp_reg == ORC_REG_BP) {
     base = f->bp;
-  else
+    src = f->bp_src;
+    kw_note_boundary(f->cache, f->sp);
+  } else {
     return KWALK_SPLICE; /* indirect or entry-code registers */
+  }
   __u64 cfa = base + o->sp_offset;
 
   __u64 next_ip, next_sp, next_bp = f->bp, regs_bp = 0;
+  __u32 next_sp_src = src, next_bp_src = f->bp_src, regs_bp_src = 0, note;
   bool have_regs_bp = false;
   if (o->type == ORC_TYPE_CALL) {
-    if (!stack_word(f, cfa - sizeof(__u64), &next_ip))
+    if (!stack_word(f, cfa - sizeof(__u64), src, KW_VALUE, &next_ip, &note))
       return KWALK_SPLICE;
     next_sp = cfa;
   } else if (o->type == ORC_TYPE_REGS) {
     struct pt_regs *regs = (struct pt_regs *)cfa;
     __u64 cs;
-    if (cfa < f->stack_lo ||
-        cfa + bpf_core_type_size(struct pt_regs) > f->stack_hi)
+    __u64 regs_end = cfa + bpf_core_type_size(struct pt_regs);
+    if (cfa < f->stack_lo || regs_end > f->stack_hi)
       return KWALK_SPLICE;
-    if (regs_word(f, cs, regs, cs))
+    /* That check holds on a moved stack if this place is on it. */
+    kw_note(f->cache, regs_end - sizeof(__u64), 0, src, KW_PLACE);
+    if (regs_word(f, cs, regs, cs, src, KW_VALUE, note))
       return KWALK_SPLICE;
     if ((cs & 3) == 3) /* entered from user space: the bottom */
       return KWALK_DONE;
     /* An interrupt that preempted kernel code: go on where it hit. */
-    if (regs_word(f, next_ip, regs, ip) || regs_word(f, next_sp, regs, sp) ||
-        regs_word(f, regs_bp, regs, bp))
+    if (regs_word(f, next_ip, regs, ip, src, KW_VALUE, note) ||
+        regs_word(f, next_sp, regs, sp, src, KW_VALUE, next_sp_src) ||
+        regs_word(f, regs_bp, regs, bp, src, KW_BP, regs_bp_src))
       return KWALK_SPLICE;
     have_regs_bp = true;
   } else {
@@ -335,16 +392,22 @@ __noinline int kwalk_unwind(struct kframe *f) {
   if (o->bp_reg != ORC_REG_UNDEFINED) {
     /* Saved relative to the caller's SP, or to this frame's BP. */
     __u64 at;
-    if (o->bp_reg == ORC_REG_PREV_SP)
+    __u32 at_src;
+    if (o->bp_reg == ORC_REG_PREV_SP) {
       at = cfa;
-    else if (o->bp_reg == ORC_REG_BP)
+      at_src = src;
+    } else if (o->bp_reg == ORC_REG_BP) {
       at = f->bp;
-    else
+      at_src = f->bp_src;
+    } else {
       return KWALK_SPLICE;
-    if (!stack_word(f, at + o->bp_offset, &next_bp))
+    }
+    if (!stack_word(f, at + o->bp_offset, at_src, KW_BP, &next_bp,
+                    &next_bp_src))
       return KWALK_SPLICE;
   } else if (have_regs_bp) {
     next_bp = regs_bp;
+    next_bp_src = regs_bp_src;
   }
 
   if (next_sp <= f->sp) /* bad data would loop: callers are above */
@@ -353,6 +416,8 @@ __noinline int kwalk_unwind(struct kframe *f) {
   f->ip = next_ip;
   f->sp = next_sp;
   f->bp = next_bp;
+  f->sp_src = next_sp_src;
+  f->bp_src = next_bp_src;
   return KWALK_GOING;
 }
 
@@ -527,11 +592,11 @@ static __always_inline void kw_notes_stop(__u32 slot) {
 
 /* Walks the kernel stack of task `t`, which is off CPU, into s. Returns the
  * number of frames, 0 on failure; *partial is set when __sched frames may be
- * missing from it. */
+ * missing from it. `note`: keep the words it reads for a memo. */
 static __always_inline __u32 walk_kernel_stack(struct task_struct *t,
                                                struct offcpu_stack *s,
                                                __u32 max, bool *partial,
-                                               __u32 slot) {
+                                               __u32 slot, bool note) {
   *partial = false;
   __u64 frame = BPF_CORE_READ(t, thread.sp);
   struct inactive_task_frame *itf = (struct inactive_task_frame *)frame;
@@ -543,11 +608,22 @@ static __always_inline __u32 walk_kernel_stack(struct task_struct *t,
       .stack_lo = (__u64)BPF_CORE_READ(t, stack),
       .stack_hi = (__u64)top + bpf_core_type_size(struct pt_regs),
       .cache = slot,
+      .sp_src = KW_SRC_FRAME,
   };
   if (!frame || !top || f.sp <= f.stack_lo || f.sp >= f.stack_hi)
     return 0;
-  kw_note(slot, (__u64)&itf->ret_addr, f.ip);
-  kw_note(slot, (__u64)&itf->bp, f.bp);
+  struct kw_notes *n = bpf_map_lookup_elem(&kw_notes_map, &slot);
+  if (n) {
+    n->base = frame;
+    n->stack_lo = f.stack_lo;
+    n->stack_hi = f.stack_hi;
+    n->boundary = 0;
+    n->nr = 0;
+    n->bad = 0;
+    n->on = note;
+  }
+  kw_note(slot, (__u64)&itf->ret_addr, f.ip, KW_SRC_FRAME, KW_VALUE);
+  f.bp_src = kw_note(slot, (__u64)&itf->bp, f.bp, KW_SRC_FRAME, KW_BP);
   /* A task that has never run starts in ret_from_fork, not after a call. */
   f.signal = f.ip == ktext.fork_ret;
   struct kwalk_result r = {};
@@ -567,45 +643,143 @@ static __always_inline __u32 walk_kernel_stack(struct task_struct *t,
   return (__u32)res;
 }
 
-/* Every word of the memo still holds its value on the task's stack. A
+/* The walk of memo m would read the same words again on the task's stack,
+ * now at `frame` (moved by the difference from the memo's, see above). A
  * global function: verified once. */
-__noinline int kw_memo_holds(const struct kw_memo *m) {
-  if (!m)
+__noinline int kw_memo_holds(const struct kw_memo *m, __u64 frame,
+                             const __u64 *top) {
+  if (!m || !top)
     return 0;
-  __u32 span = m->span, zero = 0;
-  if (span == 0 || span > REUSE_SPAN)
+  __u64 stack_hi = *top;
+  __u32 nr = m->nr, zero = 0;
+  if (!nr)
+    return 0;
+  __s64 delta = (__s64)(frame - m->frame);
+  if (delta && m->exact)
+    return 0;
+  /* The fixed words must stay above the moving ones. */
+  __s64 span = m->moving_end;
+  if (m->fixed_end) {
+    if ((__s64)m->fixed_low - delta < (__s64)m->boundary)
+      return 0;
+    __s64 end = (__s64)m->fixed_end - delta;
+    if (end > span)
+      span = end;
+  }
+  if (span <= 0 || span > REUSE_SPAN || frame + span > stack_hi)
     return 0;
   struct reuse_span *buf = bpf_map_lookup_elem(&reuse_span_buf, &zero);
-  if (!buf || bpf_probe_read_kernel(buf->b, span, (void *)m->frame))
+  if (!buf || bpf_probe_read_kernel(buf->b, span, (void *)frame))
     return 0;
   /* A plain bounded loop, as uw_memo_holds'. */
-  __u32 nr = m->nr;
   for (__u32 i = 0; i < KW_MEMO_WORDS; i++) {
     if (i >= nr)
       return 1;
-    __u64 off = m->off[i];
+    __u8 cls = m->cls[i];
+    __s64 at = m->off[i];
+    if (cls & KW_ADDR_FIXED)
+      at -= delta;
+    if (at < 0 || at + (__s64)sizeof(__u64) > span)
+      return 0;
+    if (cls & KW_BOUND_ONLY)
+      continue;
+    __u64 off = at;
     same_register(off);
     if (off > REUSE_SPAN - sizeof(__u64))
       return 0;
     __u64 now;
     __builtin_memcpy(&now, &buf->b[off], sizeof(now));
-    if (now != m->val[i])
+    if (now != m->val[i] + ((cls & KW_VAL_MOVES) ? delta : 0))
       return 0;
   }
   return 1;
 }
 
-/* Keeps the notes of a walk in a memo. A global function: verified once. */
+/* What kw_memo_keep gathers over the words. */
+struct kw_keep {
+  __u64 lo, hi, base, bound;
+  __u32 used; /* saved frame pointers the walk went on to use as a base */
+  __u32 exact, moving_end, fixed_end, fixed_low;
+};
+
+/* Classifies word i of the notes into the memo. A global function: the
+ * verifier checks it once, not once per word. */
+__noinline int kw_keep_word(struct kw_memo *m, const struct kw_notes *n,
+                            struct kw_keep *k, __u32 i) {
+  if (!m || !n || !k || i >= KW_MEMO_WORDS)
+    return 0;
+  __u64 off = n->off[i];
+  bool fixed = k->base + off >= k->bound;
+  /* Where the walk got the address: from the stack pointer (which moves)
+   * or from an earlier word's value, which tells whether it moves. */
+  bool base_moves = true;
+  __u32 src = n->src[i];
+  if (src != KW_SRC_FRAME) {
+    __u64 v = n->val[src & (KW_MEMO_WORDS - 1)];
+    if (src >= i || v < k->lo || v >= k->hi)
+      k->exact = 1;
+    base_moves = v < k->bound;
+  }
+  if (base_moves == fixed)
+    k->exact = 1;
+  __u64 val = n->val[i];
+  __u8 cls = fixed ? KW_ADDR_FIXED : 0;
+  __u8 kind = n->kind[i];
+  if (kind == KW_PLACE || (kind == KW_BP && !(k->used & (1u << i))))
+    cls |= KW_BOUND_ONLY;
+  else if (val >= k->lo && val < k->bound)
+    cls |= KW_VAL_MOVES;
+  m->off[i] = off;
+  m->cls[i] = cls;
+  m->val[i] = val;
+  __u32 end = off + sizeof(__u64);
+  if (fixed) {
+    if (end > k->fixed_end)
+      k->fixed_end = end;
+    if (off < k->fixed_low)
+      k->fixed_low = off;
+  } else if (end > k->moving_end) {
+    k->moving_end = end;
+  }
+  return 0;
+}
+
+/* Keeps the notes of a walk in a memo: which words move with the stack
+ * pointer, which stay, and whether that agrees with how each address was
+ * computed (else the memo serves the same stack pointer only). A global
+ * function: verified once. */
 __noinline int kw_memo_keep(struct kw_memo *m, __u32 slot) {
   if (!m)
     return 0;
   struct kw_notes *n = bpf_map_lookup_elem(&kw_notes_map, &slot);
-  if (!n || n->bad || !n->off_limit || !n->nr || n->nr > KW_MEMO_WORDS)
+  if (!n || n->bad || !n->on || !n->nr || n->nr > KW_MEMO_WORDS)
     return 0;
-  __builtin_memcpy(m->off, n->off, sizeof(m->off));
-  __builtin_memcpy(m->val, n->val, sizeof(m->val));
-  m->span = n->span;
-  m->nr = n->nr;
+  struct kw_keep k = {
+      .lo = n->stack_lo,
+      .hi = n->stack_hi,
+      .base = n->base,
+      .bound = n->boundary ? n->boundary : n->stack_hi,
+      .fixed_low = REUSE_SPAN,
+  };
+  __u32 nr = n->nr;
+  for (__u32 i = 0; i < KW_MEMO_WORDS; i++) {
+    if (i >= nr)
+      break;
+    __u32 src = n->src[i];
+    if (src < KW_MEMO_WORDS)
+      k.used |= 1u << src;
+  }
+  for (__u32 i = 0; i < KW_MEMO_WORDS; i++) {
+    if (i >= nr)
+      break;
+    kw_keep_word(m, n, &k, i);
+  }
+  m->exact = k.exact;
+  m->boundary = k.bound - k.base;
+  m->moving_end = k.moving_end;
+  m->fixed_end = k.fixed_end;
+  m->fixed_low = k.fixed_low;
+  m->nr = nr;
   return 1;
 }
 
@@ -623,60 +797,55 @@ static __always_inline __u64 take_frozen_kernel_stack(struct task_struct *t,
     struct kw_memo *m = NULL;
     __u32 way = 0;
     __u64 memo_stack = OFFCPU_STACK_MISSED;
-    __u64 frame = BPF_CORE_READ(t, thread.sp);
-    __u64 page = (__u64)BPF_CORE_READ(t, stack);
     struct uw_stats *st = uw_stats_of(slot);
     if (!reuse_stacks || kwalk_verify)
       ms = NULL;
     if (ms) {
-      for (__u32 i = 0; i < KW_MEMO_WAYS; i++) {
-        struct kw_memo *c = &ms->way[i];
-        if (c->nr && c->frame == frame && c->stack_page == page) {
+      __u64 frame = BPF_CORE_READ(t, thread.sp);
+      /* Passed by address: a global function takes no pointer-typed
+       * scalar. */
+      __u64 hi =
+          (__u64)bpf_task_pt_regs(t) + bpf_core_type_size(struct pt_regs);
+      bool tried = false;
+      /* The way used last first. */
+      for (__u32 k = 0; k < KW_MEMO_WAYS; k++) {
+        way = (ms->last ^ k) & (KW_MEMO_WAYS - 1);
+        struct kw_memo *c = &ms->way[way];
+        if (!c->nr)
+          continue;
+        tried = true;
+        if (kw_memo_holds(c, frame, &hi)) {
           m = c;
-          way = i;
           break;
         }
       }
       if (m) {
-        if (kw_memo_holds(m)) {
-          uw_count(st, UW_STAT_KREUSED);
-          ms->last = way;
-          if (!reuse_verify) {
-            if (m->nosched)
-              *flags |= OFFCPU_KSTACK_NOSCHED;
-            return m->stack;
-          }
-          memo_stack = m->stack;
-        } else {
-          uw_count(st, UW_STAT_KREUSE_CHANGED);
+        uw_count(st, UW_STAT_KREUSED);
+        ms->last = way;
+        if (!reuse_verify) {
+          if (m->nosched)
+            *flags |= OFFCPU_KSTACK_NOSCHED;
+          return m->stack;
         }
+        memo_stack = m->stack;
       } else {
-        way = ms->last ^ 1;
-        if (way >= KW_MEMO_WAYS)
-          way = 0;
+        if (tried)
+          uw_count(st, UW_STAT_KREUSE_CHANGED);
+        way = (ms->last ^ 1) & (KW_MEMO_WAYS - 1);
         m = &ms->way[way];
       }
       m->nr = 0;
     }
-    struct kw_notes *n = bpf_map_lookup_elem(&kw_notes_map, &slot);
-    if (n) {
-      n->base = frame;
-      n->nr = 0;
-      n->span = 0;
-      n->bad = 0;
-      n->off_limit = m ? REUSE_SPAN : 0;
-    }
     bool partial = false;
-    __u32 nr =
-        walk_kernel_stack(t, s, stack_bytes() / sizeof(__u64), &partial, slot);
+    __u32 nr = walk_kernel_stack(t, s, stack_bytes() / sizeof(__u64), &partial,
+                                 slot, m != NULL);
     if (partial)
       *flags |= OFFCPU_KSTACK_NOSCHED;
     __u64 id = store_stack(s, (long)nr * sizeof(__u64), false);
     if (memo_stack != OFFCPU_STACK_MISSED && memo_stack != id)
       uw_count(st, UW_STAT_KREUSE_MISMATCH);
     if (m && id != OFFCPU_STACK_MISSED && kw_memo_keep(m, slot)) {
-      m->frame = frame;
-      m->stack_page = page;
+      m->frame = BPF_CORE_READ(t, thread.sp);
       m->stack = id;
       m->nosched = partial;
       ms->last = way;

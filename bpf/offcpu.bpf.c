@@ -357,11 +357,11 @@ static __always_inline void end_wait(struct task_struct *t, __u32 pid,
   if (trusted && kstack_at_switch_in && want_kernel_stacks) {
     /* Memos are the switch hook's alone: the flush iterator may walk the
      * same task at once. */
-    struct offcpu_task *ts = slot == SCRATCH_HOOK ? task_of(rec, trusted) : NULL;
-    key.kernel_stack =
-        frozen ? take_frozen_kernel_stack(t, &key.flags, slot,
-                                          ts ? &ts->kmemo : NULL)
-               : OFFCPU_STACK_MISSED;
+    struct offcpu_task *ts =
+        slot == SCRATCH_HOOK ? task_of(rec, trusted) : NULL;
+    key.kernel_stack = frozen ? take_frozen_kernel_stack(t, &key.flags, slot,
+                                                         ts ? &ts->kmemo : NULL)
+                              : OFFCPU_STACK_MISSED;
   }
   if (claim && __sync_val_compare_and_swap(&rec->start_ns, start, 0) != start)
     return;

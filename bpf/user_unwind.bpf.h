@@ -441,7 +441,6 @@ struct uw_memo_set {
   __u32 pad;
 };
 
-
 struct uw_walk {
   struct offcpu_stack *s;
   struct task_struct *task;
@@ -585,8 +584,7 @@ __noinline int uw_memo_holds(const struct uw_memo *m) {
  * the switch hook; NULL: none): reuse one of its last stacks where a memo
  * holds, and keep a memo of this walk; *reused says which it was. */
 static __always_inline __u64 walk_user_stack_memo(struct task_struct *t,
-                                                  bool other_task,
-                                                  __u32 *flags,
+                                                  bool other_task, __u32 *flags,
                                                   struct uw_memo_set *ms,
                                                   bool *reused) {
   *reused = false;

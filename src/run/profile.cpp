@@ -249,8 +249,8 @@ void report(const RawProfile &raw, const Symbolizer &symbolizer,
               "(sched_switch skipped them): their time is recovered from the "
               "scheduler's accounting, their kernel stacks are lost ([Missed "
               "Kernel Stack])\n";
-  if (uint64_t bad = walker[UW_STAT_REUSE_MISMATCH] +
-                     walker[UW_STAT_KREUSE_MISMATCH])
+  if (uint64_t bad =
+          walker[UW_STAT_REUSE_MISMATCH] + walker[UW_STAT_KREUSE_MISMATCH])
     losses += "offcpu: warning: " + std::to_string(bad) +
               " reused stacks disagreed with a fresh walk (a bug: please "
               "report it; --no-stack-reuse avoids it)\n";

@@ -27,8 +27,8 @@ protected:
   }
 
   test::RunResult offcpu(std::vector<std::string> extra) {
-    std::vector<std::string> args = {OFFCPU_BIN, "-p", pid_, "-v",
-                                      "--per-thread", "-f"};
+    std::vector<std::string> args = {OFFCPU_BIN, "-p",           pid_,
+                                     "-v",       "--per-thread", "-f"};
     args.insert(args.end(), extra.begin(), extra.end());
     args.push_back("3");
     auto r = test::run(args, 60);
