@@ -58,7 +58,7 @@ _offcpu() {
       fi ;;
     *)
       if [[ $cur == -* ]]; then
-        COMPREPLY=($(compgen -W "$tracing -p --pid -t --tid -u --user-threads-only -k --kernel-threads-only -m --min-block-time -M --max-block-time --state -U --user-stacks-only -K --kernel-stacks-only -q --quiet -V --version --kernel-unwind --verify-kernel-unwind --loader -n --name --children --cgroup --per-cgroup --user --wakers --runqueue --show-state --user-unwind --unwind-memory" -- "$cur"))
+        COMPREPLY=($(compgen -W "$tracing -p --pid -t --tid -u --user-threads-only -k --kernel-threads-only -m --min-block-time -M --max-block-time --state -U --user-stacks-only -K --kernel-stacks-only -q --quiet -V --version --kernel-unwind --verify-kernel-unwind --verify-stack-reuse --no-stack-reuse --loader -n --name --children --cgroup --per-cgroup --user --wakers --runqueue --show-state --user-unwind --unwind-memory" -- "$cur"))
       else
         COMPREPLY=($(compgen -W "rwsem flamegraph" -- "$cur"))
       fi ;;

@@ -378,11 +378,11 @@ void setup_profile(CLI::App &app, ProfileOptions &o, ProfileArgs &a) {
                "disagreements (-v); costs more")
       ->group("Limits");
   app.add_flag("--verify-stack-reuse", o.verify_stack_reuse,
-               "walk user stacks even where a thread's last one is reused, "
-               "and count disagreements (-v); costs more")
+               "walk stacks even where a thread's last one is reused, and "
+               "count disagreements (-v); costs more")
       ->group("Limits");
   app.add_flag("--no-stack-reuse", o.no_stack_reuse,
-               "walk every user stack, never reuse a thread's last one (to "
+               "walk every stack, never reuse a thread's last one (to "
                "measure what reuse saves)")
       ->group("Limits");
   app.add_option("--loader", a.loader,

@@ -5,6 +5,9 @@
 
 Load: `perf bench sched pipe` (Debian's linux-perf), a context-switch storm,
 plus the test suite's blocker workload (threads blocking in a few stacks).
+Scaling rows repeat the default modes with 10,000 blocked threads, with
+50,000 distinct stacks stored, and with a pipe benchmark on every CPU
+(tools/bench/scale_load.c, compiled here).
 For each tracer and mode it reports:
   - BPF cost per sched_switch event: run_time_ns / run_cnt of its
     sched_switch program (kernel.bpf_stats_enabled=1), and the ratio to
@@ -12,7 +15,9 @@ For each tracer and mode it reports:
   - the load's throughput with no tracer and under each tracer;
   - wall time, CPU time and peak RSS of a 1 s whole-system run;
   - offcpu's time from exec to attached;
-  - events lost, as each tool reports them.
+  - events lost, as each tool reports them;
+  - offcpu's own statement of its cost (issue 15) against the one measured
+    here from the kernel's statistics.
 Numbers vary between runs on a VM; compare the ratios of one run.
 """
 import argparse
@@ -43,15 +48,22 @@ def bpf_progs():
     return {p["id"]: p for p in json.loads(out)}
 
 
-def pipe_bench(loops):
-    """Throughput of perf bench sched pipe, in ops/s."""
+def pipe_bench(loops, cpus=1):
+    """Throughput of perf bench sched pipe, in ops/s: one benchmark on each
+    of the first `cpus` CPUs at once, their sum."""
     # Both ends on one CPU: every operation is two context switches, and
     # the result does not depend on where the scheduler puts them.
-    out = sh(["taskset", "-c", "0", "perf", "bench", "sched", "pipe", "-l", str(loops)]).stdout
-    m = re.search(r"(\d+)\s+ops/sec", out)
-    if not m:
-        die("cannot read perf bench output:\n" + out)
-    return int(m.group(1))
+    procs = [subprocess.Popen(["taskset", "-c", str(c), "perf", "bench", "sched", "pipe",
+                               "-l", str(loops)], stdout=subprocess.PIPE, text=True)
+             for c in range(cpus)]
+    total = 0
+    for p in procs:
+        out = p.communicate()[0]
+        m = re.search(r"(\d+)\s+ops/sec", out)
+        if not m:
+            die("cannot read perf bench output:\n" + out)
+        total += int(m.group(1))
+    return total
 
 
 def start_tracer(cmd, stderr_file):
@@ -70,20 +82,25 @@ def wait_attached(before, name_prefix, timeout=20.0):
     die(f"no BPF program named {name_prefix}* appeared")
 
 
-def measure_mode(label, cmd, prog_prefix, loops):
+def measure_mode(label, cmd, prog_prefix, loops, cpus=1):
     """BPF cost per sched_switch event: the run time of every program the
     tracer attached (sched_switch, and sched_waking with --wakers or
     --runqueue), divided by the number of sched_switch events."""
     before = set(bpf_progs())
     err = open(f"/tmp/bench-{label}.err", "w+")
     proc = start_tracer(cmd, err)
+    return measure_attached(label, proc, err, before, prog_prefix, loops, cpus)
+
+
+def measure_attached(label, proc, err, before, prog_prefix, loops, cpus=1):
+    """measure_mode for a tracer already started."""
     prog_id = wait_attached(before, prog_prefix)
     time.sleep(0.5)
     family = prog_prefix.split("_")[0] + "_"
     mine = [pid for pid, p in bpf_progs().items()
             if pid not in before and p.get("name", "").startswith(family)]
     p0 = bpf_progs()
-    ops = pipe_bench(loops)
+    ops = pipe_bench(loops, cpus)
     p1 = bpf_progs()
     run_ns = sum(p1[i].get("run_time_ns", 0) - p0[i].get("run_time_ns", 0)
                  for i in mine if i in p0 and i in p1)
@@ -206,6 +223,93 @@ def exec_to_attached_pid(offcpu, tries=5):
     return libs, med(attached), med(ready)
 
 
+def self_report_check(offcpu, loops):
+    """offcpu -v states its BPF cost per switch and its share of the CPUs
+    over its window; this measures the same from outside: the kernel's
+    statistics of its programs, sampled while it runs under the pipe
+    benchmark (the samples span nearly all of its window)."""
+    load = subprocess.Popen(["taskset", "-c", "0", "perf", "bench", "sched", "pipe",
+                             "-l", str(loops * 10)], stdout=subprocess.DEVNULL)
+    try:
+        time.sleep(0.5)
+        before = set(bpf_progs())
+        err = open("/tmp/bench-self-report.err", "w+")
+        proc = start_tracer([offcpu, "-v", "-f", "3"], err)
+        samples = []
+        while proc.poll() is None:
+            progs = {i: p for i, p in bpf_progs().items()
+                     if i not in before and p.get("name", "").startswith("offcpu_")}
+            if progs:
+                samples.append((time.monotonic(),
+                                sum(p.get("run_time_ns", 0) for p in progs.values()),
+                                sum(p.get("run_cnt", 0) for n, p in progs.items()
+                                    if p.get("name", "").startswith("offcpu_switch"))))
+            time.sleep(0.05)
+        err.seek(0)
+        stderr = err.read()
+    finally:
+        load.kill()
+        load.wait()
+    m = re.search(r"cost: (\d+) ns of BPF per context switch \((\d+) switches\), "
+                  r"([0-9.]+)% of the CPUs", stderr)
+    if not m or len(samples) < 2:
+        return None
+    (t0, ns0, c0), (t1, ns1, c1) = samples[0], samples[-1]
+    measured_share = (ns1 - ns0) / ((t1 - t0) * 1e9 * os.cpu_count()) * 100
+    measured_ns = (ns1 - ns0) / (c1 - c0) if c1 > c0 else float("nan")
+    return {"said_ns": int(m.group(1)), "said_share": float(m.group(3)),
+            "measured_ns": measured_ns, "measured_share": measured_share}
+
+
+def build_scale_load(src_dir):
+    out = "/tmp/offcpu-bench-scale-load"
+    sh(["cc", "-O0", "-fno-omit-frame-pointer", "-fno-optimize-sibling-calls", "-pthread",
+        "-o", out, os.path.join(src_dir, "tools", "bench", "scale_load.c")])
+    return out
+
+
+def start_scale_load(path, mode, n):
+    proc = subprocess.Popen([path, mode, str(n)], stdout=subprocess.PIPE, text=True)
+    if proc.stdout.readline().strip() != "ready":
+        die(f"scale_load {mode} {n} did not start")
+    return proc
+
+
+def scaling(offcpu, scale_load, loops):
+    """The default modes again, under the conditions a big host adds."""
+    big = ["--stack-storage-size", "131072"]
+    tracers = [("offcpu", [offcpu, "-f", "--max-entries", "262144"] + big + ["600"],
+                "offcpu_switch"),
+               ("libbpf-tools", [LIBBPF_TOOLS] + big + ["600"], "sched_switch")]
+    rows = []
+    for cond, mode, n, cpus in [("10,000 blocked threads", "idle", 10000, 1),
+                                ("50,000 distinct stacks", "paths", 50000, 1),
+                                (f"pipe on each of {os.cpu_count()} CPUs", None, 0,
+                                 os.cpu_count())]:
+        row = {"cond": cond}
+        for name, cmd, prefix in tracers:
+            before = set(bpf_progs())
+            err = open(f"/tmp/bench-scale-{name}.err", "w+")
+            proc = None
+            load = None
+            if mode == "paths":
+                # The tracer sees the paths walked, so its maps hold them.
+                proc = start_tracer(cmd, err)
+                wait_attached(before, prefix)
+                load = start_scale_load(scale_load, mode, n)
+                r = measure_attached(name, proc, err, before, prefix, loops, cpus)
+            else:
+                if mode:
+                    load = start_scale_load(scale_load, mode, n)
+                r = measure_mode(name, cmd, prefix, loops, cpus)
+            if load:
+                load.kill()
+                load.wait()
+            row[name] = r
+        rows.append(row)
+    return rows
+
+
 def unwind_memory(stderr):
     m = re.search(r"user unwind memory: ([0-9.]+) MiB of kernel memory \(([0-9.]+) MiB used", stderr)
     return (float(m.group(1)), float(m.group(2))) if m else (float("nan"), float("nan"))
@@ -250,6 +354,11 @@ def main():
             ("libbpf-tools", [LIBBPF_TOOLS, "600"], "sched_switch"),
             ("offcpu -m 1000", [offcpu, "-f", "-m", "1000", "600"], "offcpu_switch"),
             ("libbpf-tools -m 1000", [LIBBPF_TOOLS, "-m", "1000", "600"], "sched_switch"),
+            # Every stack walked, as before issue 15: what reuse saves.
+            ("offcpu --no-stack-reuse", [offcpu, "-f", "--no-stack-reuse", "600"],
+             "offcpu_switch"),
+            ("offcpu --no-stack-reuse -m 1000",
+             [offcpu, "-f", "--no-stack-reuse", "-m", "1000", "600"], "offcpu_switch"),
             ("offcpu --wakers", [offcpu, "-f", "--wakers", "600"], "offcpu_switch"),
             ("offcpu --runqueue", [offcpu, "-f", "--runqueue", "600"], "offcpu_switch"),
             # User stacks by frame pointers only, as before unwind tables.
@@ -270,6 +379,9 @@ def main():
                 "libbpf-tools": rusage_in_child([LIBBPF_TOOLS, "1"])}
         e2a = exec_to_attached(offcpu)
         libs, e2a_pid, tables_ready = exec_to_attached_pid(offcpu)
+        said = self_report_check(offcpu, args.loops)
+        src_dir = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+        scale_rows = scaling(offcpu, build_scale_load(src_dir), args.loops)
     finally:
         if blocker:
             blocker.kill()
@@ -300,6 +412,40 @@ def main():
           f"{ratio('offcpu --kernel-unwind switch-out', 'libbpf-tools'):.2f}")
     print(f"  --kernel-unwind switch-out -m 1000   "
           f"{ratio('offcpu --kernel-unwind switch-out -m 1000', 'libbpf-tools -m 1000'):.2f}")
+    print()
+    def slowdown(label):
+        return baseline / results[label]["ops"]
+
+    def goal(text, value, limit):
+        print(f"  {text:37}{value:.2f}  (goal <= {limit}: {'met' if value <= limit else 'NOT met'})")
+
+    print("Goals of issue 15, beside libbpf-tools in this run:")
+    goal("default, BPF ns vs libbpf-tools", ratio("offcpu", "libbpf-tools"), 0.2)
+    goal("default, throughput untraced/traced", slowdown("offcpu"), 1.25)
+    goal("-m 1000, BPF ns vs libbpf-tools", ratio("offcpu -m 1000", "libbpf-tools -m 1000"), 0.1)
+    goal("-m 1000, throughput untraced/traced", slowdown("offcpu -m 1000"), 1.15)
+    print(f"  stack reuse saves: default {ratio('offcpu --no-stack-reuse', 'offcpu'):.2f}x, "
+          f"-m 1000 {ratio('offcpu --no-stack-reuse -m 1000', 'offcpu -m 1000'):.2f}x "
+          "(ns per switch without reuse / with)")
+    print()
+    if said:
+        agree = abs(said["said_share"] - said["measured_share"]) / said["measured_share"]
+        print("offcpu's own cost statement (-v, 3 s under the pipe benchmark) against the "
+              "kernel's statistics sampled here:")
+        print(f"  BPF ns per switch: said {said['said_ns']}, measured {said['measured_ns']:.0f}")
+        print(f"  share of the CPUs: said {said['said_share']:.2f}%, measured "
+              f"{said['measured_share']:.2f}% (differ by {agree * 100:.0f}%; goal <= 20%)")
+    else:
+        print("offcpu's own cost statement: not found in its -v output")
+    print()
+    print("Scaling: BPF ns per switch of the default modes (same pipe load; "
+          "--stack-storage-size 131072 for both)")
+    print(f"  {'condition':30} {'offcpu':>8} {'libbpf-tools':>13} {'ratio':>6}")
+    print(f"  {'none (above)':30} {results['offcpu']['ns_per_event']:>8.0f} "
+          f"{results['libbpf-tools']['ns_per_event']:>13.0f} {ratio('offcpu', 'libbpf-tools'):>6.2f}")
+    for row in scale_rows:
+        a, b = row["offcpu"]["ns_per_event"], row["libbpf-tools"]["ns_per_event"]
+        print(f"  {row['cond']:30} {a:>8.0f} {b:>13.0f} {a / b:>6.2f}")
     print()
     print("offcpu modes against its default (budgets: --wakers <= 1.5x, --runqueue <= 1.1x):")
     print(f"  --wakers                             {ratio('offcpu --wakers', 'offcpu'):.2f}x")
