@@ -118,16 +118,16 @@ struct {
 
 struct kw_memo {
   __u64 frame; /* thread.sp of the walk */
+  __u64 top;   /* the end of the task's stack (it keeps it for life) */
   __u64 stack; /* the id the walk stored */
   __u32 nr;    /* words; 0: nothing to reuse */
   __u32 nosched;
-  __s32 fixed_low;  /* lowest fixed word, from frame (no fixed word: max) */
   __u32 moving_end; /* end of the moving words, from frame */
-  __u32 fixed_end;  /* end of the fixed words, from frame */
+  __u32 fixed_span; /* bytes below the stack's top that hold fixed words */
   __u32 boundary;   /* from frame */
   __u32 exact;      /* reused at the same stack pointer only */
-  __u32 pad;
-  __u16 off[KW_MEMO_WORDS]; /* from frame */
+  /* Moving words: from frame; fixed ones: below the top of the stack. */
+  __u16 off[KW_MEMO_WORDS];
   __u8 cls[KW_MEMO_WORDS];
   __u64 val[KW_MEMO_WORDS];
 };
@@ -643,52 +643,53 @@ static __always_inline __u32 walk_kernel_stack(struct task_struct *t,
   return (__u32)res;
 }
 
+/* The two regions a kernel memo's words are in, each read in one go into
+ * half of the reuse buffer: from the saved stack pointer up, and below the
+ * top of the stack (the system call's frame and registers). */
+#define KW_REGION (REUSE_SPAN / 2)
+
 /* The walk of memo m would read the same words again on the task's stack,
  * now at `frame` (moved by the difference from the memo's, see above). A
  * global function: verified once. */
-__noinline int kw_memo_holds(const struct kw_memo *m, __u64 frame,
-                             const __u64 *top) {
-  if (!m || !top)
+__noinline int kw_memo_holds(const struct kw_memo *m, __u64 frame) {
+  if (!m)
     return 0;
-  __u64 stack_hi = *top;
+  __u64 hi = m->top;
   __u32 nr = m->nr, zero = 0;
   if (!nr)
     return 0;
   __s64 delta = (__s64)(frame - m->frame);
   if (delta && m->exact)
     return 0;
-  /* The fixed words must stay above the moving ones. */
-  __s64 span = m->moving_end;
-  if (m->fixed_end) {
-    if ((__s64)m->fixed_low - delta < (__s64)m->boundary)
-      return 0;
-    __s64 end = (__s64)m->fixed_end - delta;
-    if (end > span)
-      span = end;
-  }
-  if (span <= 0 || span > REUSE_SPAN || frame + span > stack_hi)
+  __u32 moving = m->moving_end, fixed = m->fixed_span;
+  if (moving > KW_REGION || fixed > KW_REGION)
+    return 0;
+  /* The moving words must stay below the fixed ones. */
+  if (frame + m->boundary > hi - fixed || frame + moving > hi)
     return 0;
   struct reuse_span *buf = bpf_map_lookup_elem(&reuse_span_buf, &zero);
-  if (!buf || bpf_probe_read_kernel(buf->b, span, (void *)frame))
+  if (!buf)
+    return 0;
+  if (moving && bpf_probe_read_kernel(buf->b, moving, (void *)frame))
+    return 0;
+  if (fixed &&
+      bpf_probe_read_kernel(&buf->b[KW_REGION], fixed, (void *)(hi - fixed)))
     return 0;
   /* A plain bounded loop, as uw_memo_holds'. */
   for (__u32 i = 0; i < KW_MEMO_WORDS; i++) {
     if (i >= nr)
       return 1;
     __u8 cls = m->cls[i];
-    __s64 at = m->off[i];
-    if (cls & KW_ADDR_FIXED)
-      at -= delta;
-    if (at < 0 || at + (__s64)sizeof(__u64) > span)
-      return 0;
     if (cls & KW_BOUND_ONLY)
-      continue;
-    __u64 off = at;
-    same_register(off);
-    if (off > REUSE_SPAN - sizeof(__u64))
+      continue; /* its place is in a region checked above */
+    __u64 at = m->off[i];
+    if (cls & KW_ADDR_FIXED)
+      at = KW_REGION + fixed - at;
+    same_register(at);
+    if (at > REUSE_SPAN - sizeof(__u64))
       return 0;
     __u64 now;
-    __builtin_memcpy(&now, &buf->b[off], sizeof(now));
+    __builtin_memcpy(&now, &buf->b[at], sizeof(now));
     if (now != m->val[i] + ((cls & KW_VAL_MOVES) ? delta : 0))
       return 0;
   }
@@ -699,7 +700,7 @@ __noinline int kw_memo_holds(const struct kw_memo *m, __u64 frame,
 struct kw_keep {
   __u64 lo, hi, base, bound;
   __u32 used; /* saved frame pointers the walk went on to use as a base */
-  __u32 exact, moving_end, fixed_end, fixed_low;
+  __u32 exact, moving_end, fixed_span, too_far;
 };
 
 /* Classifies word i of the notes into the memo. A global function: the
@@ -708,8 +709,8 @@ __noinline int kw_keep_word(struct kw_memo *m, const struct kw_notes *n,
                             struct kw_keep *k, __u32 i) {
   if (!m || !n || !k || i >= KW_MEMO_WORDS)
     return 0;
-  __u64 off = n->off[i];
-  bool fixed = k->base + off >= k->bound;
+  __u64 addr = k->base + n->off[i];
+  bool fixed = addr >= k->bound;
   /* Where the walk got the address: from the stack pointer (which moves)
    * or from an earlier word's value, which tells whether it moves. */
   bool base_moves = true;
@@ -729,15 +730,20 @@ __noinline int kw_keep_word(struct kw_memo *m, const struct kw_notes *n,
     cls |= KW_BOUND_ONLY;
   else if (val >= k->lo && val < k->bound)
     cls |= KW_VAL_MOVES;
+  /* Fixed words by their distance below the top, moving ones from the
+   * stack pointer: each region must fit its half of the buffer. */
+  __u64 off = fixed ? k->hi - addr : addr - k->base;
+  __u64 end = fixed ? off : off + sizeof(__u64);
+  if (end > KW_REGION || (fixed && off < sizeof(__u64))) {
+    k->too_far = 1;
+    return 0;
+  }
   m->off[i] = off;
   m->cls[i] = cls;
   m->val[i] = val;
-  __u32 end = off + sizeof(__u64);
   if (fixed) {
-    if (end > k->fixed_end)
-      k->fixed_end = end;
-    if (off < k->fixed_low)
-      k->fixed_low = off;
+    if (end > k->fixed_span)
+      k->fixed_span = end;
   } else if (end > k->moving_end) {
     k->moving_end = end;
   }
@@ -759,7 +765,6 @@ __noinline int kw_memo_keep(struct kw_memo *m, __u32 slot) {
       .hi = n->stack_hi,
       .base = n->base,
       .bound = n->boundary ? n->boundary : n->stack_hi,
-      .fixed_low = REUSE_SPAN,
   };
   __u32 nr = n->nr;
   for (__u32 i = 0; i < KW_MEMO_WORDS; i++) {
@@ -774,11 +779,13 @@ __noinline int kw_memo_keep(struct kw_memo *m, __u32 slot) {
       break;
     kw_keep_word(m, n, &k, i);
   }
+  if (k.too_far)
+    return 0;
+  m->top = k.hi;
   m->exact = k.exact;
   m->boundary = k.bound - k.base;
   m->moving_end = k.moving_end;
-  m->fixed_end = k.fixed_end;
-  m->fixed_low = k.fixed_low;
+  m->fixed_span = k.fixed_span;
   m->nr = nr;
   return 1;
 }
@@ -801,11 +808,8 @@ static __always_inline __u64 take_frozen_kernel_stack(struct task_struct *t,
     if (!reuse_stacks || kwalk_verify)
       ms = NULL;
     if (ms) {
-      __u64 frame = BPF_CORE_READ(t, thread.sp);
-      /* Passed by address: a global function takes no pointer-typed
-       * scalar. */
-      __u64 hi =
-          (__u64)bpf_task_pt_regs(t) + bpf_core_type_size(struct pt_regs);
+      /* The switch hook's task pointer is trusted: a plain load. */
+      __u64 frame = t->thread.sp;
       bool tried = false;
       /* The way used last first. */
       for (__u32 k = 0; k < KW_MEMO_WAYS; k++) {
@@ -814,7 +818,7 @@ static __always_inline __u64 take_frozen_kernel_stack(struct task_struct *t,
         if (!c->nr)
           continue;
         tried = true;
-        if (kw_memo_holds(c, frame, &hi)) {
+        if (kw_memo_holds(c, frame)) {
           m = c;
           break;
         }
@@ -845,7 +849,7 @@ static __always_inline __u64 take_frozen_kernel_stack(struct task_struct *t,
     if (memo_stack != OFFCPU_STACK_MISSED && memo_stack != id)
       uw_count(st, UW_STAT_KREUSE_MISMATCH);
     if (m && id != OFFCPU_STACK_MISSED && kw_memo_keep(m, slot)) {
-      m->frame = BPF_CORE_READ(t, thread.sp);
+      m->frame = t->thread.sp;
       m->stack = id;
       m->nosched = partial;
       ms->last = way;

@@ -91,6 +91,11 @@ struct {
 /* Always 0; the verifier cannot know (see kwalk_unknown_zero). */
 __u32 uw_unknown_zero = 0;
 
+/* Bumped by user space after every install of a process's tables: a memo
+ * walked at the same epoch used the tables a walk now would use, so a hit
+ * needs no lookup of the process. */
+__u32 uw_epoch = 0;
+
 struct uw_query {
   __u64 pc; /* address to look up (a return address minus one) */
   __u32 owner;
@@ -408,7 +413,7 @@ __noinline int uw_frame_end(struct uw_frame *f) {
  * a condition variable, a pipe reader) blocks at the same place again and
  * again. A walk is a function of the registers at the system call, the
  * address space and its tables, and the stack words it reads: when the
- * registers, the mm, its map_count and its tables' generation are those of
+ * registers, the mm, its map_count and the tables' epoch are those of
  * the thread's last walk and every word that walk used still holds the same
  * value, the walk would store the same stack, so its id is reused. The
  * words are checked against one copy of the stack from sp up to the highest
@@ -426,7 +431,8 @@ struct uw_memo {
   __u64 mm;
   __u64 map_count;
   __u64 stack; /* the id the walk stored */
-  __u32 owner, gen;
+  __u32 epoch; /* uw_epoch when walked: no process's tables changed since */
+  __u32 pad;
   __u32 nr;   /* words; 0: nothing to reuse */
   __u32 span; /* bytes from sp that hold them */
   __u16 off[UW_MEMO_WORDS];
@@ -616,37 +622,20 @@ static __always_inline __u64 walk_user_stack_memo(struct task_struct *t,
   struct mm_struct *mmp = t->mm;
   __u64 mm = (__u64)mmp;
   __u64 map_count = mmp ? mmp->map_count : 0;
-  __u32 owner = tgid;
-  struct uw_proc *p = bpf_map_lookup_elem(&uw_procs, &owner);
-  bool parent = false;
-  if (!p) {
-    /* Forked without exec: the parent's image, its mappings. */
-    owner = same_image_parent(t);
-    if (owner)
-      p = bpf_map_lookup_elem(&uw_procs, &owner);
-    parent = p != NULL;
-  }
-  if (p) {
-    w.f.owner = owner;
-    w.f.gen = p->gen;
-    /* A child's map_count is its own: only a reading of this process can
-     * be stale. */
-    w.f.stale = owner == tgid && p->map_count != map_count;
-  } else {
-    w.f.partial = 1;
-  }
+  __u32 epoch = *(volatile __u32 *)&uw_epoch;
 
+  /* A memo that holds: the stack this walk would store, before any other
+   * work. */
   struct uw_memo *m = NULL;
   __u32 way = 0;
   __u64 memo_stack = OFFCPU_STACK_MISSED;
-  if (!reuse_stacks || other_task || !p || w.f.stale)
+  if (!reuse_stacks || other_task)
     ms = NULL;
   if (ms) {
     for (__u32 i = 0; i < UW_MEMO_WAYS; i++) {
       struct uw_memo *c = &ms->way[i];
       if (c->nr && c->ip == w.f.pc && c->sp == w.f.sp && c->bp == w.f.bp &&
-          c->mm == mm && c->map_count == map_count && c->owner == owner &&
-          c->gen == w.f.gen) {
+          c->mm == mm && c->map_count == map_count && c->epoch == epoch) {
         m = c;
         way = i;
         break;
@@ -672,6 +661,31 @@ static __always_inline __u64 walk_user_stack_memo(struct task_struct *t,
     }
     /* Noted afresh by this walk; kept only if it completes. */
     m->nr = 0;
+  }
+
+  __u32 owner = tgid;
+  struct uw_proc *p = bpf_map_lookup_elem(&uw_procs, &owner);
+  bool parent = false;
+  if (!p) {
+    /* Forked without exec: the parent's image, its mappings. */
+    owner = same_image_parent(t);
+    if (owner)
+      p = bpf_map_lookup_elem(&uw_procs, &owner);
+    parent = p != NULL;
+  }
+  if (p) {
+    w.f.owner = owner;
+    w.f.gen = p->gen;
+    /* A child's map_count is its own: only a reading of this process can
+     * be stale. */
+    w.f.stale = owner == tgid && p->map_count != map_count;
+  } else {
+    w.f.partial = 1;
+  }
+  /* A stale reading still serves: the memo keys on map_count and the
+   * epoch, so a walk now would be this same walk. Without tables the walk
+   * is partial and not kept. */
+  if (m) {
     w.m = m;
     w.m_sp = w.f.sp;
   }
@@ -707,8 +721,7 @@ static __always_inline __u64 walk_user_stack_memo(struct task_struct *t,
     m->bp = bp0;
     m->mm = mm;
     m->map_count = map_count;
-    m->owner = owner;
-    m->gen = p ? p->gen : 0;
+    m->epoch = epoch;
     m->stack = id;
     m->span = w.m_span;
     m->nr = w.m_nr;

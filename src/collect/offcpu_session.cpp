@@ -211,6 +211,7 @@ void OffcpuSession::take(std::unique_ptr<offcpu_bpf, SkelDeleter> skel) {
   h_.uw_requests = bpf_map__fd(skel_->maps.uw_requests);
   h_.uw_stats = bpf_map__fd(skel_->maps.uw_stat_map);
   h_.bss = skel_->bss;
+  h_.unwind.epoch = &skel_->bss->uw_epoch;
 }
 
 bool OffcpuSession::take(std::unique_ptr<offcpu_light, LightDeleter> light) {
@@ -236,8 +237,8 @@ bool OffcpuSession::take(std::unique_ptr<offcpu_light, LightDeleter> light) {
   h_.filter_tids = fds.filter_tids;
   h_.wakers = fds.wakers;
   h_.filter_cgroups = fds.filter_cgroups;
-  h_.unwind = {fds.uw_procs, fds.uw_files, fds.uw_pages, fds.uw_rows,
-               fds.uw_rules};
+  h_.unwind = {fds.uw_procs, fds.uw_files, fds.uw_pages,
+               fds.uw_rows,  fds.uw_rules, &bss_of(h_)->uw_epoch};
   h_.uw_requests = fds.uw_requests;
   h_.uw_stats = fds.uw_stats;
   return true;

@@ -240,6 +240,8 @@ bool Unwinder::install(uint32_t tgid) {
   proc->gen = ++gen;
   if (bpf_map_update_elem(fds_.procs, &tgid, proc.get(), BPF_ANY) != 0)
     return false;
+  if (fds_.epoch)
+    __atomic_fetch_add(fds_.epoch, 1, __ATOMIC_SEQ_CST);
   stats_.installs++;
   return true;
 }

@@ -28,6 +28,9 @@ namespace offcpu {
 // Descriptors of the walker's maps, from the loaded object.
 struct UnwindMapFds {
   int procs = -1, files = -1, pages = -1, rows = -1, rules = -1;
+  // The walker's uw_epoch in its mapped .bss (null: none), bumped after
+  // every install so its stack memos know the tables changed.
+  uint32_t *epoch = nullptr;
 };
 
 // Sizes of the walker's arrays (entries), fixed when the object is loaded.
