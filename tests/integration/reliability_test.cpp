@@ -139,7 +139,8 @@ TEST_F(Reliability, WindowKeepsItsLengthOnASaturatedHost) {
   EXPECT_NE(r.err.find("waits already in progress seeded in"),
             std::string::npos)
       << "-v says how long attach and seeding took: " << r.err;
-  EXPECT_LT(wall, 15.0) << "the whole run, start-up and naming included";
+  EXPECT_LT(wall, 15.0) << "the whole run, start-up and naming included: "
+                        << r.err;
   auto totals = test::totals_by_comm(test::parse_folded(r.out));
   EXPECT_GT(totals["slp00"], 0u) << "the saturating threads were traced";
 }
