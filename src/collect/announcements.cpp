@@ -13,8 +13,9 @@ namespace offcpu {
 namespace {
 
 // Deferred work between two polls of the ring: announcements are handled
-// within one slice of arriving.
-constexpr uint64_t kIdleSliceNs = 20000000;
+// within one slice of arriving. Short, as a process may live only a few
+// milliseconds after its announcement and its maps must be read by then.
+constexpr uint64_t kIdleSliceNs = 2000000;
 
 int on_new_stack(void *ctx, void *data, size_t size) {
   auto *c = static_cast<Announcements::Context *>(ctx);
