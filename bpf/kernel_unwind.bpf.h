@@ -106,8 +106,11 @@ struct {
  * computed each address it read (from the stack pointer, or from a value
  * it read: the `src` of each note), so the walk on the moved stack would
  * read exactly the words checked; where it is not, only the same stack
- * pointer reuses it. Walks the kernel's own walk had to finish are not
- * reused. Only the switch hook keeps memos. */
+ * pointer reuses it. Saved frame pointers the walk never used as a base
+ * are not compared: in a kernel built without frame pointers they are
+ * whatever the callers kept in rbp, and the walk would ignore them again.
+ * Walks the kernel's own walk had to finish are not reused. Only the
+ * switch hook keeps memos. */
 #define KW_MEMO_WORDS 32
 #define KW_MEMO_WAYS 2
 

@@ -50,10 +50,13 @@ const volatile char target_name[OFFCPU_COMM_LEN] = {};
 const volatile bool filter_cgroup = false;
 const volatile bool key_cgroup = false;
 /* --wakers: who woke each wait; --runqueue: when, to split the wait into
- * blocked and runnable time. Both need the sched_waking hook, attached only
- * then. */
+ * blocked and runnable time. --wakers needs the sched_waking hook, attached
+ * only then; --runqueue reads when the task was queued from the scheduler's
+ * own accounting at switch-in (runq_from_sched_info), and uses the hook
+ * only on kernels without it. */
 const volatile bool want_wakers = false;
 const volatile bool split_runqueue = false;
+const volatile bool runq_from_sched_info = false;
 /* 5.18+ passes prev_state to sched_switch; older kernels read the task. */
 const volatile bool has_prev_state_arg = true;
 /* The kernel stack of a task being switched in is still frozen where it
@@ -296,13 +299,33 @@ static __always_inline void read_comm(char *dst, struct task_struct *t,
   __builtin_memcpy(dst, w, sizeof(w));
 }
 
+/* When `t`, runnable, was queued, in ktime (`now`: the ktime matching its
+ * run queue's clock); 0 where unknown. The scheduler keeps
+ * sched_info.last_queued (rq_clock time) from the enqueue until the task
+ * runs, and __schedule has just updated this run queue's clock when the
+ * switch hook runs. Per-group run queues link to their CPU's (cfs_rq->rq,
+ * CONFIG_FAIR_GROUP_SCHED, on in distribution kernels). */
+static __always_inline __u64 queued_ktime(struct task_struct *t, __u64 now,
+                                          bool trusted) {
+  if (!bpf_core_field_exists(t->sched_info.last_queued) ||
+      !bpf_core_field_exists(((struct cfs_rq *)0)->rq))
+    return 0;
+  __u64 queued = TASK_FIELD(trusted, t, sched_info.last_queued);
+  if (!queued)
+    return 0;
+  __u64 clock = trusted ? t->se.cfs_rq->rq->clock
+                        : BPF_CORE_READ(t, se.cfs_rq, rq, clock);
+  if (clock < queued || now < clock - queued)
+    return 0;
+  return now - (clock - queued);
+}
+
 /* Of a wait from `start` to `end` woken at `wake` (0: not seen), the part
  * spent runnable: all of it when the task was preempted (state 0). */
 static __always_inline __u64 runnable_part(const struct offcpu_start *rec,
-                                           __u64 start, __u64 end) {
+                                           __u64 wake, __u64 start, __u64 end) {
   if (rec->state == 0)
     return end - start;
-  __u64 wake = rec->wake_ns;
   if (!wake || wake >= end)
     return 0;
   return end - (wake > start ? wake : start);
@@ -337,8 +360,13 @@ static __always_inline void end_wait(struct task_struct *t, __u32 pid,
           rec->state == 0 ? OFFCPU_WAKER_PREEMPTED : OFFCPU_WAKER_UNSEEN;
   }
   unsigned int state = rec->state;
-  __u64 runq =
-      split_runqueue && end > start ? runnable_part(rec, start, end) : 0;
+  __u64 runq = 0;
+  if (split_runqueue && end > start) {
+    __u64 wake = rec->wake_ns;
+    if (!wake && runq_from_sched_info && rec->state != 0)
+      wake = queued_ktime(t, end, trusted);
+    runq = runnable_part(rec, wake, start, end);
+  }
   /* With stacks taken at switch-in, the flush at stop runs while the switch
    * hook is still attached (so no task runs off with its stack unwalked):
    * whichever of the two claims the record charges the wait, after walking

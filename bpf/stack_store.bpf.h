@@ -68,8 +68,9 @@ const volatile bool reuse_stacks = true;
 const volatile bool reuse_verify = false;
 
 /* Stack reuse (user_unwind.bpf.h, kernel_unwind.bpf.h) checks a thread's
- * memo against one copy of the stack words above its stack pointer, at
- * most this many bytes; the switch hook only. */
+ * memo against a copy of the stack words it holds: for a user stack up to
+ * this many bytes above the stack pointer, for a kernel stack half of it
+ * above the stack pointer and half below the top. The switch hook only. */
 #define REUSE_SPAN 8192
 struct reuse_span {
   __u8 b[REUSE_SPAN];

@@ -39,6 +39,12 @@ std::string load_failure(int err) {
          " (run with -v for the verifier log)";
 }
 
+// The sched_waking hook: who woke a wait (--wakers), or when, for the run
+// queue split on kernels whose scheduler does not keep it (sched_info).
+bool wants_waking_hook(const OffcpuConfig &o, const OffcpuPlan &p) {
+  return o.wakers || (o.runqueue && !p.runq_from_sched_info);
+}
+
 using Rodata = std::remove_pointer_t<decltype(offcpu_bpf::rodata)>;
 using Bss = std::remove_pointer_t<decltype(offcpu_bpf::bss)>;
 
@@ -66,6 +72,7 @@ void set_rodata(Rodata *ro, const OffcpuConfig &o, const OffcpuPlan &p) {
   ro->filter_cgroup = !o.cgroup_ids.empty();
   ro->key_cgroup = o.per_cgroup;
   ro->split_runqueue = o.runqueue;
+  ro->runq_from_sched_info = o.runqueue && !wants_waking_hook(o, p);
   ro->has_prev_state_arg = p.prev_state_arg;
   ro->kstack_at_switch_in = p.kstack_at_switch_in;
   ro->kwalk_orc = p.kstack_at_switch_in;
@@ -133,7 +140,7 @@ int try_load(offcpu_bpf *skel, const OffcpuConfig &o, const OffcpuPlan &p) {
   bpf_map__set_autocreate(skel->maps.starts_task, p.task_storage);
   bpf_program__set_autoload(skel->progs.offcpu_switch_btf, p.tp_btf);
   bpf_program__set_autoload(skel->progs.offcpu_switch_raw, !p.tp_btf);
-  const bool waking = o.wakers || o.runqueue;
+  const bool waking = wants_waking_hook(o, p);
   bpf_program__set_autoload(skel->progs.offcpu_waking_btf, waking && p.tp_btf);
   bpf_program__set_autoload(skel->progs.offcpu_waking_raw, waking && !p.tp_btf);
   bpf_program__set_autoload(skel->progs.offcpu_fork_btf,
@@ -251,7 +258,7 @@ OffcpuSession::load(const OffcpuConfig &opts,
     throw runtime_error("no way to attach to sched_switch on this kernel "
                         "(needs BTF-enabled or raw tracepoints)");
   auto loaded = [&](std::unique_ptr<OffcpuSession> s, const char *loader) {
-    s->waking_ = opts.wakers || opts.runqueue;
+    s->waking_ = wants_waking_hook(opts, s->plan_);
     s->forks_ = opts.follow_children;
     fill_id_set(s->h_.filter_tgids, opts.pids);
     const uint8_t one = 1;

@@ -33,6 +33,18 @@ bool has_enum_value(const btf *b, const char *enum_name, const char *value) {
   return false;
 }
 
+bool has_member(const btf *b, const char *struct_name, const char *member) {
+  int id = btf__find_by_name_kind(b, struct_name, BTF_KIND_STRUCT);
+  if (id < 0)
+    return false;
+  const btf_type *t = btf__type_by_id(b, id);
+  const btf_member *m = btf_members(t);
+  for (unsigned i = 0; i < btf_vlen(t); i++)
+    if (std::strcmp(btf__name_by_offset(b, m[i].name_off), member) == 0)
+      return true;
+  return false;
+}
+
 // The kernel's BTF. Mapped where the kernel allows it (6.16+), so that
 // libbpf's one copy is all the memory it takes; else read by libbpf, which
 // holds the 5.5 MB twice while parsing.
@@ -92,6 +104,8 @@ KernelFeatures probe_kernel_features() {
       has_enum_value(b.get(), "bpf_func_id", "BPF_FUNC_copy_from_user_task");
   f.bpf_loop = has_enum_value(b.get(), "bpf_func_id", "BPF_FUNC_loop");
   f.ringbuf = has_enum_value(b.get(), "bpf_map_type", "BPF_MAP_TYPE_RINGBUF");
+  f.sched_info = has_member(b.get(), "sched_info", "last_queued") &&
+                 has_member(b.get(), "task_struct", "sched_info");
   // Only where the walker could be used: it needs tp_btf, bpf_loop and
   // task storage too (see offcpu_plans).
   if (f.tp_btf_sched_switch && f.bpf_loop && f.task_storage && f.get_task_stack)
@@ -138,6 +152,7 @@ std::vector<OffcpuPlan> offcpu_plans(const KernelFeatures &f,
     p.seed_open_waits = f.task_iter && f.get_task_stack;
     p.seed_user_stacks = p.seed_open_waits && f.user_walk_other_task;
     p.flush_open_waits = f.task_iter;
+    p.runq_from_sched_info = f.sched_info;
     // The table walk runs in bpf_loop (5.17+) from the task's saved user
     // registers (5.15+); older kernels walk frame pointers only.
     p.user_unwind_tables = p.user_fp_walk && f.bpf_loop && f.ringbuf;
@@ -159,6 +174,7 @@ std::vector<OffcpuPlan> offcpu_plans(const KernelFeatures &f,
     p.seed_open_waits = f.task_iter && f.get_task_stack;
     p.seed_user_stacks = p.seed_open_waits && f.user_walk_other_task;
     p.flush_open_waits = f.task_iter;
+    p.runq_from_sched_info = f.sched_info;
     p.user_unwind_tables = false; // its walk is bpf_get_stack's
     plans.push_back(p);
   }
@@ -197,6 +213,7 @@ std::string describe_features(const KernelFeatures &f) {
   s += std::string(", task storage ") + yn(f.task_storage);
   s += std::string(", get_task_stack ") + yn(f.get_task_stack);
   s += std::string(", task iterator ") + yn(f.task_iter);
+  s += std::string(", sched_info ") + yn(f.sched_info);
   s += std::string(", user walk ") + yn(f.user_walk_current);
   s += std::string(", cross-task user walk ") + yn(f.user_walk_other_task);
   s += std::string(", kprobes ") + yn(f.kprobes);

@@ -26,6 +26,10 @@ struct KernelFeatures {
   bool kprobes = false;  // CONFIG_KPROBES (kprobe_events present)
   bool bpf_loop = false; // bpf_loop helper, 5.17+
   bool ringbuf = false;  // BPF_MAP_TYPE_RINGBUF, 5.8+
+  // task_struct.sched_info.last_queued (CONFIG_SCHED_INFO, on in
+  // distribution kernels): when a runnable task was queued, kept by the
+  // scheduler until it runs.
+  bool sched_info = false;
   // What the ORC kernel-stack walker needs (x86-64 ORC kernels, 5.16+);
   // kernel_text_missing says why when it is absent.
   std::optional<offcpu_kernel_text> kernel_text;
@@ -50,6 +54,9 @@ struct OffcpuPlan {
   bool seed_open_waits = true;    // iterator opens waits at attach time
   bool seed_user_stacks = true;   // and a sleepable one walks their user stacks
   bool flush_open_waits = true;   // iterator charges open waits at stop
+  // --runqueue reads when the task was queued from the scheduler at
+  // switch-in, with no sched_waking hook (still needed by --wakers).
+  bool runq_from_sched_info = false;
   // User stacks walked with unwind tables from the files' CFI (bpf_loop,
   // tp_btf, ring buffer); waits walked before the tables were ready are
   // walked again while blocked when seed_user_stacks is possible.

@@ -6,6 +6,7 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <functional>
 #include <regex>
 #include <sstream>
 
@@ -145,13 +146,17 @@ double run_delay_at(const std::vector<std::pair<double, double>> &samples,
 
 // A thread woken every 2 ms on a CPU that two hogs keep busy: offcpu's
 // run-queue time for it agrees with the kernel's run_delay over the same
-// window, within 10%.
-TEST_F(Wakeups, RunQueueTimeAgreesWithTheKernelsRunDelay) {
+// window, within 10%. `extra`: options besides --runqueue.
+void expect_runqueue_time_of_the_kernel(
+    const std::function<test::RunResult(std::vector<std::string>)> &offcpu,
+    std::vector<std::string> extra) {
   test::Subprocess w({WORKLOAD_WAITS, "runq"});
   wait_ready(w);
   test::sleep_seconds(0.3);
-  auto r = offcpu(
-      {"-v", "-q", "-p", std::to_string(w.pid()), "--runqueue", "-f", "3"});
+  std::vector<std::string> args = {
+      "-v", "-q", "-p", std::to_string(w.pid()), "--runqueue", "-f", "3"};
+  args.insert(args.begin(), extra.begin(), extra.end());
+  auto r = offcpu(args);
   std::smatch m;
   ASSERT_TRUE(std::regex_search(r.err, m,
                                 std::regex("window: ([0-9]+) to ([0-9]+) ns")))
@@ -177,7 +182,7 @@ TEST_F(Wakeups, RunQueueTimeAgreesWithTheKernelsRunDelay) {
     if (l.frames[0] != "victim")
       continue;
     total_us += l.value;
-    if (l.frames.back() == "[runqueue]")
+    if (test::frame_index(l, "[runqueue]") >= 0)
       ours_us += l.value;
   }
   ASSERT_GT(kernel_us, 100000) << "the victim waited for the CPU";
@@ -185,6 +190,20 @@ TEST_F(Wakeups, RunQueueTimeAgreesWithTheKernelsRunDelay) {
       << "offcpu " << ours_us << " us, kernel run_delay " << kernel_us << " us";
   EXPECT_NEAR(static_cast<double>(total_us), 3e6, 3e6 * 0.05)
       << "blocked and runnable add up to the window";
+}
+
+// From the scheduler's own record of when the task was queued
+// (sched_info), read at switch-in: no wakeup hook.
+TEST_F(Wakeups, RunQueueTimeAgreesWithTheKernelsRunDelay) {
+  expect_runqueue_time_of_the_kernel(
+      [](std::vector<std::string> a) { return offcpu(std::move(a)); }, {});
+}
+
+// With --wakers the wakeup hook runs anyway and stamps the wakeup.
+TEST_F(Wakeups, RunQueueTimeFromTheWakeupHookAgreesToo) {
+  expect_runqueue_time_of_the_kernel(
+      [](std::vector<std::string> a) { return offcpu(std::move(a)); },
+      {"--wakers"});
 }
 
 // An idle kworker: waiting in worker_thread itself (in TASK_IDLE), not in
