@@ -691,7 +691,11 @@ int offcpu_seed_stacks(struct bpf_iter__task *ctx) {
   if (!seeded && !(rec->flags & OFFCPU_USTACK_PARTIAL))
     return 0;
   /* Also run again once tables are installed: stacks walked without them
-   * are taken again while their threads still sleep on them. */
+   * are taken again while their threads still sleep on them. Not before
+   * its process has tables: that walk would be partial again (this pass
+   * runs at every install, and a storm of new processes has many). */
+  if (!seeded && uw_tables && !uw_has_tables(task, rec->tgid))
+    return 0;
   __u64 start = rec->start_ns, pcount = task_pcount(task, true);
   __u32 flags = 0;
   __u64 stack = walk_user_stack(task, true, &flags);

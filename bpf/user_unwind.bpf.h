@@ -554,6 +554,15 @@ static __always_inline void uw_request(__u32 tgid, __u64 map_count,
   uw_count(st, UW_STAT_REQUESTS);
 }
 
+/* Whether the walker has tables for task t's process (its own, or its
+ * parent's for a child forked without exec). */
+static __always_inline bool uw_has_tables(struct task_struct *t, __u32 tgid) {
+  if (bpf_map_lookup_elem(&uw_procs, &tgid))
+    return true;
+  __u32 parent = same_image_parent(t);
+  return parent && bpf_map_lookup_elem(&uw_procs, &parent);
+}
+
 /* Every word of the memo still holds its value in the current task's
  * stack. A global function: verified once. */
 __noinline int uw_memo_holds(const struct uw_memo *m) {

@@ -77,9 +77,11 @@ bool Announcements::wait(uint64_t deadline, const NewStack &new_stack,
           std::min<uint64_t>(50, (deadline - now) / 1000000 + 1));
     }
     if (ring_) {
-      // EINTR on a signal: the loop checks.
-      if (ring_buffer__poll(ring_.get(), timeout_ms) > 0)
-        work_left = true; // new stacks may have brought files to parse
+      // EINTR on a signal: the loop checks. New stacks may have brought
+      // files to parse, and deferred work held back may be due: idle work
+      // runs after every poll, at least every 50 ms.
+      ring_buffer__poll(ring_.get(), timeout_ms);
+      work_left = true;
     } else if (timeout_ms > 0) {
       wait_for_stop(timeout_ms / 1000.0);
     }

@@ -151,11 +151,21 @@ void collect(OffcpuSession &session, const ProfileOptions &opts,
     symbolizer.note_user_stack(tgid, stack, session.read_stack(stack), parent);
   };
   // Unwind tables first: a blocked thread's stack is walked again once its
-  // process's tables are in, while it still sleeps.
+  // process's tables are in, while it still sleeps. At most every 10 ms:
+  // each pass iterates every task, and a storm of new processes installs
+  // tables hundreds of times a second, while announcements wait.
+  bool rewalk_due = false;
+  uint64_t last_rewalk = 0;
   auto parse = [&](uint64_t deadline) {
     bool tables_done = unwinder.work(deadline);
     if (unwinder.take_installed())
+      rewalk_due = true;
+    const uint64_t now = monotonic_ns();
+    if (rewalk_due && now - last_rewalk >= 10000000) {
       session.rewalk_user_stacks();
+      rewalk_due = false;
+      last_rewalk = now;
+    }
     return symbolizer.parse_pending(deadline) && tables_done;
   };
   const double total = opts.duration_s ? *opts.duration_s : -1.0;
