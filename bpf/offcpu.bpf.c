@@ -339,12 +339,27 @@ static __always_inline void end_wait(struct task_struct *t, __u32 pid,
                                      struct offcpu_start *rec, __u64 end,
                                      bool trusted, __u32 slot, bool frozen) {
   __u64 start = rec->start_ns;
-  struct offcpu_key key = {};
   /* Claimed meanwhile by the other of hook and flush (see below): a start
    * of 0 would make a wait as long as the uptime. */
   if (!start)
     return;
+  /* With stacks taken at switch-in, the flush at stop runs while the switch
+   * hook is still attached (so no task runs off with its stack unwalked):
+   * whichever of the two claims the record charges the wait, after walking
+   * the stack, which was frozen if the claim succeeds. */
+  bool claim = trusted && kstack_at_switch_in && use_task_storage;
+  __u64 delta = end > start ? end - start : 0;
+  if (delta == 0 || delta < min_block_ns || delta > max_block_ns) {
+    /* Outside -m/-M: nothing more to do, the common case with -m. */
+    uw_partial_ended(rec->flags, slot);
+    if (claim)
+      __sync_val_compare_and_swap(&rec->start_ns, start, 0);
+    else
+      forget_start(rec, pid, trusted);
+    return;
+  }
 
+  struct offcpu_key key = {};
   key.tgid = rec->tgid;
   key.pid = pid;
   key.user_stack = rec->user_stack;
@@ -367,21 +382,9 @@ static __always_inline void end_wait(struct task_struct *t, __u32 pid,
       wake = queued_ktime(t, end, trusted);
     runq = runnable_part(rec, wake, start, end);
   }
-  /* With stacks taken at switch-in, the flush at stop runs while the switch
-   * hook is still attached (so no task runs off with its stack unwalked):
-   * whichever of the two claims the record charges the wait, after walking
-   * the stack, which was frozen if the claim succeeds. */
-  bool claim = trusted && kstack_at_switch_in && use_task_storage;
   if (!claim)
     forget_start(rec, pid, trusted);
   uw_partial_ended(rec->flags, slot);
-
-  __u64 delta = end > start ? end - start : 0;
-  if (delta == 0 || delta < min_block_ns || delta > max_block_ns) {
-    if (claim)
-      __sync_val_compare_and_swap(&rec->start_ns, start, 0);
-    return;
-  }
   if (trusted && kstack_at_switch_in && want_kernel_stacks) {
     /* Memos are the switch hook's alone: the flush iterator may walk the
      * same task at once. */

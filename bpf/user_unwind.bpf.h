@@ -606,14 +606,10 @@ static __always_inline __u64 walk_user_stack_memo(struct task_struct *t,
   if (!uw_tables)
     return walk_user_stack_fp(t, other_task);
   __u32 slot = other_task ? SCRATCH_ITER : SCRATCH_HOOK;
-  struct offcpu_stack *s = scratch_stack(slot);
-  if (!s)
-    return OFFCPU_STACK_MISSED;
   struct pt_regs *regs = (struct pt_regs *)bpf_task_pt_regs(t);
   if (!regs)
     return OFFCPU_STACK_MISSED;
   struct uw_walk w = {
-      .s = s,
       .task = t,
       .f =
           {
@@ -672,6 +668,11 @@ static __always_inline __u64 walk_user_stack_memo(struct task_struct *t,
     m->nr = 0;
   }
 
+  /* Walking after all: the scratch buffer. */
+  struct offcpu_stack *s = scratch_stack(slot);
+  if (!s)
+    return OFFCPU_STACK_MISSED;
+  w.s = s;
   __u32 owner = tgid;
   struct uw_proc *p = bpf_map_lookup_elem(&uw_procs, &owner);
   bool parent = false;
