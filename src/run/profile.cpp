@@ -151,7 +151,7 @@ void collect(OffcpuSession &session, const ProfileOptions &opts,
     symbolizer.note_user_stack(tgid, stack, session.read_stack(stack), parent);
   };
   // Unwind tables first: a blocked thread's stack is walked again once its
-  // process's tables are in, while it still sleeps. At most every 10 ms:
+  // process's tables are in, while it still sleeps. At most every 3 ms:
   // each pass iterates every task, and a storm of new processes installs
   // tables hundreds of times a second, while announcements wait.
   bool rewalk_due = false;
@@ -161,7 +161,7 @@ void collect(OffcpuSession &session, const ProfileOptions &opts,
     if (unwinder.take_installed())
       rewalk_due = true;
     const uint64_t now = monotonic_ns();
-    if (rewalk_due && now - last_rewalk >= 10000000) {
+    if (rewalk_due && now - last_rewalk >= 3000000) {
       session.rewalk_user_stacks();
       rewalk_due = false;
       last_rewalk = now;
