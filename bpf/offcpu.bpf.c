@@ -137,8 +137,8 @@ static __always_inline bool name_matches(struct task_struct *t) {
   return true;
 }
 
-/* Per thread: its open wait and the memos of its last user stacks. One
- * task storage lookup at a switch-out serves both. */
+/* Per thread: its open wait and the memos of its last user and kernel
+ * stacks. One task storage lookup at a switch serves all of them. */
 struct offcpu_task {
   struct offcpu_start start;
   struct uw_memo_set memo;

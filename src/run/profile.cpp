@@ -343,6 +343,9 @@ int run_profile(const ProfileOptions &given) {
   Unwinder unwinder(system_files(), opts.output.debug_dirs,
                     uint64_t{opts.unwind_memory_mib} << 20);
   SelfCost cost; // the kernel's run-time statistics, on while offcpu runs
+  // From the load on: on a saturated host the verifier at nice 0 took
+  // seconds. The command, forked above, keeps its own priority.
+  auto boost = std::make_unique<PriorityBoost>(kTracingNice);
   auto session = start_session(opts, unwinder);
   if (!session) {
     note("interrupted before tracing started; nothing collected");
@@ -363,11 +366,9 @@ int run_profile(const ProfileOptions &given) {
     command->release();
     finished = [&command] { return command->exited(); };
   }
-  {
-    PriorityBoost boost(kTracingNice);
-    collect(*session, opts, symbolizer, unwinder, cost, finished);
-    session->stop();
-  }
+  collect(*session, opts, symbolizer, unwinder, cost, finished);
+  session->stop();
+  boost.reset();
   const bool window_over = !stop_requested() && !(finished && finished());
   RawProfile raw = session->drain();
   Profile profile = build_profile(raw, symbolizer, opts, wall_start);
