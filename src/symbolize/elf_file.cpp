@@ -11,6 +11,7 @@
 #include <cerrno>
 #include <cstring>
 
+#include "symbolize/elf_common.h"
 #include "symbolize/symbol_versions.h"
 #include "util/fd.h"
 #include "util/safe_file.h"
@@ -26,49 +27,6 @@ constexpr size_t kMaxMiniDebugInfo = size_t{64} << 20;
 // A symbol table (and its strings) larger than this is not read: it would
 // be held in memory whole. kMaxSymbols entries of 24 bytes fit well below.
 constexpr uint64_t kMaxTableBytes = uint64_t{512} << 20;
-constexpr uint64_t kMaxNoteBytes = 1u << 20;
-
-struct ElfDeleter {
-  void operator()(Elf *e) const { elf_end(e); }
-};
-
-bool libelf_ready() {
-  static const bool ok = elf_version(EV_CURRENT) != EV_NONE;
-  return ok;
-}
-
-std::string hex(const unsigned char *p, size_t n) {
-  static const char digits[] = "0123456789abcdef";
-  std::string s;
-  s.reserve(n * 2);
-  for (size_t i = 0; i < n; i++) {
-    s += digits[p[i] >> 4];
-    s += digits[p[i] & 15];
-  }
-  return s;
-}
-
-std::string read_build_id(Elf *elf, Elf_Scn *scn) {
-  Elf_Data *data = elf_getdata(scn, nullptr);
-  if (!data || !data->d_buf)
-    return {};
-  size_t off = 0;
-  GElf_Nhdr nhdr;
-  size_t name_off, desc_off;
-  while (off < data->d_size &&
-         (off = gelf_getnote(data, off, &nhdr, &name_off, &desc_off)) > 0) {
-    if (nhdr.n_type == NT_GNU_BUILD_ID && nhdr.n_namesz == 4 &&
-        name_off + 4 <= data->d_size &&
-        std::memcmp(static_cast<char *>(data->d_buf) + name_off, "GNU", 4) ==
-            0 &&
-        nhdr.n_descsz > 0 && nhdr.n_descsz <= 64 &&
-        desc_off + nhdr.n_descsz <= data->d_size)
-      return hex(static_cast<unsigned char *>(data->d_buf) + desc_off,
-                 nhdr.n_descsz);
-  }
-  (void)elf;
-  return {};
-}
 
 bool is_function(const GElf_Sym &sym) {
   int type = GELF_ST_TYPE(sym.st_info);
@@ -126,7 +84,7 @@ std::unique_ptr<ElfFile> ElfFile::open_fd(int fd) {
   // ELF_C_READ reads with pread, never through a mapping: the file's owner
   // may truncate it while we read, which would raise SIGBUS on a mapping.
   // libelf also checks every section against the file's size.
-  std::unique_ptr<Elf, ElfDeleter> elf(elf_begin(fd, ELF_C_READ, nullptr));
+  ElfHandle elf(elf_begin(fd, ELF_C_READ, nullptr));
   if (!elf || elf_kind(elf.get()) != ELF_K_ELF)
     return nullptr;
   return from_elf(elf.get());
@@ -135,7 +93,7 @@ std::unique_ptr<ElfFile> ElfFile::open_fd(int fd) {
 std::unique_ptr<ElfFile> ElfFile::open_memory(std::string image) {
   if (!libelf_ready() || image.empty())
     return nullptr;
-  std::unique_ptr<Elf, ElfDeleter> elf(elf_memory(image.data(), image.size()));
+  ElfHandle elf(elf_memory(image.data(), image.size()));
   if (!elf || elf_kind(elf.get()) != ELF_K_ELF)
     return nullptr;
   return from_elf(elf.get());
@@ -187,7 +145,7 @@ std::unique_ptr<ElfFile> ElfFile::from_elf(void *handle) {
   std::vector<ElfSymbol> symtab, dynsym;
   size_t shstrndx = 0;
   if (elf_getshdrstrndx(elf, &shstrndx) != 0 ||
-      !section_at_most(elf, shstrndx, kMaxNoteBytes))
+      !section_at_most(elf, shstrndx, kMaxElfNoteBytes))
     shstrndx = 0;
   Elf_Scn *scn = nullptr;
   size_t sections = 0;
@@ -201,8 +159,8 @@ std::unique_ptr<ElfFile> ElfFile::from_elf(void *handle) {
     else if (shdr.sh_type == SHT_DYNSYM)
       read_symbols(elf, scn, shdr, dynsym);
     else if (shdr.sh_type == SHT_NOTE && file->build_id_.empty() &&
-             shdr.sh_size <= kMaxNoteBytes)
-      file->build_id_ = read_build_id(elf, scn);
+             shdr.sh_size <= kMaxElfNoteBytes)
+      file->build_id_ = gnu_build_id(scn);
     else if (shdr.sh_type == SHT_PROGBITS && shstrndx != 0 &&
              shdr.sh_size <= kMaxMiniDebugInfo)
       file->read_named_section(scn, elf_strptr(elf, shstrndx, shdr.sh_name));

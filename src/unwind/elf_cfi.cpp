@@ -7,51 +7,14 @@
 #include <cstring>
 #include <memory>
 
+#include "symbolize/elf_common.h"
+
 namespace offcpu::unwind {
 namespace {
 
 // CFI of the largest real libraries is a few MiB.
 constexpr uint64_t kMaxCfiBytes = uint64_t{64} << 20;
-constexpr uint64_t kMaxNoteBytes = 1u << 20;
 constexpr size_t kMaxSections = 1u << 16;
-
-struct ElfDeleter {
-  void operator()(Elf *e) const { elf_end(e); }
-};
-
-bool libelf_ready() {
-  static const bool ok = elf_version(EV_CURRENT) != EV_NONE;
-  return ok;
-}
-
-std::string hex(const unsigned char *p, size_t n) {
-  static const char digits[] = "0123456789abcdef";
-  std::string s;
-  for (size_t i = 0; i < n; i++) {
-    s += digits[p[i] >> 4];
-    s += digits[p[i] & 15];
-  }
-  return s;
-}
-
-std::string build_id_of(Elf_Scn *scn) {
-  Elf_Data *data = elf_getdata(scn, nullptr);
-  if (!data || !data->d_buf)
-    return {};
-  size_t off = 0, name_off = 0, desc_off = 0;
-  GElf_Nhdr nhdr;
-  while (off < data->d_size &&
-         (off = gelf_getnote(data, off, &nhdr, &name_off, &desc_off)) > 0) {
-    const char *base = static_cast<const char *>(data->d_buf);
-    if (nhdr.n_type == NT_GNU_BUILD_ID && nhdr.n_namesz == 4 &&
-        name_off + 4 <= data->d_size &&
-        std::memcmp(base + name_off, "GNU", 4) == 0 && nhdr.n_descsz > 0 &&
-        nhdr.n_descsz <= 64 && desc_off + nhdr.n_descsz <= data->d_size)
-      return hex(reinterpret_cast<const unsigned char *>(base) + desc_off,
-                 nhdr.n_descsz);
-  }
-  return {};
-}
 
 std::string section_bytes(Elf_Scn *scn, bool decompress) {
   GElf_Shdr shdr;
@@ -94,8 +57,8 @@ std::optional<ElfCfi> from_elf(Elf *elf, CfiWant want) {
     if (!gelf_getshdr(scn, &shdr))
       continue;
     if (shdr.sh_type == SHT_NOTE && out.build_id.empty() &&
-        shdr.sh_size <= kMaxNoteBytes) {
-      out.build_id = build_id_of(scn);
+        shdr.sh_size <= kMaxElfNoteBytes) {
+      out.build_id = gnu_build_id(scn);
       continue;
     }
     const char *name = elf_strptr(elf, shstrndx, shdr.sh_name);
@@ -150,7 +113,7 @@ std::optional<ElfCfi> read_elf_cfi(int fd, CfiWant want) {
   if (!libelf_ready() || fstat(fd, &st) != 0 || !S_ISREG(st.st_mode))
     return std::nullopt;
   // ELF_C_READ: pread, never a mapping (a truncated file cannot SIGBUS).
-  std::unique_ptr<Elf, ElfDeleter> elf(elf_begin(fd, ELF_C_READ, nullptr));
+  ElfHandle elf(elf_begin(fd, ELF_C_READ, nullptr));
   if (!elf)
     return std::nullopt;
   return from_elf(elf.get(), want);
@@ -160,7 +123,7 @@ std::optional<ElfCfi> read_elf_cfi_memory(const std::string &image) {
   if (!libelf_ready() || image.empty())
     return std::nullopt;
   std::string copy = image; // libelf may write to the buffer it is given
-  std::unique_ptr<Elf, ElfDeleter> elf(elf_memory(copy.data(), copy.size()));
+  ElfHandle elf(elf_memory(copy.data(), copy.size()));
   if (!elf)
     return std::nullopt;
   return from_elf(elf.get(), CfiWant::EhFrame);
