@@ -73,11 +73,15 @@ struct orc_slot {
  * buffers: the switch hook preempting an iterator mid-update on the same CPU
  * must not mix two entries. */
 #define ORC_CACHE_SLOTS 4096
+#define ORC_CHUNK_SLOTS (PERCPU_CHUNK_BYTES / sizeof(struct orc_slot))
+struct orc_chunk {
+  struct orc_slot s[ORC_CHUNK_SLOTS];
+};
 struct {
   __uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-  __uint(max_entries, 2 * ORC_CACHE_SLOTS);
+  __uint(max_entries, 2 * ORC_CACHE_SLOTS / ORC_CHUNK_SLOTS);
   __type(key, __u32);
-  __type(value, struct orc_slot);
+  __type(value, struct orc_chunk);
 } orc_cache SEC(".maps");
 
 /* Frames of the kernel's own walk, for splicing and verifying. */
@@ -156,7 +160,7 @@ struct kw_notes {
   __u32 nr;
   __u32 on; /* 0: not noting */
   __u32 bad;
-  __u32 pad;
+  __u32 used; /* notes whose value some later address was computed from */
   __u16 off[KW_MEMO_WORDS];
   __u8 src[KW_MEMO_WORDS]; /* the note whose value the address came from */
   __u8 kind[KW_MEMO_WORDS];
@@ -189,6 +193,8 @@ static __always_inline __u32 kw_note(__u32 slot, __u64 addr, __u64 val,
   n->src[i] = src;
   n->kind[i] = kind;
   n->nr = i + 1;
+  if (src < KW_MEMO_WORDS)
+    n->used |= 1u << src;
   return i;
 }
 
@@ -263,9 +269,11 @@ static long orc_search_step(__u32 i, void *data) {
 static __always_inline struct orc_slot *orc_find(__u64 addr, __u32 cache) {
   __u32 idx =
       (mix64(addr) & (ORC_CACHE_SLOTS - 1)) + (cache ? ORC_CACHE_SLOTS : 0);
-  struct orc_slot *o = bpf_map_lookup_elem(&orc_cache, &idx);
-  if (!o)
+  __u32 chunk = idx / ORC_CHUNK_SLOTS;
+  struct orc_chunk *ch = bpf_map_lookup_elem(&orc_cache, &chunk);
+  if (!ch)
     return NULL;
+  struct orc_slot *o = &ch->s[idx & (ORC_CHUNK_SLOTS - 1)];
   if (o->addr == addr)
     return o;
 
@@ -537,12 +545,19 @@ __noinline int kwalk_frames(const struct kframe *f, struct offcpu_stack *s,
                             __u32 max, struct kwalk_result *r) {
   if (!f || !s || !r)
     return 0;
-  /* A bounded loop rather than bpf_loop: a callback per frame is an
-   * indirect call, dear with retpolines. */
   struct kwalk w = {.s = s, .f = *f, .max = max, .status = KWALK_SPLICE};
-  for (__u32 i = 0; i < OFFCPU_MAX_STACK_DEPTH + 1; i++)
-    if (kwalk_step(i, &w))
-      break;
+  /* bpf_loop where there is one: the verifier checks a bounded loop once
+   * per frame (128 times, the largest part of the switch program's load
+   * time) and a bpf_loop body until it converges. The kernel inlines the
+   * loop, so a frame costs a direct call more; the walk only runs when a
+   * memo does not serve. */
+  if (use_bpf_loop) {
+    bpf_loop(OFFCPU_MAX_STACK_DEPTH + 1, kwalk_step, &w, 0);
+  } else {
+    for (__u32 i = 0; i < OFFCPU_MAX_STACK_DEPTH + 1; i++)
+      if (kwalk_step(i, &w))
+        break;
+  }
   r->n = w.n;
   r->status = w.status;
   r->stopped_in_sched = w.stopped_in_sched;
@@ -623,6 +638,7 @@ static __always_inline __u32 walk_kernel_stack(struct task_struct *t,
     n->boundary = 0;
     n->nr = 0;
     n->bad = 0;
+    n->used = 0;
     n->on = note;
   }
   kw_note(slot, (__u64)&itf->ret_addr, f.ip, KW_SRC_FRAME, KW_VALUE);
@@ -661,9 +677,11 @@ __noinline int kw_memo_holds(const struct kw_memo *m, __u64 frame) {
   __u32 nr = m->nr, zero = 0;
   if (!nr)
     return 0;
-  __s64 delta = (__s64)(frame - m->frame);
-  if (delta && m->exact)
+  /* Not `delta && exact`: a branch on delta would have the verifier check
+   * the loop below twice, once for delta 0. */
+  if (m->exact && frame != m->frame)
     return 0;
+  __s64 delta = (__s64)(frame - m->frame);
   __u32 moving = m->moving_end, fixed = m->fixed_span;
   if (moving > KW_REGION || fixed > KW_REGION)
     return 0;
@@ -673,30 +691,31 @@ __noinline int kw_memo_holds(const struct kw_memo *m, __u64 frame) {
   struct reuse_span *buf = bpf_map_lookup_elem(&reuse_span_buf, &zero);
   if (!buf)
     return 0;
-  if (moving && bpf_probe_read_kernel(buf->b, moving, (void *)frame))
-    return 0;
-  if (fixed &&
+  /* Sizes may be 0 (then nothing is read): no branch on them, or the
+   * verifier would check the loop once with and once without. */
+  if (bpf_probe_read_kernel(buf->b, moving, (void *)frame) ||
       bpf_probe_read_kernel(&buf->b[KW_REGION], fixed, (void *)(hi - fixed)))
     return 0;
-  /* A plain bounded loop, as uw_memo_holds'. */
+  /* A plain bounded loop, as uw_memo_holds', without branches in its body:
+   * the verifier walks a bounded loop once per iteration and path, and
+   * this one runs at every switch-in. */
+  __u64 differ = 0;
   for (__u32 i = 0; i < KW_MEMO_WORDS; i++) {
     if (i >= nr)
-      return 1;
-    __u8 cls = m->cls[i];
-    if (cls & KW_BOUND_ONLY)
-      continue; /* its place is in a region checked above */
-    __u64 at = m->off[i];
-    if (cls & KW_ADDR_FIXED)
-      at = KW_REGION + fixed - at;
+      break;
+    __u64 cls = m->cls[i];
+    __u64 off = m->off[i];
+    __u64 is_fixed = (__u64)0 - (__u64)((cls & KW_ADDR_FIXED) != 0);
+    __u64 at = (off & ~is_fixed) | ((KW_REGION + fixed - off) & is_fixed);
     same_register(at);
     if (at > REUSE_SPAN - sizeof(__u64))
       return 0;
-    __u64 now;
-    __builtin_memcpy(&now, &buf->b[at], sizeof(now));
-    if (now != m->val[i] + ((cls & KW_VAL_MOVES) ? delta : 0))
-      return 0;
+    __u64 now = load_u64(&buf->b[at]);
+    __u64 moves = (__u64)0 - (__u64)((cls & KW_VAL_MOVES) != 0);
+    __u64 checked = (__u64)0 - (__u64) !(cls & KW_BOUND_ONLY);
+    differ |= (now ^ (m->val[i] + (delta & moves))) & checked;
   }
-  return 1;
+  return differ == 0;
 }
 
 /* What kw_memo_keep gathers over the words. */
@@ -706,12 +725,14 @@ struct kw_keep {
   __u32 exact, moving_end, fixed_span, too_far;
 };
 
-/* Classifies word i of the notes into the memo. A global function: the
- * verifier checks it once, not once per word. */
+/* Classifies word i of the notes into the memo; 1 past the last word. A
+ * global function: the verifier checks it once, not once per word. */
 __noinline int kw_keep_word(struct kw_memo *m, const struct kw_notes *n,
-                            struct kw_keep *k, __u32 i) {
-  if (!m || !n || !k || i >= KW_MEMO_WORDS)
-    return 0;
+                            struct kw_keep *k, __u32 word) {
+  __u64 i = word;
+  same_register(i); /* one register for the checks and the indexing */
+  if (!m || !n || !k || i >= KW_MEMO_WORDS || i >= n->nr)
+    return 1;
   __u64 addr = k->base + n->off[i];
   bool fixed = addr >= k->bound;
   /* Where the walk got the address: from the stack pointer (which moves)
@@ -768,20 +789,14 @@ __noinline int kw_memo_keep(struct kw_memo *m, __u32 slot) {
       .hi = n->stack_hi,
       .base = n->base,
       .bound = n->boundary ? n->boundary : n->stack_hi,
+      .used = n->used,
   };
   __u32 nr = n->nr;
-  for (__u32 i = 0; i < KW_MEMO_WORDS; i++) {
-    if (i >= nr)
+  /* The word count is read again in the loop rather than compared with nr:
+   * an exit at each count would give the verifier a state per count. */
+  for (__u32 i = 0; i < KW_MEMO_WORDS; i++)
+    if (kw_keep_word(m, n, &k, i))
       break;
-    __u32 src = n->src[i];
-    if (src < KW_MEMO_WORDS)
-      k.used |= 1u << src;
-  }
-  for (__u32 i = 0; i < KW_MEMO_WORDS; i++) {
-    if (i >= nr)
-      break;
-    kw_keep_word(m, n, &k, i);
-  }
   if (k.too_far)
     return 0;
   m->top = k.hi;
@@ -848,7 +863,7 @@ static __always_inline __u64 take_frozen_kernel_stack(struct task_struct *t,
                                  slot, m != NULL);
     if (partial)
       *flags |= OFFCPU_KSTACK_NOSCHED;
-    __u64 id = store_stack(s, (long)nr * sizeof(__u64), false);
+    __u64 id = store_stack_from(slot, s, (long)nr * sizeof(__u64), false);
     if (memo_stack != OFFCPU_STACK_MISSED && memo_stack != id)
       uw_count(st, UW_STAT_KREUSE_MISMATCH);
     if (m && id != OFFCPU_STACK_MISSED && kw_memo_keep(m, slot)) {
@@ -861,7 +876,7 @@ static __always_inline __u64 take_frozen_kernel_stack(struct task_struct *t,
   }
   *flags |= OFFCPU_KSTACK_NOSCHED;
   long bytes = bpf_get_task_stack(t, s->ips, stack_bytes(), 0);
-  return store_stack(s, bytes, false);
+  return store_stack_from(slot, s, bytes, false);
 }
 
 #endif /* OFFCPU_KERNEL_UNWIND_BPF_H */

@@ -165,8 +165,14 @@ struct {
   __type(value, struct offcpu_start);
 } starts_hash SEC(".maps");
 
+/* Not preallocated: 65536 entries allocated and zeroed at load were a
+ * tenth of the start-up time, and a run uses few. A wait adds at most two
+ * (its own and an unseen one's) from the switch hook, which the kernel's
+ * BPF allocator holds ready per CPU (4 prefilled, refilled after). The
+ * stacks map stays preallocated (see stack_store.bpf.h). */
 struct {
   __uint(type, BPF_MAP_TYPE_HASH);
+  __uint(map_flags, BPF_F_NO_PREALLOC);
   __uint(max_entries, 65536); /* resized by the loader */
   __type(key, struct offcpu_key);
   __type(value, struct offcpu_value);
@@ -252,13 +258,18 @@ static __always_inline void forget_start(struct offcpu_start *rec, __u32 pid,
     bpf_map_delete_elem(&starts_hash, &pid);
 }
 
-static __always_inline void charge(const struct offcpu_key *key, __u64 delta,
-                                   __u64 runq, unsigned int state) {
+/* A global function: checked once, and the paths through it (the lookup,
+ * the state class) do not multiply the paths the verifier follows through
+ * the rest of the switch hook, which runs after a switch-in's charge. */
+__noinline int charge(const struct offcpu_key *key, __u64 delta, __u64 runq,
+                      __u32 state) {
+  if (!key)
+    return 0;
   struct offcpu_value empty = {};
   struct offcpu_value *val =
       lookup_or_insert(&counts, key, &empty, OFFCPU_LOST_AGG_MAP_FULL);
   if (!val)
-    return;
+    return 0;
   __sync_fetch_and_add(&val->total_ns, delta);
   __sync_fetch_and_add(&val->count, 1);
   if (split_runqueue && runq)
@@ -271,6 +282,7 @@ static __always_inline void charge(const struct offcpu_key *key, __u64 delta,
     if (cls < OFFCPU_STATE_NR)
       c->state_ns[cls] += delta;
   }
+  return 0;
 }
 
 /* The bytes of `w` below its first zero byte (little-endian); *ended says
@@ -573,12 +585,14 @@ int BPF_PROG(offcpu_waking_btf, struct task_struct *p) {
   return 0;
 }
 
+#ifndef OFFCPU_LIGHT_OBJECT /* the light skeleton serves tp_btf plans only */
 /* The raw_tp plan's counterpart (kernels with BTF but no working tp_btf). */
 SEC("raw_tp/sched_waking")
 int BPF_PROG(offcpu_waking_raw, struct task_struct *p) {
   on_waking(ctx, p, false);
   return 0;
 }
+#endif
 
 /* ---- Children (--children, -- COMMAND) ---- */
 
@@ -599,12 +613,14 @@ int BPF_PROG(offcpu_fork_btf, struct task_struct *parent,
   return 0;
 }
 
+#ifndef OFFCPU_LIGHT_OBJECT /* the light skeleton serves tp_btf plans only */
 SEC("raw_tp/sched_process_fork")
 int BPF_PROG(offcpu_fork_raw, struct task_struct *parent,
              struct task_struct *child) {
   on_fork(BPF_CORE_READ(parent, tgid), BPF_CORE_READ(child, tgid));
   return 0;
 }
+#endif
 
 /* Preferred: BTF-enabled tracepoint (5.5+), typed and trusted pointers. */
 SEC("tp_btf/sched_switch")
@@ -616,6 +632,7 @@ int BPF_PROG(offcpu_switch_btf, bool preempt, struct task_struct *prev,
   return 0;
 }
 
+#ifndef OFFCPU_LIGHT_OBJECT /* the light skeleton serves tp_btf plans only */
 /* Fallback for kernels without BTF-enabled tracepoints (< 5.5) or where
  * tp_btf fails to load: pointers are read with probe reads. */
 SEC("raw_tp/sched_switch")
@@ -626,6 +643,7 @@ int BPF_PROG(offcpu_switch_raw, bool preempt, struct task_struct *prev,
   on_switch(ctx, prev, next, prev_state, false);
   return 0;
 }
+#endif
 
 /* Waits already in progress when tracing starts, in two passes. Without
  * them a thread blocked for the whole window (the one the user most needs

@@ -22,6 +22,10 @@ const volatile bool use_bpf_loop = true;
 /* Events lost, by enum offcpu_loss; read by user space at the end. */
 __u64 lost[OFFCPU_LOST_NR];
 
+/* Preallocated: the kernel's allocator for maps that are not holds one
+ * element per CPU until its refill runs, which needs interrupts on; the
+ * switch hook stores two stacks with them off, and rwsem waits are traced
+ * under the lock's spinlock. Tried: stacks lost as "storage full". */
 struct {
   __uint(type, BPF_MAP_TYPE_HASH);
   __uint(max_entries, 16384); /* --stack-storage-size */
@@ -71,10 +75,24 @@ const volatile bool reuse_verify = false;
  * memo against a copy of the stack words it holds: for a user stack up to
  * this many bytes above the stack pointer, for a kernel stack half of it
  * above the stack pointer and half below the top. The switch hook only. */
+/* A per-CPU array allocates each element on its own, one per-CPU
+ * allocation under a global lock each: two caches of 8192 small elements
+ * took ~20 ms of start-up. Caches are therefore a few chunks of slots, each
+ * chunk as large as a per-CPU value may be (PCPU_MIN_UNIT_SIZE). */
+#define PERCPU_CHUNK_BYTES 32768
+
 #define REUSE_SPAN 8192
 struct reuse_span {
   __u8 b[REUSE_SPAN];
 };
+
+/* The 8 bytes at p in one load, aligned or not (BPF on x86 allows it; the
+ * compiler, not knowing the alignment of a byte array, would load bytes). */
+static __always_inline __u64 load_u64(const void *p) {
+  __u64 v;
+  asm volatile("%0 = *(u64 *)(%1 + 0)" : "=r"(v) : "r"(p));
+  return v;
+}
 
 struct {
   __uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
@@ -138,20 +156,28 @@ struct hash_loop {
  * indexing with another, unchecked one, which the verifier rejects. */
 #define same_register(x) asm volatile("" : "+r"(x))
 
-static long hash_step(__u32 i, void *data) {
-  struct hash_loop *c = data;
+/* One frame into the stack's hash: cheap, as the verifier checks the
+ * bounded loop below once per frame (the id is mixed once at the end). */
+static __always_inline long hash_step(__u32 i, struct hash_loop *c) {
   __u64 idx = i;
   same_register(idx);
   if (idx >= c->nr || idx >= OFFCPU_MAX_STACK_DEPTH)
     return 1;
-  c->h = mix64(c->h ^ c->s->ips[idx]) + idx;
+  __u64 h = (c->h ^ c->s->ips[idx]) * 0x9e3779b97f4a7c15ULL;
+  c->h = h ^ (h >> 29);
   return 0;
 }
 
+static long hash_step_cb(__u32 i, void *data) {
+  return hash_step(i, data);
+}
+
 /* Stores the `bytes` of frames in *s; returns its id or OFFCPU_STACK_MISSED.
- * A global function: the verifier checks it once, not once for every path
- * that leads to one of its callers. */
-__noinline __u64 store_stack(struct offcpu_stack *s, long bytes, bool user) {
+ * `looped`: hash with bpf_loop (a call per frame, one loop body for the
+ * verifier) rather than a bounded loop (checked once per possible frame). */
+static __always_inline __u64 store_stack_impl(struct offcpu_stack *s,
+                                              long bytes, bool user,
+                                              bool looped) {
   if (!s)
     return OFFCPU_STACK_MISSED;
   if (bytes <= 0) {
@@ -170,10 +196,14 @@ __noinline __u64 store_stack(struct offcpu_stack *s, long bytes, bool user) {
       .h = 0x9e3779b97f4a7c15ULL ^ ((__u64)nr << 1) ^ user,
       .nr = nr,
   };
-  for (int i = 0; i < OFFCPU_MAX_STACK_DEPTH; i++)
-    if (hash_step(i, &c))
-      break;
-  __u64 h = c.h;
+  if (looped) {
+    bpf_loop(OFFCPU_MAX_STACK_DEPTH, hash_step_cb, &c, 0);
+  } else {
+    for (int i = 0; i < OFFCPU_MAX_STACK_DEPTH; i++)
+      if (hash_step(i, &c))
+        break;
+  }
+  __u64 h = mix64(c.h);
   if (h == OFFCPU_NO_STACK || h == OFFCPU_STACK_MISSED)
     h += 2;
 
@@ -191,6 +221,27 @@ __noinline __u64 store_stack(struct offcpu_stack *s, long bytes, bool user) {
     return OFFCPU_STACK_MISSED;
   }
   return h;
+}
+
+/* Global functions: the verifier checks each once per program, not once
+ * for every path that leads to one of its callers. The switch hook's hashes
+ * in a bounded loop (no call per frame); the iterators', run rarely, with
+ * bpf_loop, which is quicker to verify: programs load sooner. */
+__noinline __u64 store_stack(struct offcpu_stack *s, long bytes, bool user) {
+  return store_stack_impl(s, bytes, user, false);
+}
+
+__noinline __u64 store_stack_iter(struct offcpu_stack *s, long bytes,
+                                  bool user) {
+  return store_stack_impl(s, bytes, user, use_bpf_loop);
+}
+
+/* The store for the context of scratch slot `slot` (a constant). */
+static __always_inline __u64 store_stack_from(__u32 slot,
+                                              struct offcpu_stack *s,
+                                              long bytes, bool user) {
+  return slot == SCRATCH_ITER ? store_stack_iter(s, bytes, user)
+                              : store_stack(s, bytes, user);
 }
 
 /* Stack of the current task: user (BPF_F_USER_STACK) or kernel. */
@@ -263,9 +314,10 @@ static __always_inline __u64 walk_user_stack_fp(struct task_struct *t,
       .fp = regs->bp, /* a BTF pointer: a plain load */
       .max = stack_bytes() / sizeof(__u64),
   };
+  __u32 slot = other_task ? SCRATCH_ITER : SCRATCH_HOOK;
   s->ips[0] = regs->ip;
   if (!s->ips[0])
-    return store_stack(s, 0, true);
+    return store_stack_from(slot, s, 0, true);
   c.n = 1;
   if (use_bpf_loop) {
     bpf_loop(OFFCPU_MAX_STACK_DEPTH,
@@ -275,7 +327,7 @@ static __always_inline __u64 walk_user_stack_fp(struct task_struct *t,
       if (walk_step(i, &c, other_task))
         break;
   }
-  return store_stack(s, (long)c.n * sizeof(__u64), true);
+  return store_stack_from(slot, s, (long)c.n * sizeof(__u64), true);
 }
 
 #endif /* OFFCPU_STACK_STORE_BPF_H */

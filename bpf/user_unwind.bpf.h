@@ -81,11 +81,15 @@ struct uw_cache_slot {
 };
 
 #define UW_CACHE_SLOTS 4096
+#define UW_CHUNK_SLOTS (PERCPU_CHUNK_BYTES / sizeof(struct uw_cache_slot))
+struct uw_cache_chunk {
+  struct uw_cache_slot s[UW_CHUNK_SLOTS];
+};
 struct {
   __uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-  __uint(max_entries, 2 * UW_CACHE_SLOTS);
+  __uint(max_entries, 2 * UW_CACHE_SLOTS / UW_CHUNK_SLOTS);
   __type(key, __u32);
-  __type(value, struct uw_cache_slot);
+  __type(value, struct uw_cache_chunk);
 } uw_cache SEC(".maps");
 
 /* Always 0; the verifier cannot know (see kwalk_unknown_zero). */
@@ -168,9 +172,11 @@ static long uw_rsearch_step(__u32 i, void *data) {
 static __always_inline int uw_lookup(struct uw_query *q) {
   __u32 idx = (mix64(q->pc ^ ((__u64)q->owner << 40)) & (UW_CACHE_SLOTS - 1)) +
               (q->cache ? UW_CACHE_SLOTS : 0);
-  struct uw_cache_slot *c = bpf_map_lookup_elem(&uw_cache, &idx);
-  if (!c)
+  __u32 chunk = idx / UW_CHUNK_SLOTS;
+  struct uw_cache_chunk *ch = bpf_map_lookup_elem(&uw_cache, &chunk);
+  if (!ch)
     return 0;
+  struct uw_cache_slot *c = &ch->s[idx & (UW_CHUNK_SLOTS - 1)];
   if (c->pc == q->pc && c->owner == q->owner && c->gen == q->gen) {
     q->where = c->where;
     q->rule = c->rule;
@@ -447,34 +453,47 @@ struct uw_memo_set {
   __u32 pad;
 };
 
+/* How far a walk has got in filling its memo. */
+struct uw_noting {
+  __u64 sp; /* sp at the start: words are noted relative to it */
+  __u32 nr, span;
+  __u32 bad; /* a word the memo cannot hold: do not keep it */
+  __u32 pad;
+};
+
 struct uw_walk {
   struct offcpu_stack *s;
   struct task_struct *task;
   struct uw_memo *m; /* NULL: not recording */
-  __u64 m_sp;        /* sp at the start: words are noted relative to it */
-  __u32 m_nr, m_span;
-  __u32 m_bad; /* a word the memo cannot hold: do not keep it */
-  __u32 pad;
+  struct uw_noting note;
   struct uw_frame f;
 };
 
-/* Notes a word the walk used, for checking it next time. */
-static __always_inline void uw_note(struct uw_walk *w, __u64 addr, __u64 val) {
-  struct uw_memo *m = w->m;
-  if (!m || w->m_bad)
-    return;
-  __u64 off = addr - w->m_sp; /* wraps above the span when below sp */
-  __u64 i = w->m_nr;
+/* Notes a word the walk used in memo m, for checking it next time. A
+ * global function: the count of words noted stays out of the walk's loop
+ * state, which the verifier then checks far fewer times. */
+__noinline int uw_note_word(struct uw_memo *m, struct uw_noting *n, __u64 addr,
+                            __u64 val) {
+  if (!m || !n || n->bad)
+    return 0;
+  __u64 off = addr - n->sp; /* wraps above the span when below sp */
+  __u64 i = n->nr;
   same_register(i);
   if (off > UW_MEMO_SPAN - sizeof(__u64) || i >= UW_MEMO_WORDS) {
-    w->m_bad = 1;
-    return;
+    n->bad = 1;
+    return 0;
   }
   m->off[i] = off;
   m->val[i] = val;
-  w->m_nr = i + 1;
-  if (off + sizeof(__u64) > w->m_span)
-    w->m_span = off + sizeof(__u64);
+  n->nr = i + 1;
+  if (off + sizeof(__u64) > n->span)
+    n->span = off + sizeof(__u64);
+  return 0;
+}
+
+static __always_inline void uw_note(struct uw_walk *w, __u64 addr, __u64 val) {
+  if (w->m)
+    uw_note_word(w->m, &w->note, addr, val);
 }
 
 static __always_inline long uw_read(struct uw_walk *w, void *dst, __u32 size,
@@ -584,9 +603,7 @@ __noinline int uw_memo_holds(const struct uw_memo *m) {
     same_register(off);
     if (off > UW_MEMO_SPAN - sizeof(__u64))
       return 0;
-    __u64 now;
-    __builtin_memcpy(&now, &buf->b[off], sizeof(now));
-    if (now != m->val[i])
+    if (load_u64(&buf->b[off]) != m->val[i])
       return 0;
   }
   return 1;
@@ -697,7 +714,7 @@ static __always_inline __u64 walk_user_stack_memo(struct task_struct *t,
    * is partial and not kept. */
   if (m) {
     w.m = m;
-    w.m_sp = w.f.sp;
+    w.note.sp = w.f.sp;
   }
 
   uw_count(st, UW_STAT_WALKS);
@@ -721,11 +738,12 @@ static __always_inline __u64 walk_user_stack_memo(struct task_struct *t,
     *flags |= OFFCPU_USTACK_PARTIAL;
     uw_request(tgid, map_count, st);
   }
-  __u64 id = store_stack(s, (long)w.f.n * sizeof(__u64), true);
+  __u64 id = store_stack_from(other_task ? SCRATCH_ITER : SCRATCH_HOOK, s,
+                              (long)w.f.n * sizeof(__u64), true);
   if (memo_stack != OFFCPU_STACK_MISSED && memo_stack != id)
     uw_count(st, UW_STAT_REUSE_MISMATCH);
-  if (m && !w.m_bad && !w.f.partial && w.f.end != UW_STAT_READ_FAULT &&
-      id != OFFCPU_STACK_MISSED && w.m_nr) {
+  if (m && !w.note.bad && !w.f.partial && w.f.end != UW_STAT_READ_FAULT &&
+      id != OFFCPU_STACK_MISSED && w.note.nr) {
     m->ip = ip0;
     m->sp = sp0;
     m->bp = bp0;
@@ -733,8 +751,8 @@ static __always_inline __u64 walk_user_stack_memo(struct task_struct *t,
     m->map_count = map_count;
     m->epoch = epoch;
     m->stack = id;
-    m->span = w.m_span;
-    m->nr = w.m_nr;
+    m->span = w.note.span;
+    m->nr = w.note.nr;
     ms->last = way;
   }
   return id;

@@ -1,0 +1,70 @@
+// The light skeleton is generated from its own build of each BPF source
+// (without the fallback programs it never loads), while the loader fills
+// its .rodata and reads its .bss through the regular skeleton's types. That
+// only works if both builds lay out every global alike: checked here from
+// the two objects' BTF.
+#include <gtest/gtest.h>
+
+#include <bpf/btf.h>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace {
+
+struct BtfDeleter {
+  void operator()(btf *b) const { btf__free(b); }
+};
+using BtfPtr = std::unique_ptr<btf, BtfDeleter>;
+
+struct Var {
+  std::string name;
+  unsigned offset, size;
+  bool operator==(const Var &o) const {
+    return name == o.name && offset == o.offset && size == o.size;
+  }
+};
+
+// The variables of data section `sec`, in order, with their offsets.
+std::vector<Var> section_vars(const btf *b, const char *sec) {
+  std::vector<Var> out;
+  int id = btf__find_by_name_kind(b, sec, BTF_KIND_DATASEC);
+  if (id < 0)
+    return out;
+  const btf_type *t = btf__type_by_id(b, id);
+  const btf_var_secinfo *v = btf_var_secinfos(t);
+  for (unsigned i = 0; i < btf_vlen(t); i++) {
+    const btf_type *var = btf__type_by_id(b, v[i].type);
+    out.push_back(
+        {btf__name_by_offset(b, var->name_off), v[i].offset, v[i].size});
+  }
+  return out;
+}
+
+class BpfObjects : public ::testing::TestWithParam<const char *> {};
+
+TEST_P(BpfObjects, LightObjectLaysOutGlobalsLikeTheRegularOne) {
+  const std::string dir = std::string(OFFCPU_BUILD_DIR) + "/skel/";
+  const std::string name = GetParam();
+  BtfPtr regular(btf__parse((dir + name + ".bpf.o").c_str(), nullptr));
+  BtfPtr light(btf__parse((dir + name + ".light.bpf.o").c_str(), nullptr));
+  ASSERT_TRUE(regular && light) << "objects of " << name << " in " << dir;
+  for (const char *sec : {".rodata", ".bss", ".data"}) {
+    std::vector<Var> r = section_vars(regular.get(), sec);
+    std::vector<Var> l = section_vars(light.get(), sec);
+    ASSERT_EQ(r.size(), l.size()) << name << " " << sec;
+    for (size_t i = 0; i < r.size(); i++)
+      EXPECT_TRUE(r[i] == l[i])
+          << name << " " << sec << ": " << r[i].name << "@" << r[i].offset
+          << " vs " << l[i].name << "@" << l[i].offset;
+  }
+  // The light object has globals to check at all.
+  EXPECT_FALSE(section_vars(light.get(), ".bss").empty() &&
+               section_vars(light.get(), ".rodata").empty());
+}
+
+INSTANTIATE_TEST_SUITE_P(All, BpfObjects,
+                         ::testing::Values("offcpu", "rwsem", "ksyms"));
+
+} // namespace
