@@ -1,13 +1,10 @@
 #include "probe/kernel_text.h"
 
-#include <bpf/bpf.h>
 #include <bpf/btf.h>
-#include <bpf/libbpf.h>
 
 #include <cstring>
-#include <memory>
 
-#include "probe/ksyms_program.h"
+#include "probe/ksyms_light.h"
 
 namespace offcpu {
 
@@ -68,28 +65,13 @@ std::optional<offcpu_kernel_text> probe_kernel_text(const btf *b,
   if (!orc_layout_from_btf(b, text, why))
     return std::nullopt;
 
-  KsymsProgram skel(ksyms_bpf__open());
-  if (skel) {
-    bpf_program__set_autoload(skel->progs.name_kernel_addresses, false);
-    if (ksyms_bpf__load(skel.get()))
-      skel.reset();
-  }
-  if (!skel) {
-    *why = std::string("cannot run the symbol lookup program (needs 5.16+): ") +
-           std::strerror(errno);
-    return std::nullopt;
-  }
-  // The program fills in the addresses; the layout read above stays.
-  skel->bss->found = text;
-  LIBBPF_OPTS(bpf_test_run_opts, run);
-  int err = bpf_prog_test_run_opts(
-      bpf_program__fd(skel->progs.resolve_kernel_text), &run);
+  int err = offcpu_resolve_kernel_text(&text);
   if (err) {
-    *why = std::string("cannot run the symbol lookup program: ") +
-           std::strerror(errno);
+    *why = std::string("cannot run the symbol lookup program (needs 5.16+): ") +
+           std::strerror(-err);
     return std::nullopt;
   }
-  const offcpu_kernel_text &f = skel->bss->found;
+  const offcpu_kernel_text &f = text;
   bool ordered = f.text_start && f.text_start < f.text_end &&
                  f.sched_start >= f.text_start && f.sched_start < f.sched_end &&
                  f.sched_end <= f.text_end && f.orc_ip_start &&
