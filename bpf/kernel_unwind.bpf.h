@@ -662,6 +662,193 @@ static __always_inline __u32 walk_kernel_stack(struct task_struct *t,
   return (__u32)res;
 }
 
+/* The address a pointer holds, as a number: a pointer cannot be read as
+ * one, but one pointer minus another is one for privileged programs (the
+ * current task's BTF pointer, whose address is known). */
+static __always_inline __u64 address_of(const void *p) {
+  struct task_struct *t = bpf_get_current_task_btf();
+  __u64 off;
+  asm volatile("%0 = %1; %0 -= %2" : "=&r"(off) : "r"(p), "r"(t));
+  return off + bpf_get_current_task();
+}
+
+/* Where a tracepoint program's caller left its frame on the stack, from
+ * the program's context: the context is the tracepoint's arguments, an
+ * array in the frame of bpf_trace_runN, which calls the program; the
+ * call's return address and the rbp the program's prologue pushes lie a
+ * fixed distance below it (the program's own stack may be elsewhere: a
+ * private stack, 6.13+). The distance is found once, where the kernel's
+ * own walk of the same stack shows the return address, and checked at
+ * every use (the walk must find that return address there). */
+__u64 live_ctx_delta = 0; /* context - frame; 0: not known */
+__u64 live_ret = 0;       /* the return address at frame + 8 */
+__u32 live_state = 0;     /* LIVE_* */
+__u32 live_tries = 0;     /* calibrations that could not decide */
+#define LIVE_UNKNOWN 0
+#define LIVE_FOUND 1
+#define LIVE_CANNOT 2 /* not found, or the walks disagreed: the kernel's */
+#define LIVE_MAX_TRIES 64
+#define LIVE_SCAN_WORDS 128 /* words below the context searched */
+
+static __always_inline __u32 walk_live_kernel_stack(struct task_struct *t,
+                                                    __u64 fp, __u64 ret,
+                                                    struct offcpu_stack *s,
+                                                    __u32 max, __u32 slot,
+                                                    bool note);
+
+/* Finds live_ctx_delta for the context ctx of this program, the first time
+ * (racing CPUs find the same). */
+static __always_inline void live_calibrate(void *ctx, struct task_struct *t) {
+  __u32 slot = SCRATCH_HOOK, zero = 0;
+  struct offcpu_stack *k = bpf_map_lookup_elem(&kernel_walk_scratch, &slot);
+  struct offcpu_stack *s = scratch_stack(slot);
+  struct reuse_span *buf = bpf_map_lookup_elem(&reuse_span_buf, &zero);
+  if (!k || !s || !buf)
+    return;
+  long bytes = bpf_get_stack(ctx, k->ips, stack_bytes(), 0);
+  __u32 m = bytes > 0 ? bytes / sizeof(__u64) : 0;
+  /* The first core kernel address is the return into bpf_trace_runN: the
+   * frames before it are the program's (JIT code). */
+  __u32 j = 0;
+  for (; j < 8; j++) {
+    __u64 idx = j;
+    same_register(idx);
+    if (idx >= m || idx >= OFFCPU_MAX_STACK_DEPTH) {
+      live_state = LIVE_CANNOT;
+      return;
+    }
+    __u64 ip = k->ips[idx];
+    if (ip >= ktext.text_start && ip < ktext.text_end)
+      break;
+  }
+  if (j >= 8) {
+    live_state = LIVE_CANNOT;
+    return;
+  }
+  __u64 c = address_of(ctx);
+  __u64 below = c - LIVE_SCAN_WORDS * sizeof(__u64);
+  if (bpf_probe_read_kernel(buf->b, LIVE_SCAN_WORDS * sizeof(__u64),
+                            (void *)below)) {
+    live_state = LIVE_CANNOT;
+    return;
+  }
+  /* Bounded loops here and below, not bpf_loop callbacks: the light
+   * skeleton's loader of libbpf 1.1 holds at most 32 functions. This runs
+   * once, with --wakers only. */
+  const __u64 *words = (const __u64 *)buf->b;
+  __u64 want = k->ips[j & 7];
+  __s64 found = -1;
+  for (__s64 w = LIVE_SCAN_WORDS - 1; w >= 1; w--) /* from the context down */
+    if (words[w] == want) {
+      found = w;
+      break;
+    }
+  if (found < 1) { /* the saved rbp is the word below */
+    live_state = LIVE_CANNOT;
+    return;
+  }
+  __u64 fp = below + (found - 1) * sizeof(__u64);
+  __u32 n = walk_live_kernel_stack(t, fp, want, s,
+                                   stack_bytes() / sizeof(__u64), slot, false);
+  /* Not on the task's stack (an interrupt's), or through module code: no
+   * verdict from this one. */
+  if (!n) {
+    if (++live_tries >= LIVE_MAX_TRIES) /* racy: a try more or less */
+      live_state = LIVE_CANNOT;
+    return;
+  }
+  /* Our walk must give the kernel's frames from the return address on,
+   * all of them. */
+  bool bad = n + (j & 7) != m;
+  for (__u32 i = 0; i < OFFCPU_MAX_STACK_DEPTH && !bad; i++) {
+    __u64 a = i, b = (__u64)(j & 7) + i;
+    same_register(a);
+    same_register(b);
+    if (a >= n || b >= OFFCPU_MAX_STACK_DEPTH)
+      break;
+    bad = s->ips[a] != k->ips[b];
+  }
+  if (bad) {
+    live_state = LIVE_CANNOT;
+    return;
+  }
+  /* In this order: a reader that sees FOUND sees the rest (a torn reading
+   * would only fail the return address check). */
+  *(volatile __u64 *)&live_ret = want;
+  *(volatile __u64 *)&live_ctx_delta = c - fp;
+  *(volatile __u32 *)&live_state = LIVE_FOUND;
+}
+
+/* The frame the walk of the current task's live stack starts from (see
+ * live_ctx_delta); 0: the kernel's walker must do. */
+static __always_inline __u64 live_frame(void *ctx, struct task_struct *t) {
+  if (live_state == LIVE_UNKNOWN)
+    live_calibrate(ctx, t);
+  if (live_state != LIVE_FOUND)
+    return 0;
+  return address_of(ctx) - live_ctx_delta;
+}
+
+/* Walks the kernel stack of the current task t, running this program,
+ * from its caller's frame fp (the saved rbp, then the return address,
+ * which must be `ret`), into s. Returns the frame count; 0 where it cannot
+ * start or finish on t's own stack (the stack of an interrupt, module
+ * code...), and the caller asks the kernel's walker instead. `note`: keep
+ * the words it reads for a memo, with fp as the base. */
+static __always_inline __u32 walk_live_kernel_stack(struct task_struct *t,
+                                                    __u64 fp, __u64 ret,
+                                                    struct offcpu_stack *s,
+                                                    __u32 max, __u32 slot,
+                                                    bool note) {
+  struct pt_regs *top = (struct pt_regs *)bpf_task_pt_regs(t);
+  __u64 lo = (__u64)BPF_CORE_READ(t, stack);
+  __u64 hi = (__u64)top + bpf_core_type_size(struct pt_regs);
+  if (!top || fp < lo || fp + 2 * sizeof(__u64) > hi)
+    return 0;
+  __u64 w[2]; /* the saved rbp and the return address */
+  if (bpf_probe_read_kernel(w, sizeof(w), (void *)fp) || w[1] != ret)
+    return 0;
+  struct kframe f = {
+      .ip = w[1],
+      .sp = fp + sizeof(w),
+      .bp = w[0],
+      .stack_lo = lo,
+      .stack_hi = hi,
+      .cache = slot,
+      .sp_src = KW_SRC_FRAME,
+  };
+  struct kw_notes *n = bpf_map_lookup_elem(&kw_notes_map, &slot);
+  if (n) {
+    n->base = fp;
+    n->stack_lo = lo;
+    n->stack_hi = hi;
+    n->boundary = 0;
+    n->nr = 0;
+    n->bad = 0;
+    n->used = 0;
+    n->on = note;
+  }
+  f.bp_src = kw_note(slot, fp, w[0], KW_SRC_FRAME, KW_BP);
+  kw_note(slot, fp + sizeof(__u64), w[1], KW_SRC_FRAME, KW_VALUE);
+  struct kwalk_result r = {};
+  kwalk_frames(&f, s, max, &r);
+  if (r.status != KWALK_DONE)
+    return 0;
+  /* Through interrupt entry code: the kernel's walk, which the caller cuts
+   * there (the frames below are of whatever the interrupt hit). A bounded
+   * loop: see live_calibrate. */
+  for (__u32 i = 0; i < OFFCPU_MAX_STACK_DEPTH; i++) {
+    __u64 idx = i;
+    same_register(idx);
+    if (idx >= r.n)
+      break;
+    __u64 ip = s->ips[idx];
+    if (ip >= ktext.irqentry_start && ip < ktext.irqentry_end)
+      return 0;
+  }
+  return r.n;
+}
+
 /* The two regions a kernel memo's words are in, each read in one go into
  * half of the reuse buffer: from the saved stack pointer up, and below the
  * top of the stack (the system call's frame and registers). */
@@ -811,10 +998,15 @@ __noinline int kw_memo_keep(struct kw_memo *m, __u32 slot) {
 /* Kernel stack of a task that is off CPU: the ORC walk where available,
  * else bpf_get_task_stack (5.9+), flagged as lacking __sched frames. Either
  * starts at __schedule: none of the tracer's own frames are in it. `ms`:
- * the task's kernel stack memos (the switch hook only; NULL: none). */
-static __always_inline __u64 take_frozen_kernel_stack(struct task_struct *t,
-                                                      __u32 *flags, __u32 slot,
-                                                      struct kw_memo_set *ms) {
+ * the task's kernel stack memos (the tracing hooks only; NULL: none).
+ * `live`: t is the current task, walked from this program's frame live_fp
+ * instead (memos then relative to that frame); where the ORC walk does not
+ * serve, *flags gets KSTACK_ASK_KERNEL and nothing is stored. */
+#define KSTACK_ASK_KERNEL 0x80000000u
+static __always_inline __u64 take_kernel_stack(struct task_struct *t,
+                                               __u32 *flags, __u32 slot,
+                                               struct kw_memo_set *ms,
+                                               bool live, __u64 live_fp) {
   struct offcpu_stack *s = scratch_stack(slot);
   if (!s)
     return OFFCPU_STACK_MISSED;
@@ -827,7 +1019,7 @@ static __always_inline __u64 take_frozen_kernel_stack(struct task_struct *t,
       ms = NULL;
     if (ms) {
       /* The switch hook's task pointer is trusted: a plain load. */
-      __u64 frame = t->thread.sp;
+      __u64 frame = live ? live_fp : t->thread.sp;
       bool tried = false;
       /* The way used last first. */
       for (__u32 k = 0; k < KW_MEMO_WAYS; k++) {
@@ -859,24 +1051,60 @@ static __always_inline __u64 take_frozen_kernel_stack(struct task_struct *t,
       m->nr = 0;
     }
     bool partial = false;
-    __u32 nr = walk_kernel_stack(t, s, stack_bytes() / sizeof(__u64), &partial,
-                                 slot, m != NULL);
+    __u32 max = stack_bytes() / sizeof(__u64);
+    __u32 nr = live ? walk_live_kernel_stack(t, live_fp, live_ret, s, max, slot,
+                                             m != NULL)
+                    : walk_kernel_stack(t, s, max, &partial, slot, m != NULL);
+    if (live && !nr) {
+      *flags |= KSTACK_ASK_KERNEL;
+      return OFFCPU_STACK_MISSED;
+    }
     if (partial)
       *flags |= OFFCPU_KSTACK_NOSCHED;
     __u64 id = store_stack_from(slot, s, (long)nr * sizeof(__u64), false);
     if (memo_stack != OFFCPU_STACK_MISSED && memo_stack != id)
       uw_count(st, UW_STAT_KREUSE_MISMATCH);
     if (m && id != OFFCPU_STACK_MISSED && kw_memo_keep(m, slot)) {
-      m->frame = t->thread.sp;
+      m->frame = live ? live_fp : t->thread.sp;
       m->stack = id;
       m->nosched = partial;
       ms->last = way;
     }
     return id;
   }
+  if (live) {
+    *flags |= KSTACK_ASK_KERNEL;
+    return OFFCPU_STACK_MISSED;
+  }
   *flags |= OFFCPU_KSTACK_NOSCHED;
   long bytes = bpf_get_task_stack(t, s->ips, stack_bytes(), 0);
   return store_stack_from(slot, s, bytes, false);
+}
+
+/* Kernel stack of a task that is off CPU (see take_kernel_stack). */
+static __always_inline __u64 take_frozen_kernel_stack(struct task_struct *t,
+                                                      __u32 *flags, __u32 slot,
+                                                      struct kw_memo_set *ms) {
+  return take_kernel_stack(t, flags, slot, ms, false, 0);
+}
+
+/* Kernel stack of the current task from this program's frame (tracing
+ * hooks only: SCRATCH_HOOK); *served is false where the ORC walk does not
+ * serve and the kernel's walker must. */
+static __always_inline __u64 take_live_kernel_stack(void *ctx,
+                                                    struct kw_memo_set *ms,
+                                                    bool *served) {
+  __u32 flags = 0;
+  *served = false;
+  if (!kwalk_orc || kwalk_verify)
+    return OFFCPU_STACK_MISSED;
+  struct task_struct *t = bpf_get_current_task_btf();
+  __u64 fp = live_frame(ctx, t);
+  if (!fp)
+    return OFFCPU_STACK_MISSED;
+  __u64 id = take_kernel_stack(t, &flags, SCRATCH_HOOK, ms, true, fp);
+  *served = !(flags & KSTACK_ASK_KERNEL);
+  return id;
 }
 
 #endif /* OFFCPU_KERNEL_UNWIND_BPF_H */

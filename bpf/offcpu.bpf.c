@@ -17,6 +17,7 @@
 #include "stack_store.bpf.h"
 /* After stack_store.bpf.h: counts its losses there. */
 #include "announce.bpf.h"
+#include "task_comm.bpf.h"
 #include "user_unwind.bpf.h"
 
 #define PF_KTHREAD 0x00200000
@@ -285,32 +286,6 @@ __noinline int charge(const struct offcpu_key *key, __u64 delta, __u64 runq,
   return 0;
 }
 
-/* The bytes of `w` below its first zero byte (little-endian); *ended says
- * whether it had one. Bytes of an older, longer name may follow the NUL. */
-static __always_inline __u64 below_nul(__u64 w, bool *ended) {
-  __u64 z = (w - 0x0101010101010101ULL) & ~w & 0x8080808080808080ULL;
-  *ended = z != 0;
-  if (!z)
-    return w;
-  return w & (((z & -z) >> 7) - 1);
-}
-
-/* The task's comm, zero-padded. Through a BTF pointer: two plain loads,
- * where a string helper call would cost more than the rest of the key. */
-static __always_inline void read_comm(char *dst, struct task_struct *t,
-                                      bool trusted) {
-  if (!trusted) {
-    BPF_CORE_READ_STR_INTO((char(*)[OFFCPU_COMM_LEN])dst, t, comm);
-    return;
-  }
-  __u64 w[2];
-  __builtin_memcpy(w, t->comm, sizeof(w));
-  bool ended;
-  w[0] = below_nul(w[0], &ended);
-  w[1] = ended ? 0 : below_nul(w[1], &ended);
-  __builtin_memcpy(dst, w, sizeof(w));
-}
-
 /* When `t`, runnable, was queued, in ktime (`now`: the ktime matching its
  * run queue's clock); 0 where unknown. The scheduler keeps
  * sched_info.last_queued (rq_clock time) from the enqueue until the task
@@ -558,6 +533,23 @@ static __always_inline void on_switch(void *ctx, struct task_struct *prev,
 /* After the knobs it reads (want_user_stacks, user_fp_walk). */
 #include "waker.bpf.h"
 
+/* --wakers: each waker's stack memos (see take_waker). Task storage:
+ * memory only for threads that wake a traced wait. */
+struct {
+  __uint(type, BPF_MAP_TYPE_TASK_STORAGE);
+  __uint(map_flags, BPF_F_NO_PREALLOC);
+  __type(key, int);
+  __type(value, struct waker_memo_set);
+} waker_memos SEC(".maps");
+
+static __always_inline struct waker_memo_set *
+current_waker_memos(bool trusted) {
+  if (!trusted || !use_task_storage || !reuse_stacks)
+    return NULL;
+  return bpf_task_storage_get(&waker_memos, bpf_get_current_task_btf(), 0,
+                              BPF_LOCAL_STORAGE_GET_F_CREATE);
+}
+
 /* A task being woken: if one of our waits is open, note when (the start of
  * its run-queue time) and, with --wakers, who woke it. The first wakeup of
  * a wait counts; a task already runnable is not woken again. */
@@ -576,7 +568,9 @@ static __always_inline void on_waking(void *ctx, struct task_struct *p,
   __u64 waited = now > rec->start_ns ? now - rec->start_ns : 0;
   if (waited > max_block_ns)
     return; /* too long to be counted: no waker needed */
-  rec->waker = waited < min_block_ns ? OFFCPU_WAKER_TOO_SHORT : take_waker(ctx);
+  rec->waker = waited < min_block_ns
+                   ? OFFCPU_WAKER_TOO_SHORT
+                   : take_waker(ctx, current_waker_memos(trusted), trusted);
 }
 
 SEC("tp_btf/sched_waking")

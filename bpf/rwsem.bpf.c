@@ -162,7 +162,7 @@ int BPF_PROG(rwsem_waking, struct task_struct *p) {
   __u32 pid = p->pid;
   struct rwsem_start *rec = bpf_map_lookup_elem(&starts, &pid);
   if (rec && !rec->waker)
-    rec->waker = take_waker(ctx);
+    rec->waker = take_waker(ctx, NULL, false);
   return 0;
 }
 

@@ -7,6 +7,8 @@
 #ifndef OFFCPU_WAKER_BPF_H
 #define OFFCPU_WAKER_BPF_H
 
+#include "task_comm.bpf.h"
+
 #ifndef PF_KTHREAD
 #define PF_KTHREAD 0x00200000
 #endif
@@ -25,10 +27,32 @@ struct {
   __type(value, struct offcpu_waker);
 } wakers SEC(".maps");
 
+/* The waker's memos, kept per thread by the caller. */
+struct waker_memo_set {
+  struct uw_memo_set user;
+#ifdef OFFCPU_KERNEL_UNWIND_BPF_H
+  struct kw_memo_set kernel;
+#endif
+};
+
 /* The kernel stack of the waking context, cut after the interrupt entry if
  * it passes through one: the frames below belong to whatever task the
  * interrupt happened to hit, not to the wakeup. */
-static __always_inline __u64 waking_kernel_stack(void *ctx, __u32 *kind) {
+static __always_inline __u64 waking_kernel_stack(void *ctx, __u32 *kind,
+                                                 struct waker_memo_set *wm) {
+#ifdef OFFCPU_KERNEL_UNWIND_BPF_H
+  /* The ORC walk from the tracepoint's frame, reused while the stack holds:
+   * a fraction of the kernel's walk, which goes through the tracer's own
+   * frames first. It serves on the task's own stack only, never in an
+   * interrupt (x86-64 runs handlers on the interrupt stacks): the waker
+   * is the task. */
+  bool served;
+  __u64 id = take_live_kernel_stack(ctx, wm ? &wm->kernel : NULL, &served);
+  if (kwalk_orc)
+    count_kunwind(served ? OFFCPU_KUNWIND_LIVE : OFFCPU_KUNWIND_LIVE_KERNEL);
+  if (served)
+    return id;
+#endif
   struct offcpu_stack *s = scratch_stack(SCRATCH_HOOK);
   if (!s)
     return OFFCPU_STACK_MISSED;
@@ -52,24 +76,43 @@ static __always_inline __u64 waking_kernel_stack(void *ctx, __u32 *kind) {
 }
 
 /* Who is waking the task now (the current task, or an interrupt), stored
- * once per distinct waker; returns its id or an OFFCPU_WAKER_* marker. */
-static __always_inline __u64 take_waker(void *ctx) {
+ * once per distinct waker; returns its id or an OFFCPU_WAKER_* marker.
+ * `wm`: the waker's stack memos (NULL: none), kept apart from those of its
+ * own switch-outs: a thread wakes others from other places than it blocks
+ * at. */
+static __always_inline __u64 take_waker(void *ctx, struct waker_memo_set *wm,
+                                        bool trusted) {
   struct offcpu_waker w = {};
   w.kind = OFFCPU_WAKER_TASK;
-  w.kernel_stack = waking_kernel_stack(ctx, &w.kind);
+  w.kernel_stack = waking_kernel_stack(ctx, &w.kind, wm);
+  struct uw_memo_set *ms = wm ? &wm->user : NULL;
   if (w.kind == OFFCPU_WAKER_TASK) {
-    __u64 id = bpf_get_current_pid_tgid();
-    w.pid = (__u32)id;
-    w.tgid = id >> 32;
-    bpf_get_current_comm(&w.comm, sizeof(w.comm));
     struct task_struct *cur = (struct task_struct *)bpf_get_current_task();
-    if (want_user_stacks && w.pid &&
-        !(BPF_CORE_READ(cur, flags) & PF_KTHREAD)) {
+    unsigned int flags;
+    if (trusted) {
+      /* Plain loads through the BTF pointer, no helper call each. */
+      struct task_struct *t = bpf_get_current_task_btf();
+      w.pid = t->pid;
+      w.tgid = t->tgid;
+      flags = t->flags;
+      read_comm(w.comm, t, true);
+    } else {
+      __u64 id = bpf_get_current_pid_tgid();
+      w.pid = (__u32)id;
+      w.tgid = id >> 32;
+      bpf_get_current_comm(&w.comm, sizeof(w.comm));
+      flags = BPF_CORE_READ(cur, flags);
+    }
+    if (want_user_stacks && w.pid && !(flags & PF_KTHREAD)) {
       __u32 partial = 0; /* a waker is not walked again later */
-      w.user_stack = user_fp_walk ? walk_user_stack(bpf_get_current_task_btf(),
-                                                    false, &partial)
-                                  : take_current_stack(ctx, BPF_F_USER_STACK);
-      announce(cur, w.tgid, w.user_stack);
+      bool reused = false;
+      w.user_stack = user_fp_walk
+                         ? walk_user_stack_memo(bpf_get_current_task_btf(),
+                                                false, &partial, ms, &reused)
+                         : take_current_stack(ctx, BPF_F_USER_STACK);
+      /* A reused stack was announced when it was walked. */
+      if (!reused && !announce(cur, w.tgid, w.user_stack))
+        uw_memo_forget(ms);
     }
   }
   __u64 comm[2];

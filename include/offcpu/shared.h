@@ -76,6 +76,8 @@ enum offcpu_kunwind {
   OFFCPU_KUNWIND_MISMATCH,    /* own and kernel's walks disagreed */
   OFFCPU_KUNWIND_VERIFIED,    /* --verify-kernel-unwind: walks compared */
   OFFCPU_KUNWIND_ORC_LOOKUPS, /* ORC table searches (cache misses) */
+  OFFCPU_KUNWIND_LIVE,        /* wakers' stacks walked (or reused) in BPF */
+  OFFCPU_KUNWIND_LIVE_KERNEL, /* wakers' stacks the kernel's walk took */
   OFFCPU_KUNWIND_NR,
 };
 

@@ -138,6 +138,7 @@ int try_load(offcpu_bpf *skel, const OffcpuConfig &o, const OffcpuPlan &p) {
   bpf_map__set_max_entries(skel->maps.uw_rules, sizes.uw_rules);
   bpf_map__set_autocreate(skel->maps.new_processes, p.announce_processes);
   bpf_map__set_autocreate(skel->maps.starts_task, p.task_storage);
+  bpf_map__set_autocreate(skel->maps.waker_memos, p.task_storage);
   bpf_program__set_autoload(skel->progs.offcpu_switch_btf, p.tp_btf);
   bpf_program__set_autoload(skel->progs.offcpu_switch_raw, !p.tp_btf);
   const bool waking = wants_waking_hook(o, p);

@@ -304,6 +304,11 @@ void report(const RawProfile &raw, const Symbolizer &symbolizer,
               ? ", " + std::to_string(k[OFFCPU_KUNWIND_VERIFIED]) +
                     " verified against the kernel's walk"
               : std::string()));
+    if (opts.wakers)
+      note("waker kernel stacks: " + std::to_string(k[OFFCPU_KUNWIND_LIVE]) +
+           " by the ORC walk from the tracepoint (or reused), " +
+           std::to_string(k[OFFCPU_KUNWIND_LIVE_KERNEL]) +
+           " by the kernel's walk (interrupts, module code)");
   }
 }
 

@@ -103,6 +103,35 @@ TEST_F(Wakeups, WakersNameTheThreadAndThePathThatWoke) {
       << stuck->text;
 }
 
+// The wakers' kernel stacks are walked in BPF from the tracepoint's frame
+// (and reused while they hold); --verify-kernel-unwind has the kernel's
+// walker take them instead. Both must give the same frames.
+TEST_F(Wakeups, WakerStacksWalkedInBpfAreTheKernels) {
+  test::Subprocess w({WORKLOAD_BLOCKER, "--no-spinner"});
+  int pid = wait_ready(w)[0];
+  test::sleep_seconds(0.3);
+  auto ours = offcpu({"-v", "-p", std::to_string(pid), "--wakers", "-f", "2"});
+  auto kernels = offcpu({"-v", "-p", std::to_string(pid), "--wakers",
+                         "--verify-kernel-unwind", "-f", "2"});
+  std::smatch m;
+  std::regex counts("waker kernel stacks: (\\d+) by the ORC walk");
+  if (!std::regex_search(ours.err, m, counts))
+    GTEST_SKIP() << "no ORC walker on this kernel";
+  EXPECT_GT(std::stoull(m[1]), 10u) << ours.err;
+  ASSERT_TRUE(std::regex_search(kernels.err, m, counts)) << kernels.err;
+  EXPECT_EQ(std::stoull(m[1]), 0u) << kernels.err;
+
+  auto a = test::parse_folded(ours.out), b = test::parse_folded(kernels.out);
+  for (auto [comm, frame] :
+       {std::pair<std::string, std::string>{"piperd", "block_in_pipe_read"},
+        {"mutexw", "wait_for_contended_mutex"}}) {
+    const auto *x = heaviest(a, comm, frame), *y = heaviest(b, comm, frame);
+    ASSERT_TRUE(x && y) << comm;
+    EXPECT_EQ(waker_part(*x), waker_part(*y)) << x->text << "\n" << y->text;
+    EXPECT_TRUE(contains(waker_part(*x), "try_to_wake_up")) << x->text;
+  }
+}
+
 TEST_F(Wakeups, TextAndPprofCarryTheWaker) {
   test::Subprocess w({WORKLOAD_BLOCKER, "--no-spinner"});
   int pid = wait_ready(w)[0];

@@ -1,8 +1,8 @@
-// The light skeleton is generated from its own build of each BPF source
-// (without the fallback programs it never loads), while the loader fills
-// its .rodata and reads its .bss through the regular skeleton's types. That
-// only works if both builds lay out every global alike: checked here from
-// the two objects' BTF.
+// The BPF objects as built, read from their BTF. The light skeleton is
+// generated from its own build of each BPF source (without the fallback
+// programs it never loads), while the loader fills its .rodata and reads
+// its .bss through the regular skeleton's types: both builds must lay out
+// every global alike. And its loader has a limit on functions.
 #include <gtest/gtest.h>
 
 #include <bpf/btf.h>
@@ -62,6 +62,22 @@ TEST_P(BpfObjects, LightObjectLaysOutGlobalsLikeTheRegularOne) {
   // The light object has globals to check at all.
   EXPECT_FALSE(section_vars(light.get(), ".bss").empty() &&
                section_vars(light.get(), ".rodata").empty());
+}
+
+// libbpf 1.1's light-skeleton loader keeps the descriptors of at most 32
+// programs, counting every BPF function (global functions and bpf_loop
+// callbacks too); past that its cleanup code reads outside its stack and
+// the kernel refuses the loader (seen: EACCES at start-up).
+TEST_P(BpfObjects, LightObjectHasAtMost32Functions) {
+  const std::string path =
+      std::string(OFFCPU_BUILD_DIR) + "/skel/" + GetParam() + ".light.bpf.o";
+  BtfPtr light(btf__parse(path.c_str(), nullptr));
+  ASSERT_TRUE(light) << path;
+  unsigned funcs = 0;
+  for (unsigned id = 1; id < btf__type_cnt(light.get()); id++)
+    funcs += btf_is_func(btf__type_by_id(light.get(), id));
+  EXPECT_GT(funcs, 0u);
+  EXPECT_LE(funcs, 32u) << path;
 }
 
 INSTANTIATE_TEST_SUITE_P(All, BpfObjects,
