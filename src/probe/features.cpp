@@ -1,111 +1,52 @@
 #include "probe/features.h"
 
-#include <bpf/btf.h>
-#include <fcntl.h>
-#include <sys/mman.h>
-#include <sys/stat.h>
+#include <linux/btf.h>
 #include <unistd.h>
 
+#include <memory>
+
+#include "probe/kernel_btf.h"
 #include "probe/kernel_text.h"
 #include "util/error.h"
-#include "util/fd.h"
 #include "util/fs.h"
-
-#include <cstring>
-#include <memory>
 
 namespace offcpu {
 namespace {
 
-struct BtfDeleter {
-  void operator()(btf *b) const { btf__free(b); }
-};
-
-bool has_enum_value(const btf *b, const char *enum_name, const char *value) {
-  int id = btf__find_by_name_kind(b, enum_name, BTF_KIND_ENUM);
-  if (id < 0)
-    return false;
-  const btf_type *t = btf__type_by_id(b, id);
-  const struct btf_enum *e = btf_enum(t);
-  for (unsigned i = 0; i < btf_vlen(t); i++)
-    if (std::strcmp(btf__name_by_offset(b, e[i].name_off), value) == 0)
+bool has_member(const KernelBtf &b, const char *struct_name,
+                const char *member) {
+  for (const KernelBtf::Member &m :
+       b.members(b.find(struct_name, BTF_KIND_STRUCT)))
+    if (m.name == member)
       return true;
   return false;
-}
-
-bool has_member(const btf *b, const char *struct_name, const char *member) {
-  int id = btf__find_by_name_kind(b, struct_name, BTF_KIND_STRUCT);
-  if (id < 0)
-    return false;
-  const btf_type *t = btf__type_by_id(b, id);
-  const btf_member *m = btf_members(t);
-  for (unsigned i = 0; i < btf_vlen(t); i++)
-    if (std::strcmp(btf__name_by_offset(b, m[i].name_off), member) == 0)
-      return true;
-  return false;
-}
-
-// The kernel's BTF. Mapped where the kernel allows it (6.16+), so that
-// libbpf's one copy is all the memory it takes; else read by libbpf, which
-// holds the 5.5 MB twice while parsing.
-btf *load_kernel_btf() {
-  UniqueFd fd(open("/sys/kernel/btf/vmlinux", O_RDONLY | O_CLOEXEC));
-  struct stat st {};
-  if (fd && fstat(fd.get(), &st) == 0 && st.st_size > 0) {
-    const size_t size = static_cast<size_t>(st.st_size);
-    void *p = mmap(nullptr, size, PROT_READ, MAP_PRIVATE, fd.get(), 0);
-    if (p != MAP_FAILED) {
-      btf *b = btf__new(p, static_cast<__u32>(size)); // copies what it keeps
-      munmap(p, size);
-      if (b)
-        return b;
-    }
-  }
-  return btf__load_vmlinux_btf();
-}
-
-// Parameters of the tracepoint's BTF prototype, including its void *data.
-int tracepoint_params(const btf *b, const char *typedef_name) {
-  int id = btf__find_by_name_kind(b, typedef_name, BTF_KIND_TYPEDEF);
-  if (id < 0)
-    return -1;
-  const btf_type *t = btf__type_by_id(b, id);
-  t = btf__type_by_id(b, t->type); // pointer
-  if (!t || !btf_is_ptr(t))
-    return -1;
-  t = btf__type_by_id(b, t->type); // func proto
-  if (!t || !btf_is_func_proto(t))
-    return -1;
-  return btf_vlen(t);
 }
 
 } // namespace
 
 KernelFeatures probe_kernel_features() {
   KernelFeatures f;
-  std::unique_ptr<btf, BtfDeleter> b(load_kernel_btf());
+  std::unique_ptr<KernelBtf> b = KernelBtf::load_vmlinux();
   if (!b)
     return f;
   f.btf = true;
-  int params = tracepoint_params(b.get(), "btf_trace_sched_switch");
+  // Parameters of the tracepoint's BTF prototype, including its void *data.
+  int params = b->typedef_proto_params("btf_trace_sched_switch");
   f.tp_btf_sched_switch = params >= 4;
   f.sched_switch_prev_state = params >= 5;
-  f.task_storage =
-      has_enum_value(b.get(), "bpf_map_type", "BPF_MAP_TYPE_TASK_STORAGE");
-  f.get_task_stack =
-      has_enum_value(b.get(), "bpf_func_id", "BPF_FUNC_get_task_stack");
-  f.task_iter =
-      btf__find_by_name_kind(b.get(), "bpf_iter__task", BTF_KIND_STRUCT) >= 0;
+  f.task_storage = b->enum_has("bpf_map_type", "BPF_MAP_TYPE_TASK_STORAGE");
+  f.get_task_stack = b->enum_has("bpf_func_id", "BPF_FUNC_get_task_stack");
+  f.task_iter = b->find("bpf_iter__task", BTF_KIND_STRUCT) >= 0;
   f.user_walk_current =
-      has_enum_value(b.get(), "bpf_func_id", "BPF_FUNC_get_current_task_btf") &&
-      has_enum_value(b.get(), "bpf_func_id", "BPF_FUNC_task_pt_regs");
+      b->enum_has("bpf_func_id", "BPF_FUNC_get_current_task_btf") &&
+      b->enum_has("bpf_func_id", "BPF_FUNC_task_pt_regs");
   f.user_walk_other_task =
-      has_enum_value(b.get(), "bpf_func_id", "BPF_FUNC_task_pt_regs") &&
-      has_enum_value(b.get(), "bpf_func_id", "BPF_FUNC_copy_from_user_task");
-  f.bpf_loop = has_enum_value(b.get(), "bpf_func_id", "BPF_FUNC_loop");
-  f.ringbuf = has_enum_value(b.get(), "bpf_map_type", "BPF_MAP_TYPE_RINGBUF");
-  f.sched_info = has_member(b.get(), "sched_info", "last_queued") &&
-                 has_member(b.get(), "task_struct", "sched_info");
+      b->enum_has("bpf_func_id", "BPF_FUNC_task_pt_regs") &&
+      b->enum_has("bpf_func_id", "BPF_FUNC_copy_from_user_task");
+  f.bpf_loop = b->enum_has("bpf_func_id", "BPF_FUNC_loop");
+  f.ringbuf = b->enum_has("bpf_map_type", "BPF_MAP_TYPE_RINGBUF");
+  f.sched_info = has_member(*b, "sched_info", "last_queued") &&
+                 has_member(*b, "task_struct", "sched_info");
   // Only where the walker could be used: it needs tp_btf, bpf_loop and
   // task storage too (see offcpu_plans).
   if (f.tp_btf_sched_switch && f.bpf_loop && f.task_storage && f.get_task_stack)
@@ -235,12 +176,12 @@ bool kallsyms_has(const std::string &text, const std::string &name) {
 
 RwsemFeatures probe_rwsem_features() {
   RwsemFeatures f;
-  std::unique_ptr<btf, BtfDeleter> b(load_kernel_btf());
+  std::unique_ptr<KernelBtf> b = KernelBtf::load_vmlinux();
   // A function is there if BTF describes it; else /proc/kallsyms (~50 ms of
   // kernel time to format) decides, read only if needed.
   std::optional<std::string> kallsyms;
   auto exists = [&](const char *name) {
-    if (b && btf__find_by_name_kind(b.get(), name, BTF_KIND_FUNC) >= 0)
+    if (b && b->find(name, BTF_KIND_FUNC) >= 0)
       return true;
     if (!kallsyms) {
       auto text = system_files().read("/proc/kallsyms", 256u << 20);
@@ -262,16 +203,14 @@ RwsemFeatures probe_rwsem_features() {
   if (b) {
     f.btf = true;
     f.fentry_targets = !f.write_slowpath.empty() &&
-                       btf__find_by_name_kind(b.get(), f.write_slowpath.c_str(),
-                                              BTF_KIND_FUNC) >= 0;
+                       b->find(f.write_slowpath, BTF_KIND_FUNC) >= 0;
     f.contention_tracepoints =
-        tracepoint_params(b.get(), "btf_trace_contention_begin") >= 3 &&
-        tracepoint_params(b.get(), "btf_trace_contention_end") >= 3;
+        b->typedef_proto_params("btf_trace_contention_begin") >= 3 &&
+        b->typedef_proto_params("btf_trace_contention_end") >= 3;
     f.user_walk_current =
-        has_enum_value(b.get(), "bpf_func_id",
-                       "BPF_FUNC_get_current_task_btf") &&
-        has_enum_value(b.get(), "bpf_func_id", "BPF_FUNC_task_pt_regs");
-    f.bpf_loop = has_enum_value(b.get(), "bpf_func_id", "BPF_FUNC_loop");
+        b->enum_has("bpf_func_id", "BPF_FUNC_get_current_task_btf") &&
+        b->enum_has("bpf_func_id", "BPF_FUNC_task_pt_regs");
+    f.bpf_loop = b->enum_has("bpf_func_id", "BPF_FUNC_loop");
   }
   return f;
 }

@@ -1,28 +1,27 @@
 #include "probe/kernel_text.h"
 
-#include <bpf/btf.h>
+#include <linux/btf.h>
 
 #include <cstring>
 
+#include "probe/kernel_btf.h"
 #include "probe/ksyms_light.h"
 
 namespace offcpu {
 
-bool orc_layout_from_btf(const btf *b, offcpu_kernel_text &text,
+bool orc_layout_from_btf(const KernelBtf *b, offcpu_kernel_text &text,
                          std::string *why) {
-  int id = b ? btf__find_by_name_kind(b, "orc_entry", BTF_KIND_STRUCT) : -1;
+  int id = b ? b->find("orc_entry", BTF_KIND_STRUCT) : -1;
   if (id < 0) {
     *why = "no struct orc_entry in the kernel's BTF (not an ORC kernel)";
     return false;
   }
-  const btf_type *t = btf__type_by_id(b, id);
-  const btf_member *m = btf_members(t);
   int sp_off = -1, bp_off = -1, sp_reg = -1, bp_reg = -1, type = -1;
   int type_bits = 0, signal = -1, end = -1;
-  for (unsigned i = 0; i < btf_vlen(t); i++) {
-    std::string name = btf__name_by_offset(b, m[i].name_off);
-    unsigned off = btf_member_bit_offset(t, i);
-    unsigned size = btf_member_bitfield_size(t, i);
+  for (const KernelBtf::Member &m : b->members(id)) {
+    const std::string_view name = m.name;
+    const int off = static_cast<int>(m.bit_offset);
+    const unsigned size = m.bitfield_size;
     if (name == "sp_offset")
       sp_off = off;
     else if (name == "bp_offset")
@@ -33,14 +32,14 @@ bool orc_layout_from_btf(const btf *b, offcpu_kernel_text &text,
       bp_reg = off;
     else if (name == "type" && size >= 2 && size <= 3) {
       type = off;
-      type_bits = size;
+      type_bits = static_cast<int>(size);
     } else if (name == "signal" && size == 1)
       signal = off;
     else if (name == "end" && size == 1)
       end = off;
   }
   // The walker reads two 16-bit offsets and then one 16-bit word of flags.
-  if (t->size != 6 || sp_off != 0 || bp_off != 16 || sp_reg != 32 ||
+  if (b->size_of(id) != 6 || sp_off != 0 || bp_off != 16 || sp_reg != 32 ||
       bp_reg != 36 || type < 40 || type + type_bits > 48 ||
       (signal >= 0 && signal >= 48) || (end >= 0 && end >= 48)) {
     *why = "unknown struct orc_entry layout";
@@ -55,7 +54,7 @@ bool orc_layout_from_btf(const btf *b, offcpu_kernel_text &text,
   return true;
 }
 
-std::optional<offcpu_kernel_text> probe_kernel_text(const btf *b,
+std::optional<offcpu_kernel_text> probe_kernel_text(const KernelBtf *b,
                                                     std::string *why) {
 #if !defined(__x86_64__)
   *why = "the kernel-stack walker knows x86-64 ORC tables only";

@@ -7,19 +7,19 @@
 
 #include "offcpu/shared.h"
 
-struct btf;
-
 namespace offcpu {
+
+class KernelBtf;
 
 // ORC entry layout from the kernel's BTF (struct orc_entry); false if the
 // struct is missing or laid out in a way the walker does not know.
-bool orc_layout_from_btf(const btf *vmlinux, offcpu_kernel_text &text,
+bool orc_layout_from_btf(const KernelBtf *vmlinux, offcpu_kernel_text &text,
                          std::string *why);
 
 // Resolves addresses with a one-shot BPF program (5.16+) and reads the ORC
 // layout. nullopt, with the reason in *why, where the walker cannot run:
 // not x86-64, no ORC unwinder (frame-pointer kernels), no BTF, too old.
-std::optional<offcpu_kernel_text> probe_kernel_text(const btf *vmlinux,
+std::optional<offcpu_kernel_text> probe_kernel_text(const KernelBtf *vmlinux,
                                                     std::string *why);
 
 } // namespace offcpu

@@ -7,30 +7,29 @@
 #include <memory>
 #include <sstream>
 
+#include "probe/kernel_btf.h"
 #include "probe/kernel_text.h"
+#include "support/btf_bytes.h"
 
 namespace offcpu {
 namespace {
-
-struct BtfDeleter {
-  void operator()(btf *b) const { btf__free(b); }
-};
-using BtfPtr = std::unique_ptr<btf, BtfDeleter>;
 
 struct Field {
   const char *name;
   unsigned bit_offset, bits; // bits 0: not a bitfield
 };
 
-// A BTF holding only struct orc_entry with these members.
-BtfPtr orc_btf(std::initializer_list<Field> fields, unsigned size = 6) {
-  BtfPtr b(btf__new_empty());
+// A BTF holding only struct orc_entry with these members, written by
+// libbpf and read back by offcpu's reader.
+test::ParsedBtf orc_btf(std::initializer_list<Field> fields,
+                        unsigned size = 6) {
+  test::BtfPtr b(btf__new_empty());
   int s16 = btf__add_int(b.get(), "short", 2, BTF_INT_SIGNED);
   int u32 = btf__add_int(b.get(), "unsigned int", 4, 0);
   btf__add_struct(b.get(), "orc_entry", size);
   for (const Field &f : fields)
     btf__add_field(b.get(), f.name, f.bits ? u32 : s16, f.bit_offset, f.bits);
-  return b;
+  return test::ParsedBtf(b.get());
 }
 
 TEST(OrcLayout, Since64TypeHasThreeBitsAndASignalBit) {
@@ -77,7 +76,9 @@ TEST(OrcLayout, UnknownLayoutsAndMissingStructAreRefused) {
                        8);
   EXPECT_FALSE(orc_layout_from_btf(wider.get(), t, &why));
   EXPECT_NE(why.find("layout"), std::string::npos);
-  BtfPtr empty(btf__new_empty());
+  test::BtfPtr none(btf__new_empty());
+  test::ParsedBtf empty(none.get());
+  ASSERT_NE(empty.get(), nullptr);
   EXPECT_FALSE(orc_layout_from_btf(empty.get(), t, &why));
   EXPECT_NE(why.find("orc_entry"), std::string::npos);
   EXPECT_FALSE(orc_layout_from_btf(nullptr, t, &why));
@@ -88,7 +89,7 @@ TEST(OrcLayout, UnknownLayoutsAndMissingStructAreRefused) {
 TEST(KernelText, ResolvedAddressesMatchKallsyms) {
   if (geteuid() != 0)
     GTEST_SKIP() << "needs root to load the lookup program";
-  BtfPtr b(btf__load_vmlinux_btf());
+  auto b = KernelBtf::load_vmlinux();
   std::string why;
   auto text = probe_kernel_text(b.get(), &why);
   if (!text)
