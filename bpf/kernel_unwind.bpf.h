@@ -476,6 +476,11 @@ static long kwalk_step(__u32 i, void *data) {
   return 0;
 }
 
+/* kwalk_splice's loops over frames, one callback for both (libbpf 1.1's
+ * light-skeleton loader holds at most 32 BPF functions): with `verify`, the
+ * kernel's list must be the own list (`out`, n frames) without its __sched
+ * frames (j: kernel frames matched); else the kernel's frames from `from`
+ * are appended to out after its n frames. */
 struct splice_loop {
   struct offcpu_stack *out;
   const struct offcpu_stack *kernel;
@@ -484,39 +489,18 @@ struct splice_loop {
   __u32 n;    /* frames already in out */
   __u32 max;
   __u32 copied; /* result */
+  __u32 j;      /* verify: kernel frames matched */
+  bool bad;     /* verify: result */
+  bool verify;
 };
 
-static long splice_step(__u32 i, void *data) {
-  struct splice_loop *c = data;
-  __u64 from = (__u64)c->from + i, n = (__u64)c->n + i;
-  same_register(from);
-  same_register(n);
-  if (from >= c->m || from >= OFFCPU_MAX_STACK_DEPTH || n >= c->max ||
-      n >= OFFCPU_MAX_STACK_DEPTH)
-    return 1;
-  c->out->ips[n] = c->kernel->ips[from];
-  c->copied = i + 1;
-  return 0;
-}
-
-struct verify_loop {
-  const struct offcpu_stack *own;
-  const struct offcpu_stack *kernel;
-  __u32 n; /* own frames */
-  __u32 m; /* kernel frames */
-  __u32 j; /* kernel frames matched */
-  bool bad;
-};
-
-/* The kernel's list must be the own list without its __sched frames. */
-static long verify_step(__u32 i, void *data) {
-  struct verify_loop *c = data;
+static __always_inline long verify_frame(__u32 i, struct splice_loop *c) {
   __u64 idx = i, j = c->j;
   same_register(idx);
   same_register(j);
   if (idx >= c->n || idx >= OFFCPU_MAX_STACK_DEPTH)
     return 1;
-  __u64 ip = c->own->ips[idx];
+  __u64 ip = c->out->ips[idx];
   if (in_sched_text(ip))
     return 0;
   if (j >= c->m || j >= OFFCPU_MAX_STACK_DEPTH) {
@@ -528,6 +512,21 @@ static long verify_step(__u32 i, void *data) {
     return 1;
   }
   c->j = j + 1;
+  return 0;
+}
+
+static long splice_step(__u32 i, void *data) {
+  struct splice_loop *c = data;
+  if (c->verify)
+    return verify_frame(i, c);
+  __u64 from = (__u64)c->from + i, n = (__u64)c->n + i;
+  same_register(from);
+  same_register(n);
+  if (from >= c->m || from >= OFFCPU_MAX_STACK_DEPTH || n >= c->max ||
+      n >= OFFCPU_MAX_STACK_DEPTH)
+    return 1;
+  c->out->ips[n] = c->kernel->ips[from];
+  c->copied = i + 1;
   return 0;
 }
 
@@ -574,9 +573,13 @@ __noinline __u64 kwalk_splice(struct offcpu_stack *own,
   if (!own || !kernel || !r)
     return 0;
   __u32 m = bytes > 0 ? bytes / sizeof(__u64) : 0;
-  struct verify_loop v = {
-      .own = own, .kernel = kernel, .n = r->n, .m = m, .j = kwalk_unknown_zero};
-  bpf_loop(OFFCPU_MAX_STACK_DEPTH, verify_step, &v, 0);
+  struct splice_loop v = {.out = own,
+                          .kernel = kernel,
+                          .n = r->n,
+                          .m = m,
+                          .j = kwalk_unknown_zero,
+                          .verify = true};
+  bpf_loop(OFFCPU_MAX_STACK_DEPTH, splice_step, &v, 0);
   /* A complete own walk must account for every kernel frame (both are cut
    * at the same depth, so a truncated one only for its prefix). */
   if (r->status != KWALK_SPLICE && r->n < max && v.j != m)

@@ -707,9 +707,11 @@ int offcpu_seed_stacks(struct bpf_iter__task *ctx) {
     return 0;
   /* Also run again once tables are installed: stacks walked without them
    * are taken again while their threads still sleep on them. Not before
-   * its process has tables: that walk would be partial again (this pass
-   * runs at every install, and a storm of new processes has many). */
-  if (!seeded && uw_tables && !uw_has_tables(task, rec->tgid))
+   * its process has tables, unless its files' tables can be found from its
+   * mappings (bpf_find_vma, which works here for every frame): else that
+   * walk would be partial again (this pass runs at every install, and a
+   * storm of new processes has many). */
+  if (!seeded && uw_tables && !uw_find_vma && !uw_has_tables(task, rec->tgid))
     return 0;
   __u64 start = rec->start_ns, pcount = task_pcount(task, true);
   __u32 flags = 0;

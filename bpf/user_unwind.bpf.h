@@ -31,6 +31,19 @@ struct {
   __type(value, struct uw_file);
 } uw_files SEC(".maps");
 
+/* Files with tables by identity (struct uw_file_id). */
+struct {
+  __uint(type, BPF_MAP_TYPE_HASH);
+  __uint(map_flags, BPF_F_NO_PREALLOC); /* written by user space only */
+  __uint(max_entries, 16384);
+  __type(key, struct uw_file_key);
+  __type(value, struct uw_file_id);
+} uw_file_ids SEC(".maps");
+
+/* bpf_find_vma is there (5.17+): processes not installed yet are walked
+ * through their files' tables. */
+const volatile bool uw_find_vma = false;
+
 struct {
   __uint(type, BPF_MAP_TYPE_ARRAY);
   __uint(max_entries, 1); /* sized by the loader */
@@ -100,8 +113,19 @@ __u32 uw_unknown_zero = 0;
  * needs no lookup of the process. */
 __u32 uw_epoch = 0;
 
+/* uw_frame.gen of a walk through bpf_find_vma (installed readings count up
+ * from 1): its rules are not cached, its process has no reading. */
+#define UW_GEN_BY_VMA 0x80000000u
+
+/* uw_frame.vma: the mapping resolved for a walk through bpf_find_vma. */
+#define UW_VMA_NONE 0    /* not resolved, or the kernel said busy */
+#define UW_VMA_TABLE 1   /* an executable mapping of a file with a table */
+#define UW_VMA_NOTABLE 2 /* an executable mapping without one */
+
 struct uw_query {
   __u64 pc; /* address to look up (a return address minus one) */
+  __u64 vma_start, vma_end, vma_base; /* a walk through bpf_find_vma */
+  __u32 vma_file, vma_state;
   __u32 owner;
   __u32 gen;
   __u32 cache;
@@ -168,8 +192,116 @@ static long uw_rsearch_step(__u32 i, void *data) {
   return 0;
 }
 
-/* The rule for q->pc in process q->owner's installed mappings. */
+/* The rule for q->pc in file fidx's table, placed at `base` in the
+ * process: q->where becomes UW_AT_TABLE where the file has one, q->rule the
+ * row's rule (none: NONE, frame pointers). */
+static __always_inline void uw_rule_in(struct uw_query *q, __u32 fidx,
+                                       __u64 base) {
+  struct uw_file *f = bpf_map_lookup_elem(&uw_files, &fidx);
+  if (!f)
+    return;
+  __u64 rel = q->pc - base;
+  __u64 page = rel >> UW_PAGE_SHIFT;
+  q->where = UW_AT_TABLE; /* rule NONE unless a row says otherwise */
+  if (page >= f->n_pages)
+    return;
+  __u32 pidx = f->page_base + (__u32)page;
+  __u64 *pg = bpf_map_lookup_elem(&uw_pages, &pidx);
+  if (!pg)
+    return;
+  struct uw_rsearch rs = {
+      .first = (__u32)*pg,
+      .lo = uw_unknown_zero,
+      .hi = (__u32)(*pg >> 32),
+      .off = rel & (UW_PAGE_SIZE - 1),
+      .found = -1,
+  };
+  bpf_loop(14, uw_rsearch_step, &rs, 0);
+  if (rs.found < 0)
+    return;
+  __u32 rule_id = (__u32)rs.found & UW_ROW_RULE_MASK;
+  struct uw_rule *r = bpf_map_lookup_elem(&uw_rules, &rule_id);
+  if (r)
+    q->rule = *r;
+}
+
+/* bpf_find_vma's answer for an address: its executable mapping and file,
+ * then (uw_vma_table) whether that file has a table and where the table
+ * sits in the process. */
+struct uw_vma_find {
+  __u64 start, end; /* the mapping */
+  __u64 pgoff;
+  struct uw_file_key key;
+  __u64 base;
+  __u32 file;
+  __u8 found;     /* in an executable mapping */
+  __u8 has_file;  /* of a file */
+  __u8 has_table; /* of a file with a table */
+  __u8 pad;
+};
+
+#define UW_VM_EXEC 0x4 /* VM_EXEC */
+
+/* Copies only: the verifier checks a callback once per place it is called
+ * from, the rest is in the global function below (checked once). */
+static long uw_vma_found(struct task_struct *task, struct vm_area_struct *vma,
+                         void *data) {
+  struct uw_vma_find *v = data;
+  if (!(vma->vm_flags & UW_VM_EXEC))
+    return 0;
+  v->found = 1;
+  v->start = vma->vm_start;
+  v->end = vma->vm_end;
+  v->pgoff = vma->vm_pgoff;
+  struct file *file = vma->vm_file;
+  if (!file)
+    return 0;
+  struct inode *inode = file->f_inode;
+  v->key.dev = inode->i_sb->s_dev;
+  v->key.ino = inode->i_ino;
+  v->has_file = 1;
+  return 0;
+}
+
+__noinline int uw_vma_table(struct uw_vma_find *v) {
+  if (!v || !v->found || !v->has_file)
+    return 0;
+  struct uw_file_key k = v->key;
+  struct uw_file_id *id = bpf_map_lookup_elem(&uw_file_ids, &k);
+  if (!id)
+    return 0;
+  __u64 off = v->pgoff << 12; /* PAGE_SHIFT: x86-64 */
+  for (__u32 i = 0; i < UW_FILE_SEGS; i++) {
+    if (i >= id->nsegs)
+      break;
+    struct uw_file_seg *s = &id->seg[i];
+    if (off >= s->lo && off < s->hi) {
+      /* The table's addresses are the file's virtual ones, placed at
+       * table_base: the mapping's start holds virtual address off + delta. */
+      v->base = v->start - (off + s->delta) + id->table_base;
+      v->file = id->file;
+      v->has_table = 1;
+      return 0;
+    }
+  }
+  return 0;
+}
+
+/* The rule for q->pc in process q->owner's installed mappings, or, for a
+ * walk through bpf_find_vma (q->gen), in the mapping resolved in q. */
 static __always_inline int uw_lookup(struct uw_query *q) {
+  if (q->gen & UW_GEN_BY_VMA) {
+    /* Resolved by the caller, not cached: a walk of a process that is
+     * not installed yet. */
+    q->missed = 1;
+    __builtin_memset(&q->rule, 0, sizeof(q->rule));
+    q->where = UW_AT_NO_TABLE;
+    if (q->vma_state != UW_VMA_TABLE || q->pc < q->vma_start ||
+        q->pc >= q->vma_end)
+      return 0;
+    uw_rule_in(q, q->vma_file, q->vma_base);
+    return 0;
+  }
   __u32 idx = (mix64(q->pc ^ ((__u64)q->owner << 40)) & (UW_CACHE_SLOTS - 1)) +
               (q->cache ? UW_CACHE_SLOTS : 0);
   __u32 chunk = idx / UW_CHUNK_SLOTS;
@@ -205,33 +337,7 @@ static __always_inline int uw_lookup(struct uw_query *q) {
   if (q->pc >= map->end)
     goto out;
   q->where = UW_AT_NO_TABLE;
-  __u32 fidx = map->file;
-  struct uw_file *f = bpf_map_lookup_elem(&uw_files, &fidx);
-  if (!f)
-    goto out;
-  __u64 rel = q->pc - map->base;
-  __u64 page = rel >> UW_PAGE_SHIFT;
-  q->where = UW_AT_TABLE; /* rule NONE unless a row says otherwise */
-  if (page >= f->n_pages)
-    goto out;
-  __u32 pidx = f->page_base + (__u32)page;
-  __u64 *pg = bpf_map_lookup_elem(&uw_pages, &pidx);
-  if (!pg)
-    goto out;
-  struct uw_rsearch rs = {
-      .first = (__u32)*pg,
-      .lo = uw_unknown_zero,
-      .hi = (__u32)(*pg >> 32),
-      .off = rel & (UW_PAGE_SIZE - 1),
-      .found = -1,
-  };
-  bpf_loop(14, uw_rsearch_step, &rs, 0);
-  if (rs.found < 0)
-    goto out;
-  __u32 rule_id = (__u32)rs.found & UW_ROW_RULE_MASK;
-  struct uw_rule *r = bpf_map_lookup_elem(&uw_rules, &rule_id);
-  if (r)
-    q->rule = *r;
+  uw_rule_in(q, map->file, map->base);
 out:
   c->pc = q->pc;
   c->owner = q->owner;
@@ -253,6 +359,9 @@ struct uw_frame {
   __u64 rd_extra; /* 0, or the saved rbp's address when not in the pair */
   __u64 val_deref, pair[2], extra;
   struct uw_rule rule;
+  /* A walk through bpf_find_vma (gen): the mapping last resolved. */
+  __u64 vma_start, vma_end, vma_base;
+  __u32 vma_file, vma_state;
   __u32 n, max;
   __u32 owner; /* uw_procs entry used; 0: none, frame pointers only */
   __u32 gen;
@@ -290,6 +399,11 @@ __noinline int uw_frame_begin(struct uw_frame *f) {
     return UW_STOP;
   struct uw_query q = {
       .pc = f->exact ? f->pc : f->pc - 1,
+      .vma_start = f->vma_start,
+      .vma_end = f->vma_end,
+      .vma_base = f->vma_base,
+      .vma_file = f->vma_file,
+      .vma_state = f->vma_state,
       .owner = f->owner,
       .gen = f->gen,
       .cache = f->cache,
@@ -299,6 +413,10 @@ __noinline int uw_frame_begin(struct uw_frame *f) {
     uw_lookup(&q);
     f->misses += q.missed;
   }
+  /* Through bpf_find_vma, a file without a table (none built yet): frame
+   * pointers for now, walked again once the process is installed. */
+  if (q.where == UW_AT_NO_TABLE && (f->gen & UW_GEN_BY_VMA))
+    f->partial = 1;
   if (q.where == UW_AT_OUTSIDE) {
     if (f->stale) {
       f->partial = 1;
@@ -503,9 +621,40 @@ static __always_inline long uw_read(struct uw_walk *w, void *dst, __u32 size,
              : bpf_probe_read_user(dst, size, (void *)addr);
 }
 
+/* A walk through bpf_find_vma: the mapping of the frame's address, unless
+ * the last one resolved holds it. The rewalk iterator's only: in the switch
+ * hook (interrupts off) the kernel defers the lock's release to a per-CPU
+ * irq_work, so a second mapping in one run is refused (busy), and the
+ * verifier would check the switch hook's walk far longer. There a process
+ * not installed yet is walked partially and requested, and the iterator,
+ * run at once, finishes the walk. */
+static __always_inline void uw_resolve_vma(struct uw_walk *w) {
+  struct uw_frame *f = &w->f;
+  if (!(f->gen & UW_GEN_BY_VMA))
+    return;
+  __u64 pc = f->exact ? f->pc : f->pc - 1;
+  if (f->vma_state != UW_VMA_NONE && pc >= f->vma_start && pc < f->vma_end)
+    return;
+  struct uw_vma_find v = {};
+  __u32 state = UW_VMA_NONE;
+  if (!bpf_find_vma(w->task, pc, uw_vma_found, &v, 0) && v.found) {
+    uw_vma_table(&v);
+    state = v.has_table ? UW_VMA_TABLE : UW_VMA_NOTABLE;
+  }
+  f->vma_start = v.start;
+  f->vma_end = v.end;
+  f->vma_base = v.base;
+  f->vma_file = v.file;
+  /* Unknown to the verifier (see uw_unknown_zero): a state per constant
+   * would have it check the walk's loop body once more for each. */
+  f->vma_state = state + uw_unknown_zero;
+}
+
 /* One frame: decide, store, read, move on. */
 static __always_inline long uw_step(struct uw_walk *w, bool other_task) {
   struct uw_frame *f = &w->f;
+  if (uw_find_vma && other_task)
+    uw_resolve_vma(w);
   int r = uw_frame_begin(f);
   if (r == UW_STOP)
     return 1;
@@ -700,12 +849,20 @@ static __always_inline __u64 walk_user_stack_memo(struct task_struct *t,
       p = bpf_map_lookup_elem(&uw_procs, &owner);
     parent = p != NULL;
   }
+  bool by_vma = false;
   if (p) {
     w.f.owner = owner;
     w.f.gen = p->gen;
     /* A child's map_count is its own: only a reading of this process can
      * be stale. */
     w.f.stale = owner == tgid && p->map_count != map_count;
+  } else if (uw_find_vma && other_task) {
+    /* Not installed yet (a fresh exec), from the rewalk iterator: through
+     * the tables of the files it maps, each address's mapping from the
+     * kernel (uw_resolve_vma). */
+    by_vma = true;
+    w.f.owner = tgid;
+    w.f.gen = UW_GEN_BY_VMA;
   } else {
     w.f.partial = 1;
   }
@@ -720,7 +877,9 @@ static __always_inline __u64 walk_user_stack_memo(struct task_struct *t,
   uw_count(st, UW_STAT_WALKS);
   if (parent)
     uw_count(st, UW_STAT_PARENT_MAPS);
-  if (!p)
+  if (by_vma)
+    uw_count(st, UW_STAT_BY_VMA);
+  else if (!p)
     uw_count(st, UW_STAT_NO_TABLES);
   __u64 ip0 = w.f.pc, sp0 = w.f.sp, bp0 = w.f.bp; /* the walk moves them */
   bpf_loop(OFFCPU_MAX_STACK_DEPTH, other_task ? uw_step_other : uw_step_current,
@@ -737,6 +896,8 @@ static __always_inline __u64 walk_user_stack_memo(struct task_struct *t,
   if (w.f.partial) {
     *flags |= OFFCPU_USTACK_PARTIAL;
     uw_request(tgid, map_count, st);
+  } else if (by_vma) {
+    uw_request(tgid, map_count, st); /* its own tables, for later walks */
   }
   __u64 id = store_stack_from(other_task ? SCRATCH_ITER : SCRATCH_HOOK, s,
                               (long)w.f.n * sizeof(__u64), true);

@@ -94,6 +94,26 @@ struct uw_mapping {
   __u32 pad;
 };
 
+/* Files with tables by identity, for processes not installed yet (a fresh
+ * exec): the walk finds the mapping of an address with bpf_find_vma (5.17+)
+ * and the file's table through this (device as the kernel numbers it,
+ * inode). An executable segment's file offsets [lo, hi) are at virtual
+ * address offset + delta in the file's table. */
+struct uw_file_key {
+  __u64 dev, ino;
+};
+#define UW_FILE_SEGS 2
+struct uw_file_seg {
+  __u64 lo, hi;
+  __s64 delta;
+};
+struct uw_file_id {
+  __u32 file; /* uw_files index */
+  __u32 nsegs;
+  __u64 table_base;
+  struct uw_file_seg seg[UW_FILE_SEGS];
+};
+
 struct uw_proc {
   __u32 nr;        /* mappings used, sorted by start */
   __u32 gen;       /* bumped at each install: cached rules of older ones die */
@@ -147,6 +167,7 @@ enum uw_stat {
   UW_STAT_KREUSED,         /* kernel stacks reused */
   UW_STAT_KREUSE_CHANGED,  /* same stack pointer, a word had changed */
   UW_STAT_KREUSE_MISMATCH, /* --verify-stack-reuse: the walk disagreed */
+  UW_STAT_BY_VMA, /* walks of processes not installed yet, by their files */
   UW_STAT_NR,
 };
 

@@ -84,4 +84,5 @@ void offcpu_light_get_fds(struct offcpu_light *l,
   fds->uw_rules = l->skel->maps.uw_rules.map_fd;
   fds->uw_requests = l->skel->maps.uw_requests.map_fd;
   fds->uw_stats = l->skel->maps.uw_stat_map.map_fd;
+  fds->uw_file_ids = l->skel->maps.uw_file_ids.map_fd;
 }

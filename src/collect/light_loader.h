@@ -29,6 +29,7 @@ struct offcpu_light_fds {
   int stacks, counts, waits_charged, new_processes, filter_tgids, filter_tids,
       filter_cgroups, wakers;
   int uw_procs, uw_files, uw_pages, uw_rows, uw_rules, uw_requests, uw_stats;
+  int uw_file_ids;
 };
 
 struct offcpu_light;

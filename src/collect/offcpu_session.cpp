@@ -90,6 +90,7 @@ void set_rodata(Rodata *ro, const OffcpuConfig &o, const OffcpuPlan &p) {
   ro->announce_processes = p.announce_processes;
   ro->stack_depth = o.max_stack_depth;
   ro->uw_tables = p.user_unwind_tables;
+  ro->uw_find_vma = p.user_unwind_tables && p.find_vma;
 }
 
 // Map sizes. The stack and count maps stay preallocated (a few ms at
@@ -220,6 +221,7 @@ void OffcpuSession::take(std::unique_ptr<offcpu_bpf, SkelDeleter> skel) {
   h_.uw_stats = bpf_map__fd(skel_->maps.uw_stat_map);
   h_.bss = skel_->bss;
   h_.unwind.epoch = &skel_->bss->uw_epoch;
+  h_.unwind.file_ids = bpf_map__fd(skel_->maps.uw_file_ids);
 }
 
 bool OffcpuSession::take(std::unique_ptr<offcpu_light, LightDeleter> light) {
@@ -245,8 +247,8 @@ bool OffcpuSession::take(std::unique_ptr<offcpu_light, LightDeleter> light) {
   h_.filter_tids = fds.filter_tids;
   h_.wakers = fds.wakers;
   h_.filter_cgroups = fds.filter_cgroups;
-  h_.unwind = {fds.uw_procs, fds.uw_files, fds.uw_pages,
-               fds.uw_rows,  fds.uw_rules, &bss_of(h_)->uw_epoch};
+  h_.unwind = {fds.uw_procs, fds.uw_files,          fds.uw_pages,   fds.uw_rows,
+               fds.uw_rules, &bss_of(h_)->uw_epoch, fds.uw_file_ids};
   h_.uw_requests = fds.uw_requests;
   h_.uw_stats = fds.uw_stats;
   return true;

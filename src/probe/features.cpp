@@ -45,6 +45,7 @@ KernelFeatures probe_kernel_features() {
       b->enum_has("bpf_func_id", "BPF_FUNC_copy_from_user_task");
   f.bpf_loop = b->enum_has("bpf_func_id", "BPF_FUNC_loop");
   f.ringbuf = b->enum_has("bpf_map_type", "BPF_MAP_TYPE_RINGBUF");
+  f.find_vma = b->enum_has("bpf_func_id", "BPF_FUNC_find_vma");
   f.sched_info = has_member(*b, "sched_info", "last_queued") &&
                  has_member(*b, "task_struct", "sched_info");
   // Only where the walker could be used: it needs tp_btf, bpf_loop and
@@ -97,6 +98,7 @@ std::vector<OffcpuPlan> offcpu_plans(const KernelFeatures &f,
     // The table walk runs in bpf_loop (5.17+) from the task's saved user
     // registers (5.15+); older kernels walk frame pointers only.
     p.user_unwind_tables = p.user_fp_walk && f.bpf_loop && f.ringbuf;
+    p.find_vma = f.find_vma;
     plans.push_back(p);
   }
   // raw_tp: kernels with BTF but no working tp_btf (5.4, or tp_btf refused).

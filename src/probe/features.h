@@ -26,6 +26,7 @@ struct KernelFeatures {
   bool kprobes = false;  // CONFIG_KPROBES (kprobe_events present)
   bool bpf_loop = false; // bpf_loop helper, 5.17+
   bool ringbuf = false;  // BPF_MAP_TYPE_RINGBUF, 5.8+
+  bool find_vma = false; // bpf_find_vma, 5.17+
   // task_struct.sched_info.last_queued (CONFIG_SCHED_INFO, on in
   // distribution kernels): when a runnable task was queued, kept by the
   // scheduler until it runs.
@@ -61,6 +62,9 @@ struct OffcpuPlan {
   // tp_btf, ring buffer); waits walked before the tables were ready are
   // walked again while blocked when seed_user_stacks is possible.
   bool user_unwind_tables = true;
+  // A process not installed yet is walked through its files' tables, its
+  // mappings from bpf_find_vma (tp_btf plans, 5.17+).
+  bool find_vma = false;
   std::string describe() const;
 };
 

@@ -156,16 +156,29 @@ void collect(OffcpuSession &session, const ProfileOptions &opts,
   // tables hundreds of times a second, while announcements wait.
   bool rewalk_due = false;
   uint64_t last_rewalk = 0;
-  auto parse = [&](uint64_t deadline) {
-    bool tables_done = unwinder.work(deadline);
-    if (unwinder.take_installed())
-      rewalk_due = true;
-    const uint64_t now = monotonic_ns();
-    if (rewalk_due && now - last_rewalk >= 3000000) {
+  // Where the walk can find files' tables from a process's mappings
+  // (find_vma), a new process's partial stacks are finished before its
+  // installs, which a storm queues by the dozen.
+  const bool by_vma =
+      session.plan().user_unwind_tables && session.plan().find_vma;
+  auto rewalk = [&](uint64_t now, uint64_t gap_ns) {
+    if (rewalk_due && now - last_rewalk >= gap_ns) {
       session.rewalk_user_stacks();
       rewalk_due = false;
       last_rewalk = now;
     }
+  };
+  auto parse = [&](uint64_t deadline) {
+    // A new process's child lives a few ms: its walk is finished within
+    // 1 ms of the request (an iteration over the tasks costs ~0.1 ms).
+    if (by_vma && unwinder.take_requested()) {
+      rewalk_due = true;
+      rewalk(monotonic_ns(), 1000000);
+    }
+    bool tables_done = unwinder.work(deadline);
+    if (unwinder.take_installed())
+      rewalk_due = true;
+    rewalk(monotonic_ns(), 3000000);
     return symbolizer.parse_pending(deadline) && tables_done;
   };
   const double total = opts.duration_s ? *opts.duration_s : -1.0;

@@ -179,6 +179,13 @@ void Unwinder::attach(const UnwindMapFds &fds, const UnwindSizes &sizes) {
 void Unwinder::request(uint32_t tgid) {
   if (queued_.insert(tgid).second)
     queue_.push_back(tgid);
+  requested_ = true;
+}
+
+bool Unwinder::take_requested() {
+  bool was = requested_;
+  requested_ = false;
+  return was;
 }
 
 bool Unwinder::take_installed() {
@@ -232,6 +239,8 @@ bool Unwinder::install(uint32_t tgid) {
       if (auto base = f->base_for(m)) {
         out.file = f->id;
         out.base = *base;
+        if (m.is_file())
+          publish(m, *f);
       }
   }
   uint32_t &gen = gen_[tgid];
@@ -244,6 +253,31 @@ bool Unwinder::install(uint32_t tgid) {
     __atomic_fetch_add(fds_.epoch, 1, __ATOMIC_SEQ_CST);
   stats_.installs++;
   return true;
+}
+
+// The file's table by its identity, for the walks of processes that map it
+// before they are installed themselves (a fresh exec): the kernel gives
+// the walk each address's mapping, this gives the table. The device is
+// numbered as the kernel's s_dev (major << 20 | minor).
+void Unwinder::publish(const Mapping &m, const File &f) {
+  if (fds_.file_ids < 0)
+    return;
+  uw_file_key key{(uint64_t{m.dev_major} << 20) | m.dev_minor, m.inode};
+  if (!published_.insert({key.dev, key.ino}).second)
+    return;
+  uw_file_id id{};
+  id.file = f.id;
+  id.table_base = f.table_base;
+  for (const auto &s : f.cfi_headers.loads) {
+    if (!s.exec || id.nsegs >= UW_FILE_SEGS)
+      continue;
+    // As vaddr_of_offset: mappings start at the segment's page.
+    id.seg[id.nsegs++] = {s.offset & ~uint64_t{0xfff}, s.offset + s.filesz,
+                          static_cast<__s64>(s.vaddr - s.offset)};
+  }
+  if (id.nsegs == 0 ||
+      bpf_map_update_elem(fds_.file_ids, &key, &id, BPF_ANY) != 0)
+    published_.erase({key.dev, key.ino}); // tried again at the next install
 }
 
 Unwinder::File *Unwinder::vdso_for(uint32_t tgid, const Mapping &m) {
@@ -530,7 +564,8 @@ Unwinder::describe(const std::array<uint64_t, UW_STAT_NR> &w) const {
                 n(w[UW_STAT_REWALKED]) + " walked again while blocked, " +
                 n(w[UW_STAT_PARTIAL_ENDED]) + " charged before that, " +
                 n(w[UW_STAT_PARENT_MAPS]) +
-                " with the parent's mappings (fork), " +
+                " with the parent's mappings (fork), " + n(w[UW_STAT_BY_VMA]) +
+                " through their files' tables before their own (exec), " +
                 n(w[UW_STAT_REQUESTS]) + " table requests, " +
                 n(w[UW_STAT_CACHE_MISSES]) + " rule cache misses");
   return out;

@@ -31,6 +31,9 @@ struct UnwindMapFds {
   // The walker's uw_epoch in its mapped .bss (null: none), bumped after
   // every install so its stack memos know the tables changed.
   uint32_t *epoch = nullptr;
+  // Files with tables by identity, for walks of processes not installed
+  // yet (-1: none).
+  int file_ids = -1;
 };
 
 // Sizes of the walker's arrays (entries), fixed when the object is loaded.
@@ -76,6 +79,10 @@ public:
   // True once after processes were installed: waits walked without their
   // tables can now be walked again.
   bool take_installed();
+  // Whether tables were asked for since the last call: walks of processes
+  // not installed yet are partial, and the rewalk iterator can finish them
+  // through their files' tables before the installs.
+  bool take_requested();
   // When the queue last became empty after work (CLOCK_MONOTONIC; 0:
   // never).
   uint64_t ready_ns() const { return ready_ns_; }
@@ -120,8 +127,12 @@ private:
 
   std::deque<uint32_t> queue_;
   std::set<uint32_t> queued_;
+  // (device, inode) already published in the file_ids map.
+  std::set<std::pair<uint64_t, uint64_t>> published_;
+  void publish(const Mapping &m, const File &f);
   std::unordered_map<uint32_t, uint32_t> gen_; // installs per process
   bool installed_ = false;
+  bool requested_ = false;
   uint64_t ready_ns_ = 0;
   UnwindStats stats_;
 };
