@@ -886,9 +886,9 @@ __noinline int kw_memo_holds(const struct kw_memo *m, __u64 frame) {
   if (bpf_probe_read_kernel(buf->b, moving, (void *)frame) ||
       bpf_probe_read_kernel(&buf->b[KW_REGION], fixed, (void *)(hi - fixed)))
     return 0;
-  /* A plain bounded loop, as uw_memo_holds', without branches in its body:
-   * the verifier walks a bounded loop once per iteration and path, and
-   * this one runs at every switch-in. */
+  /* A plain bounded loop, as uw_memo_holds', with no branch in its body but
+   * the word count and the bounds check: the verifier walks a bounded loop
+   * once per iteration and path, and this one runs at every switch-in. */
   __u64 differ = 0;
   for (__u32 i = 0; i < KW_MEMO_WORDS; i++) {
     if (i >= nr)
@@ -1002,9 +1002,10 @@ __noinline int kw_memo_keep(struct kw_memo *m, __u32 slot) {
  * else bpf_get_task_stack (5.9+), flagged as lacking __sched frames. Either
  * starts at __schedule: none of the tracer's own frames are in it. `ms`:
  * the task's kernel stack memos (the tracing hooks only; NULL: none).
- * `live`: t is the current task, walked from this program's frame live_fp
- * instead (memos then relative to that frame); where the ORC walk does not
- * serve, *flags gets KSTACK_ASK_KERNEL and nothing is stored. */
+ * `live`: t is the current task, walked instead from live_fp, the frame of
+ * the program's caller (see live_frame; memos then relative to it); where
+ * the ORC walk does not serve, *flags gets KSTACK_ASK_KERNEL and nothing is
+ * stored. */
 #define KSTACK_ASK_KERNEL 0x80000000u
 static __always_inline __u64 take_kernel_stack(struct task_struct *t,
                                                __u32 *flags, __u32 slot,
@@ -1091,9 +1092,9 @@ static __always_inline __u64 take_frozen_kernel_stack(struct task_struct *t,
   return take_kernel_stack(t, flags, slot, ms, false, 0);
 }
 
-/* Kernel stack of the current task from this program's frame (tracing
- * hooks only: SCRATCH_HOOK); *served is false where the ORC walk does not
- * serve and the kernel's walker must. */
+/* Kernel stack of the current task, from the frame of the tracepoint
+ * program's caller (tracing hooks only: SCRATCH_HOOK); *served is false
+ * where the ORC walk does not serve and the kernel's walker must. */
 static __always_inline __u64 take_live_kernel_stack(void *ctx,
                                                     struct kw_memo_set *ms,
                                                     bool *served) {

@@ -71,16 +71,16 @@ static __always_inline void uw_count(struct uw_stats *st, int what) {
 const volatile bool reuse_stacks = true;
 const volatile bool reuse_verify = false;
 
-/* Stack reuse (user_unwind.bpf.h, kernel_unwind.bpf.h) checks a thread's
- * memo against a copy of the stack words it holds: for a user stack up to
- * this many bytes above the stack pointer, for a kernel stack half of it
- * above the stack pointer and half below the top. The switch hook only. */
 /* A per-CPU array allocates each element on its own, one per-CPU
  * allocation under a global lock each: two caches of 8192 small elements
  * took ~20 ms of start-up. Caches are therefore a few chunks of slots, each
  * chunk as large as a per-CPU value may be (PCPU_MIN_UNIT_SIZE). */
 #define PERCPU_CHUNK_BYTES 32768
 
+/* Stack reuse (user_unwind.bpf.h, kernel_unwind.bpf.h) checks a thread's
+ * memo against a copy of the stack words it holds: for a user stack up to
+ * this many bytes above the stack pointer, for a kernel stack half of it
+ * above the stack pointer and half below the top. The tracing hooks only. */
 #define REUSE_SPAN 8192
 struct reuse_span {
   __u8 b[REUSE_SPAN];
