@@ -20,6 +20,7 @@
 #ifndef OFFCPU_KERNEL_UNWIND_BPF_H
 #define OFFCPU_KERNEL_UNWIND_BPF_H
 
+#include "direct_load.bpf.h"
 #include "offcpu/shared.h"
 #include "stack_store.bpf.h"
 
@@ -864,7 +865,7 @@ __noinline int kw_memo_holds(const struct kw_memo *m, __u64 frame) {
   if (!m)
     return 0;
   __u64 hi = m->top;
-  __u32 nr = m->nr, zero = 0;
+  __u32 nr = m->nr;
   if (!nr)
     return 0;
   /* Not `delta && exact`: a branch on delta would have the verifier check
@@ -878,6 +879,8 @@ __noinline int kw_memo_holds(const struct kw_memo *m, __u64 frame) {
   /* The moving words must stay below the fixed ones. */
   if (frame + m->boundary > hi - fixed || frame + moving > hi)
     return 0;
+#ifndef OFFCPU_DIRECT_LOADS
+  __u32 zero = 0;
   struct reuse_span *buf = bpf_map_lookup_elem(&reuse_span_buf, &zero);
   if (!buf)
     return 0;
@@ -886,6 +889,7 @@ __noinline int kw_memo_holds(const struct kw_memo *m, __u64 frame) {
   if (bpf_probe_read_kernel(buf->b, moving, (void *)frame) ||
       bpf_probe_read_kernel(&buf->b[KW_REGION], fixed, (void *)(hi - fixed)))
     return 0;
+#endif
   /* A plain bounded loop, as uw_memo_holds', with no branch in its body but
    * the word count and the bounds check: the verifier walks a bounded loop
    * once per iteration and path, and this one runs at every switch-in. */
@@ -896,11 +900,18 @@ __noinline int kw_memo_holds(const struct kw_memo *m, __u64 frame) {
     __u64 cls = m->cls[i];
     __u64 off = m->off[i];
     __u64 is_fixed = (__u64)0 - (__u64)((cls & KW_ADDR_FIXED) != 0);
+#ifdef OFFCPU_DIRECT_LOADS
+    /* Each word where it is: a word of the stack's guard page reads 0 and
+     * differs from the return address or frame noted there. */
+    __u64 now =
+        kernel_word(((frame + off) & ~is_fixed) | ((hi - off) & is_fixed));
+#else
     __u64 at = (off & ~is_fixed) | ((KW_REGION + fixed - off) & is_fixed);
     same_register(at);
     if (at > REUSE_SPAN - sizeof(__u64))
       return 0;
     __u64 now = load_u64(&buf->b[at]);
+#endif
     __u64 moves = (__u64)0 - (__u64)((cls & KW_VAL_MOVES) != 0);
     __u64 checked = (__u64)0 - (__u64) !(cls & KW_BOUND_ONLY);
     differ |= (now ^ (m->val[i] + (delta & moves))) & checked;

@@ -387,8 +387,10 @@ void setup_profile(CLI::App &app, ProfileOptions &o, ProfileArgs &a) {
       ->group("Limits");
   app.add_option("--loader", a.loader,
                  "who loads the BPF programs: light (the kernel, nothing "
-                 "parsed here), libbpf, or auto (light where possible)")
-      ->check(CLI::IsMember({"auto", "light", "libbpf"}))
+                 "parsed here), light-probe-reads (the same without plain "
+                 "loads of kernel memory, as before 6.2), libbpf, or auto "
+                 "(light where possible)")
+      ->check(CLI::IsMember({"auto", "light", "light-probe-reads", "libbpf"}))
       ->group("Limits");
   app.add_option_function<std::string>(
          "--user-unwind",
@@ -526,9 +528,10 @@ void finish_profile(ProfileOptions &o, ProfileArgs &a,
     parse_state(a.state, o);
   if (o.min_block_us > o.max_block_us)
     throw usage_error("--min-block-time must not exceed --max-block-time");
-  o.loader = a.loader == "light"    ? Loader::Light
-             : a.loader == "libbpf" ? Loader::Libbpf
-                                    : Loader::Auto;
+  o.loader = a.loader == "light"               ? Loader::Light
+             : a.loader == "light-probe-reads" ? Loader::LightProbeReads
+             : a.loader == "libbpf"            ? Loader::Libbpf
+                                               : Loader::Auto;
   o.kernel_unwind = a.unwind == "orc"          ? KernelUnwind::Orc
                     : a.unwind == "switch-out" ? KernelUnwind::SwitchOut
                                                : KernelUnwind::Auto;

@@ -34,7 +34,9 @@ struct offcpu_light_fds {
 
 struct offcpu_light;
 
-struct offcpu_light *offcpu_light_open(void);
+/* direct_loads: the object that reads kernel memory by plain loads (6.2+,
+ * OffcpuPlan::direct_loads); else the one with probe reads. */
+struct offcpu_light *offcpu_light_open(int direct_loads);
 void offcpu_light_destroy(struct offcpu_light *l);
 /* The .rodata to fill in before loading, and its size (the same layout as
  * the regular skeleton's: both come from one object). */

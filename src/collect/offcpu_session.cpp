@@ -277,22 +277,33 @@ OffcpuSession::load(const OffcpuConfig &opts,
     return s;
   };
   if (opts.loader != Loader::Libbpf && light_can_serve(plans[0])) {
-    std::unique_ptr<offcpu_light, LightDeleter> light(offcpu_light_open());
-    int err = light ? try_load_light(light.get(), opts, plans[0]) : -ENOMEM;
-    if (err == 0) {
-      std::unique_ptr<OffcpuSession> s(new OffcpuSession(plans[0], verbose));
-      if (s->take(std::move(light)))
-        return loaded(std::move(s),
-                      "by the kernel (light skeleton: no BTF parsed here)");
-      err = -EINVAL; // a .bss that is not the object's: never seen
+    // The object with plain loads where the kernel has them, else (or if
+    // it fails) the one with probe reads.
+    int err = -ENOENT;
+    for (bool direct : {true, false}) {
+      if (direct &&
+          (!plans[0].direct_loads || opts.loader == Loader::LightProbeReads))
+        continue;
+      std::unique_ptr<offcpu_light, LightDeleter> light(
+          offcpu_light_open(direct));
+      err = light ? try_load_light(light.get(), opts, plans[0]) : -ENOMEM;
+      if (err == 0) {
+        OffcpuPlan plan = plans[0];
+        plan.direct_loads = direct;
+        std::unique_ptr<OffcpuSession> s(new OffcpuSession(plan, verbose));
+        if (s->take(std::move(light)))
+          return loaded(std::move(s),
+                        "by the kernel (light skeleton: no BTF parsed here)");
+        err = -EINVAL; // a .bss that is not the object's: never seen
+      }
+      if (verbose)
+        fprintf(stderr, "offcpu: the in-kernel loader failed (%s)%s\n",
+                errno_text(err).c_str(),
+                direct ? "; trying the object with probe reads"
+                       : "; loading with libbpf");
     }
-    if (verbose)
-      fprintf(stderr,
-              "offcpu: the in-kernel loader failed (%s); loading with "
-              "libbpf\n",
-              errno_text(err).c_str());
   }
-  if (opts.loader == Loader::Light)
+  if (opts.loader == Loader::Light || opts.loader == Loader::LightProbeReads)
     throw runtime_error("--loader light is not possible on this kernel");
   int last_err = 0;
   for (const OffcpuPlan &plan : plans) {
@@ -301,7 +312,9 @@ OffcpuSession::load(const OffcpuConfig &opts,
       throw runtime_error("cannot open the BPF object: " + errno_text(errno));
     int err = try_load(skel.get(), opts, plan);
     if (err == 0) {
-      std::unique_ptr<OffcpuSession> s(new OffcpuSession(plan, verbose));
+      OffcpuPlan loaded_plan = plan;
+      loaded_plan.direct_loads = false; // the regular object has probe reads
+      std::unique_ptr<OffcpuSession> s(new OffcpuSession(loaded_plan, verbose));
       s->take(std::move(skel));
       return loaded(std::move(s), "by libbpf");
     }

@@ -14,7 +14,9 @@ namespace offcpu {
 
 // Who loads the off-CPU programs: the kernel (light skeleton, nothing
 // parsed here) where it can, else libbpf. Forcing one is for tests.
-enum class Loader { Auto, Light, Libbpf };
+// LightProbeReads: the light skeleton without plain kernel loads (the one
+// older kernels get), to compare the two.
+enum class Loader { Auto, Light, LightProbeReads, Libbpf };
 
 struct OffcpuConfig {
   std::vector<uint32_t> pids;       // processes: all their threads

@@ -46,6 +46,7 @@ KernelFeatures probe_kernel_features() {
   f.bpf_loop = b->enum_has("bpf_func_id", "BPF_FUNC_loop");
   f.ringbuf = b->enum_has("bpf_map_type", "BPF_MAP_TYPE_RINGBUF");
   f.find_vma = b->enum_has("bpf_func_id", "BPF_FUNC_find_vma");
+  f.rdonly_cast = b->find("bpf_rdonly_cast", BTF_KIND_FUNC) >= 0;
   f.sched_info = has_member(*b, "sched_info", "last_queued") &&
                  has_member(*b, "task_struct", "sched_info");
   // Only where the walker could be used: it needs tp_btf, bpf_loop and
@@ -99,6 +100,7 @@ std::vector<OffcpuPlan> offcpu_plans(const KernelFeatures &f,
     // registers (5.15+); older kernels walk frame pointers only.
     p.user_unwind_tables = p.user_fp_walk && f.bpf_loop && f.ringbuf;
     p.find_vma = f.find_vma;
+    p.direct_loads = f.rdonly_cast;
     plans.push_back(p);
   }
   // raw_tp: kernels with BTF but no working tp_btf (5.4, or tp_btf refused).
@@ -134,6 +136,8 @@ std::string OffcpuPlan::describe() const {
        : user_fp_walk     ? ", user stacks by frame-pointer walk"
                           : ", user stacks by bpf_get_stack";
   s += bpf_loop ? ", bpf_loop" : ", bounded loops";
+  if (direct_loads)
+    s += ", kernel memory by plain loads";
   s += announce_processes ? ", new processes announced"
                           : ", exited processes not named (no ring buffer)";
   s += task_storage ? ", start times in task storage"
@@ -161,6 +165,7 @@ std::string describe_features(const KernelFeatures &f) {
   s += std::string(", cross-task user walk ") + yn(f.user_walk_other_task);
   s += std::string(", kprobes ") + yn(f.kprobes);
   s += std::string(", bpf_loop ") + yn(f.bpf_loop);
+  s += std::string(", rdonly_cast ") + yn(f.rdonly_cast);
   s += std::string(", ORC walker ") +
        (f.kernel_text ? std::string("yes")
                       : "no (" + f.kernel_text_missing + ")");

@@ -27,6 +27,8 @@ struct KernelFeatures {
   bool bpf_loop = false; // bpf_loop helper, 5.17+
   bool ringbuf = false;  // BPF_MAP_TYPE_RINGBUF, 5.8+
   bool find_vma = false; // bpf_find_vma, 5.17+
+  // The bpf_rdonly_cast kfunc (6.2+): kernel memory by guarded plain loads.
+  bool rdonly_cast = false;
   // task_struct.sched_info.last_queued (CONFIG_SCHED_INFO, on in
   // distribution kernels): when a runnable task was queued, kept by the
   // scheduler until it runs.
@@ -65,6 +67,9 @@ struct OffcpuPlan {
   // A process not installed yet is walked through its files' tables, its
   // mappings from bpf_find_vma (tp_btf plans, 5.17+).
   bool find_vma = false;
+  // Kernel memory read by plain loads rather than probe reads (the light
+  // object built for it, 6.2+).
+  bool direct_loads = false;
   std::string describe() const;
 };
 

@@ -303,23 +303,39 @@ TEST_F(Profile, OrcWalkAgreesWithTheKernelAndHandsOverCleanly) {
   }
 }
 
-// The light skeleton (loaded by the kernel, the default here) and libbpf's
-// regular one (the fallback) run the same programs: same answers.
+// The light skeleton with plain loads of kernel memory (the default here),
+// the one with probe reads (kernels before 6.2) and libbpf's regular one
+// (the fallback) run the same programs: same answers.
 TEST_F(Profile, KernelAndLibbpfLoadersAgree) {
   Workload w;
-  auto light = offcpu({"-p", std::to_string(w.pid()), "-f", "-d", "-v", "2"});
-  auto regular = offcpu({"-p", std::to_string(w.pid()), "-f", "-d", "-v",
-                         "--loader", "libbpf", "2"});
+  auto run = [&](std::vector<std::string> extra) {
+    std::vector<std::string> args = {"-p", std::to_string(w.pid()), "-f", "-d",
+                                     "-v"};
+    args.insert(args.end(), extra.begin(), extra.end());
+    args.push_back("2");
+    return offcpu(args);
+  };
+  auto direct = run({});
+  auto light = run({"--loader", "light-probe-reads"});
+  auto regular = run({"--loader", "libbpf"});
+  EXPECT_NE(direct.err.find("kernel memory by plain loads"), std::string::npos)
+      << direct.err;
   EXPECT_NE(light.err.find("loaded by the kernel"), std::string::npos)
+      << light.err;
+  EXPECT_EQ(light.err.find("kernel memory by plain loads"), std::string::npos)
       << light.err;
   EXPECT_NE(regular.err.find("loaded by libbpf"), std::string::npos)
       << regular.err;
+  auto d = test::parse_folded(direct.out);
   auto a = test::parse_folded(light.out), b = test::parse_folded(regular.out);
   for (const char *comm : {"sleeper", "piperd", "stuck"}) {
+    expect_near(test::totals_by_comm(d)[comm], kWindowUs, 0.05, comm);
     expect_near(test::totals_by_comm(a)[comm], kWindowUs, 0.05, comm);
     expect_near(test::totals_by_comm(b)[comm], kWindowUs, 0.05, comm);
-    EXPECT_EQ(kernel_part(heaviest_with(a, comm, "start_thread")),
-              kernel_part(heaviest_with(b, comm, "start_thread")))
+    auto want = kernel_part(heaviest_with(b, comm, "start_thread"));
+    EXPECT_EQ(kernel_part(heaviest_with(d, comm, "start_thread")), want)
+        << comm;
+    EXPECT_EQ(kernel_part(heaviest_with(a, comm, "start_thread")), want)
         << comm;
   }
 }

@@ -54,6 +54,16 @@ TEST(Plans, KernelStacksAtSwitchOutWithoutTheOrcWalker) {
   EXPECT_FALSE(offcpu_plans(f, AttachChoice::Auto)[0].kstack_at_switch_in);
 }
 
+TEST(Plans, PlainKernelLoadsOnlyWithTheKfuncAndTpBtf) {
+  KernelFeatures f = modern();
+  f.rdonly_cast = true; // 6.2+
+  auto plans = offcpu_plans(f, AttachChoice::Auto);
+  EXPECT_TRUE(plans[0].direct_loads);
+  EXPECT_FALSE(plans[1].direct_loads); // raw_tp: the regular object
+  f.rdonly_cast = false; // 6.1 and older: the object without the kfunc
+  EXPECT_FALSE(offcpu_plans(f, AttachChoice::Auto)[0].direct_loads);
+}
+
 TEST(Plans, Pre518KernelReadsStateFromTask) {
   KernelFeatures f = modern();
   f.sched_switch_prev_state = false;
