@@ -23,6 +23,69 @@ static __always_inline __u64 kernel_word(__u64 addr) {
       bpf_rdonly_cast((void *)addr, bpf_core_type_id_kernel(struct pt_regs));
   return p->r15;
 }
+
+/* The address of mm's top-level page table, as a number (a pointer the
+ * verifier tracks allows no arithmetic). */
+static __always_inline __u64 pgd_of(struct mm_struct *mm) {
+  return mm ? kernel_word((__u64)&mm->pgd) : 0;
+}
+
+/* x86-64 page-table entry bits. */
+#define PT_PRESENT (1ull << 0)
+#define PT_USER (1ull << 2)
+#define PT_PWT (1ull << 3)
+#define PT_PCD (1ull << 4)
+#define PT_HUGE (1ull << 7)    /* a leaf above the last level; PAT at it */
+#define PT_SPECIAL (1ull << 9) /* pfn mappings: device memory, no struct page  \
+                                */
+#define PT_PAT_HUGE (1ull << 12)
+#define PT_DEVMAP (1ull << 58) /* ZONE_DEVICE pages (until 6.16) */
+#define PT_ADDR 0x000ffffffffff000ull
+
+/* The address in the kernel's direct map (of all RAM, at `base`) of the
+ * byte at `addr` in the address space whose top-level table is at `pgd`,
+ * walking its `levels` (4 or 5) levels of page tables; 0 where it is not
+ * mapped. `user`: a user address, only in ordinary write-back memory with
+ * a page behind it (never device memory: pfn mappings are special, and
+ * uncached or write-combining ones carry cache bits). Read without locks,
+ * as the kernel's lockless get_user_pages walks: with interrupts off (the
+ * switch hook), the tables cannot be freed meanwhile; a page remapped
+ * since reads as whatever it holds, which the caller compares with what it
+ * expects, as it does a probe read's result. */
+static __always_inline __u64 pt_lookup(__u64 base, __u32 levels, __u64 pgd,
+                                       __u64 addr, bool user) {
+  const __u64 need = PT_PRESENT | (user ? PT_USER : 0);
+  __u64 table = pgd, e;
+  if (levels == 5) {
+    e = kernel_word(table + ((addr >> 48) & 511) * 8);
+    if ((e & need) != need)
+      return 0;
+    table = base + (e & PT_ADDR);
+  }
+  e = kernel_word(table + ((addr >> 39) & 511) * 8);
+  if ((e & need) != need)
+    return 0;
+  e = kernel_word(base + (e & PT_ADDR) + ((addr >> 30) & 511) * 8);
+  if ((e & need) != need)
+    return 0;
+  __u64 within = (1ull << 30) - 1, pat = PT_PAT_HUGE;
+  if (!(e & PT_HUGE)) {
+    e = kernel_word(base + (e & PT_ADDR) + ((addr >> 21) & 511) * 8);
+    if ((e & need) != need)
+      return 0;
+    within = (1ull << 21) - 1;
+    if (!(e & PT_HUGE)) {
+      e = kernel_word(base + (e & PT_ADDR) + ((addr >> 12) & 511) * 8);
+      if ((e & need) != need)
+        return 0;
+      within = 4095;
+      pat = PT_HUGE;
+    }
+  }
+  if (user && (e & (PT_PWT | PT_PCD | PT_SPECIAL | PT_DEVMAP | pat)))
+    return 0;
+  return base + ((e & PT_ADDR & ~within) | (addr & within));
+}
 #endif
 
 #endif

@@ -44,6 +44,14 @@ struct {
  * through their files' tables. */
 const volatile bool uw_find_vma = false;
 
+/* Where the kernel maps all of RAM, and its page tables' depth (found by
+ * bpf/direct_map.bpf.c; 0: unknown). With plain loads (OFFCPU_DIRECT_LOADS)
+ * the memo check reads the current task's stack words there, through its
+ * page tables, rather than by a probe read: a user copy costs ~200 ns on
+ * virtual machines that trap the user-access instructions (STAC/CLAC). */
+const volatile __u64 uw_direct_base = 0;
+const volatile __u32 uw_pt_levels = 0;
+
 struct {
   __uint(type, BPF_MAP_TYPE_ARRAY);
   __uint(max_entries, 1); /* sized by the loader */
@@ -731,17 +739,56 @@ static __always_inline bool uw_has_tables(struct task_struct *t, __u32 tgid) {
   return parent && bpf_map_lookup_elem(&uw_procs, &parent);
 }
 
+/* The memo's words compared with the stack at `buf` (the bytes from m->sp
+ * up, or NULL) or, with plain loads, where they are in the direct map
+ * (pages[i]: the direct-map address of page i from m->sp's page). */
+struct uw_memo_view {
+  const struct reuse_span *buf;
+  __u64 pages[3]; /* a memo spans at most 8 KiB: three pages */
+};
+
+#ifdef OFFCPU_DIRECT_LOADS
+/* The direct-map addresses of the pages the memo's span covers in the
+ * address space at `pgd`; false if one cannot be read so (not present, not
+ * ordinary memory, or the direct map unknown). */
+static __always_inline bool uw_memo_pages(const struct uw_memo *m, __u64 pgd,
+                                          __u32 span, struct uw_memo_view *v) {
+  __u64 base = uw_direct_base;
+  if (!base || !pgd)
+    return false;
+  __u64 first = m->sp & ~4095ull, last = (m->sp + span - 1) & ~4095ull;
+  for (__u32 i = 0; i < 3; i++) {
+    __u64 page = first + i * 4096ull;
+    if (page > last)
+      break;
+    v->pages[i] = pt_lookup(base, uw_pt_levels, pgd, page, true);
+    if (!v->pages[i])
+      return false;
+  }
+  return true;
+}
+#endif
+
 /* Every word of the memo still holds its value in the current task's
- * stack. A global function: verified once. */
-__noinline int uw_memo_holds(const struct uw_memo *m) {
+ * stack (its address space's top-level page table at `pgd`). A global
+ * function: verified once. */
+__noinline int uw_memo_holds(const struct uw_memo *m, __u64 pgd) {
   if (!m)
     return 0;
   __u32 span = m->span, zero = 0;
   if (span == 0 || span > UW_MEMO_SPAN)
     return 0;
-  struct reuse_span *buf = bpf_map_lookup_elem(&reuse_span_buf, &zero);
-  if (!buf || bpf_probe_read_user(buf->b, span, (void *)m->sp))
-    return 0;
+  struct uw_memo_view v = {};
+#ifdef OFFCPU_DIRECT_LOADS
+  if (!uw_memo_pages(m, pgd, span, &v))
+#endif
+  {
+    struct reuse_span *buf = bpf_map_lookup_elem(&reuse_span_buf, &zero);
+    if (!buf || bpf_probe_read_user(buf->b, span, (void *)m->sp))
+      return 0;
+    v.buf = buf;
+    uw_count(uw_stats_of(SCRATCH_HOOK), UW_STAT_REUSE_PROBE_READ);
+  }
   /* A plain bounded loop: a bpf_loop callback per word would cost more
    * than the word (an indirect call and return thunks on current CPUs). */
   __u32 nr = m->nr;
@@ -752,7 +799,18 @@ __noinline int uw_memo_holds(const struct uw_memo *m) {
     same_register(off);
     if (off > UW_MEMO_SPAN - sizeof(__u64))
       return 0;
-    if (load_u64(&buf->b[off]) != m->val[i])
+    __u64 now;
+#ifdef OFFCPU_DIRECT_LOADS
+    if (!v.buf) {
+      __u64 at = (m->sp & 4095) + off; /* from the first page's start */
+      __u64 page = at >> 12, in = at & 4095;
+      if (page > 2 || in > 4096 - sizeof(__u64))
+        return 0; /* a word across two pages: never seen (sp is aligned) */
+      now = kernel_word(v.pages[page] + in);
+    } else
+#endif
+      now = load_u64(&v.buf->b[off]);
+    if (now != m->val[i])
       return 0;
   }
   return 1;
@@ -813,7 +871,12 @@ static __always_inline __u64 walk_user_stack_memo(struct task_struct *t,
       }
     }
     if (m) {
-      if (uw_memo_holds(m)) {
+#ifdef OFFCPU_DIRECT_LOADS
+      __u64 pgd = pgd_of(mmp);
+#else
+      __u64 pgd = 0;
+#endif
+      if (uw_memo_holds(m, pgd)) {
         uw_count(st, UW_STAT_REUSED);
         ms->last = way;
         if (!reuse_verify) {

@@ -168,6 +168,8 @@ enum uw_stat {
   UW_STAT_KREUSE_CHANGED,  /* same stack pointer, a word had changed */
   UW_STAT_KREUSE_MISMATCH, /* --verify-stack-reuse: the walk disagreed */
   UW_STAT_BY_VMA, /* walks of processes not installed yet, by their files */
+  UW_STAT_REUSE_PROBE_READ, /* memo checks that read the stack by probe read
+                               (not through the direct map) */
   UW_STAT_NR,
 };
 

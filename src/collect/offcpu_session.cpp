@@ -91,6 +91,9 @@ void set_rodata(Rodata *ro, const OffcpuConfig &o, const OffcpuPlan &p) {
   ro->stack_depth = o.max_stack_depth;
   ro->uw_tables = p.user_unwind_tables;
   ro->uw_find_vma = p.user_unwind_tables && p.find_vma;
+  // Read only by the object with plain loads (the others ignore them).
+  ro->uw_direct_base = p.direct_loads ? p.direct_map_base : 0;
+  ro->uw_pt_levels = p.direct_loads ? p.page_table_levels : 0;
 }
 
 // Map sizes. The stack and count maps stay preallocated (a few ms at

@@ -5,6 +5,7 @@
 
 #include <memory>
 
+#include "probe/direct_map_light.h"
 #include "probe/kernel_btf.h"
 #include "probe/kernel_text.h"
 #include "util/error.h"
@@ -47,6 +48,13 @@ KernelFeatures probe_kernel_features() {
   f.ringbuf = b->enum_has("bpf_map_type", "BPF_MAP_TYPE_RINGBUF");
   f.find_vma = b->enum_has("bpf_func_id", "BPF_FUNC_find_vma");
   f.rdonly_cast = b->find("bpf_rdonly_cast", BTF_KIND_FUNC) >= 0;
+#if defined(__x86_64__)
+  // The page-table walk knows x86-64's layout. Not found: memory
+  // encryption, or no bpf_get_current_task_btf for the search program.
+  if (f.rdonly_cast &&
+      offcpu_find_direct_map(&f.direct_map_base, &f.page_table_levels) != 0)
+    f.direct_map_base = f.page_table_levels = 0;
+#endif
   f.sched_info = has_member(*b, "sched_info", "last_queued") &&
                  has_member(*b, "task_struct", "sched_info");
   // Only where the walker could be used: it needs tp_btf, bpf_loop and
@@ -101,6 +109,8 @@ std::vector<OffcpuPlan> offcpu_plans(const KernelFeatures &f,
     p.user_unwind_tables = p.user_fp_walk && f.bpf_loop && f.ringbuf;
     p.find_vma = f.find_vma;
     p.direct_loads = f.rdonly_cast;
+    p.direct_map_base = f.direct_map_base;
+    p.page_table_levels = f.page_table_levels;
     plans.push_back(p);
   }
   // raw_tp: kernels with BTF but no working tp_btf (5.4, or tp_btf refused).
@@ -137,7 +147,9 @@ std::string OffcpuPlan::describe() const {
                           : ", user stacks by bpf_get_stack";
   s += bpf_loop ? ", bpf_loop" : ", bounded loops";
   if (direct_loads)
-    s += ", kernel memory by plain loads";
+    s += direct_map_base ? ", kernel memory by plain loads (user stacks "
+                           "checked through the page tables)"
+                         : ", kernel memory by plain loads";
   s += announce_processes ? ", new processes announced"
                           : ", exited processes not named (no ring buffer)";
   s += task_storage ? ", start times in task storage"
@@ -166,6 +178,9 @@ std::string describe_features(const KernelFeatures &f) {
   s += std::string(", kprobes ") + yn(f.kprobes);
   s += std::string(", bpf_loop ") + yn(f.bpf_loop);
   s += std::string(", rdonly_cast ") + yn(f.rdonly_cast);
+  s += std::string(", direct map ") +
+       (f.direct_map_base ? std::to_string(f.page_table_levels) + " levels"
+                          : std::string("unknown"));
   s += std::string(", ORC walker ") +
        (f.kernel_text ? std::string("yes")
                       : "no (" + f.kernel_text_missing + ")");

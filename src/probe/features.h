@@ -3,6 +3,7 @@
 // pure function that unit tests drive with made-up kernels.
 #pragma once
 
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <vector>
@@ -29,6 +30,10 @@ struct KernelFeatures {
   bool find_vma = false; // bpf_find_vma, 5.17+
   // The bpf_rdonly_cast kfunc (6.2+): kernel memory by guarded plain loads.
   bool rdonly_cast = false;
+  // Where the kernel maps all of RAM and its page tables' depth, found in
+  // the kernel (x86-64, with bpf_rdonly_cast); 0: unknown.
+  uint64_t direct_map_base = 0;
+  uint32_t page_table_levels = 0;
   // task_struct.sched_info.last_queued (CONFIG_SCHED_INFO, on in
   // distribution kernels): when a runnable task was queued, kept by the
   // scheduler until it runs.
@@ -70,6 +75,9 @@ struct OffcpuPlan {
   // Kernel memory read by plain loads rather than probe reads (the light
   // object built for it, 6.2+).
   bool direct_loads = false;
+  // And with them, user stack words read through the page tables there.
+  uint64_t direct_map_base = 0;
+  uint32_t page_table_levels = 0;
   std::string describe() const;
 };
 

@@ -246,6 +246,8 @@ std::string reuse_summary(const std::array<uint64_t, UW_STAT_NR> &w) {
   auto n = [](uint64_t v) { return std::to_string(v); };
   return "stack reuse: user " + n(w[UW_STAT_REUSED]) + " reused, " +
          n(w[UW_STAT_REUSE_CHANGED]) + " walked again (a word changed), " +
+         n(w[UW_STAT_REUSE_PROBE_READ]) +
+         " checks by probe read (the rest through the page tables), " +
          n(w[UW_STAT_REUSE_MISMATCH]) + " disagreed; kernel " +
          n(w[UW_STAT_KREUSED]) + " reused, " + n(w[UW_STAT_KREUSE_CHANGED]) +
          " walked again, " + n(w[UW_STAT_KREUSE_MISMATCH]) +

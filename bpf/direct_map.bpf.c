@@ -1,0 +1,57 @@
+// SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
+/* Finds where the kernel maps all of RAM (page_offset_base: randomized at
+ * boot, and not a symbol the kernel exports without CONFIG_KALLSYMS_ALL),
+ * and whether its page tables have 4 or 5 levels. Run once, through
+ * BPF_PROG_TEST_RUN, by a process with an address space (offcpu).
+ *
+ * The process's top-level page table (mm->pgd) lies in that map, at the
+ * base plus the table's physical address. The base is 1 GiB aligned (the
+ * kernel randomizes it in such steps) and at most the table's physical
+ * address below it; each candidate is tried by walking the page tables to
+ * translate the table's own address: only the right base and depth give
+ * back the physical address the candidate implies. Kernels with memory
+ * encryption set a key bit in table entries: no candidate fits, and offcpu
+ * reads user stacks by probe reads. 6.2+ (bpf_rdonly_cast). */
+#include "vmlinux.h"
+#include <bpf/bpf_helpers.h>
+
+#define OFFCPU_DIRECT_LOADS
+#include "direct_load.bpf.h"
+
+char LICENSE[] SEC("license") = "Dual BSD/GPL";
+
+#define GIB (1ull << 30)
+/* Candidates: a top-level table up to 64 TiB into physical memory. */
+#define MAX_TRIES (1u << 16)
+
+__u64 found_base = 0;
+__u32 found_levels = 0;
+__u32 tries = 0;
+
+struct search {
+  __u64 pgd;
+};
+
+static long try_base(__u32 k, void *ctx) {
+  struct search *s = ctx;
+  __u64 top = s->pgd & ~(GIB - 1);
+  __u64 base = top - (__u64)k * GIB;
+  tries = k + 1;
+  for (__u32 levels = 4; levels <= 5; levels++) {
+    if (pt_lookup(base, levels, s->pgd, s->pgd, false) == s->pgd) {
+      found_base = base;
+      found_levels = levels;
+      return 1;
+    }
+  }
+  return 0;
+}
+
+SEC("syscall")
+int find_direct_map(void *ctx) {
+  struct task_struct *t = bpf_get_current_task_btf();
+  struct search s = {.pgd = pgd_of(t->mm)};
+  if (s.pgd)
+    bpf_loop(MAX_TRIES, try_base, &s, 0);
+  return 0;
+}
