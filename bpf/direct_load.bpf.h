@@ -35,9 +35,10 @@ static __always_inline __u64 pgd_of(struct mm_struct *mm) {
 #define PT_USER (1ull << 2)
 #define PT_PWT (1ull << 3)
 #define PT_PCD (1ull << 4)
-#define PT_HUGE (1ull << 7)    /* a leaf above the last level; PAT at it */
-#define PT_SPECIAL (1ull << 9) /* pfn mappings: device memory, no struct page  \
-                                */
+#define PT_HUGE (1ull << 7) /* a leaf above the last level; PAT at it */
+#define PT_SPECIAL                                                             \
+  (1ull << 9) /* pfn mappings: device memory, no struct page                   \
+               */
 #define PT_PAT_HUGE (1ull << 12)
 #define PT_DEVMAP (1ull << 58) /* ZONE_DEVICE pages (until 6.16) */
 #define PT_ADDR 0x000ffffffffff000ull
