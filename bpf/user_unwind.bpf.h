@@ -595,6 +595,15 @@ struct uw_walk {
   struct uw_frame f;
 };
 
+/* With plain loads, a walk of the current task keeps in the fields of the
+ * bpf_find_vma cache (used by the rewalk iterator's walks only; the
+ * iterator's call chain has no 24 bytes of BPF stack to spare): its
+ * top-level page table (0: reads by probe read), the last page translated
+ * and that page's direct-map address (0 if it could not be). */
+#define uw_pgd f.vma_end
+#define uw_page f.vma_start
+#define uw_page_at f.vma_base
+
 /* Notes a word the walk used in memo m, for checking it next time. A
  * global function: the count of words noted stays out of the walk's loop
  * state, which the verifier then checks far fewer times. */
@@ -622,8 +631,40 @@ static __always_inline void uw_note(struct uw_walk *w, __u64 addr, __u64 val) {
     uw_note_word(w->m, &w->note, addr, val);
 }
 
+#ifdef OFFCPU_DIRECT_LOADS
+/* `size` (8 or 16) bytes of the current task's stack at addr, through its
+ * page tables (see pt_lookup); 0, or -1 where they cannot be read so. */
+static __always_inline long uw_read_direct(struct uw_walk *w, void *dst,
+                                           __u32 size, __u64 addr) {
+  __u64 *out = dst;
+  for (__u32 j = 0; j < 2; j++) {
+    if (j * sizeof(__u64) >= size)
+      break;
+    __u64 a = addr + j * sizeof(__u64), page = a & ~4095ull, in = a & 4095;
+    if (in > 4096 - sizeof(__u64))
+      return -1; /* across two pages: never seen (sp is aligned) */
+    if (page != w->uw_page) {
+      w->uw_page = page;
+      w->uw_page_at =
+          pt_lookup(uw_direct_base, uw_pt_levels, w->uw_pgd, page, true);
+    }
+    if (!w->uw_page_at)
+      return -1;
+    out[j] = kernel_word(w->uw_page_at + in);
+  }
+  return 0;
+}
+#endif
+
+/* A probe read of user memory costs ~200 ns on virtual machines that trap
+ * the user-access instructions: with plain loads, the current task's stack
+ * is read through its page tables, by probe read only where that fails. */
 static __always_inline long uw_read(struct uw_walk *w, void *dst, __u32 size,
                                     __u64 addr, bool other_task) {
+#ifdef OFFCPU_DIRECT_LOADS
+  if (!other_task && w->uw_pgd && !uw_read_direct(w, dst, size, addr))
+    return 0;
+#endif
   return other_task
              ? bpf_copy_from_user_task(dst, size, (void *)addr, w->task, 0)
              : bpf_probe_read_user(dst, size, (void *)addr);
@@ -852,6 +893,10 @@ static __always_inline __u64 walk_user_stack_memo(struct task_struct *t,
   __u64 mm = (__u64)mmp;
   __u64 map_count = mmp ? mmp->map_count : 0;
   __u32 epoch = *(volatile __u32 *)&uw_epoch;
+#ifdef OFFCPU_DIRECT_LOADS
+  if (!other_task && uw_direct_base)
+    w.uw_pgd = pgd_of(mmp);
+#endif
 
   /* A memo that holds: the stack this walk would store, before any other
    * work. */
@@ -871,12 +916,7 @@ static __always_inline __u64 walk_user_stack_memo(struct task_struct *t,
       }
     }
     if (m) {
-#ifdef OFFCPU_DIRECT_LOADS
-      __u64 pgd = pgd_of(mmp);
-#else
-      __u64 pgd = 0;
-#endif
-      if (uw_memo_holds(m, pgd)) {
+      if (uw_memo_holds(m, w.uw_pgd)) {
         uw_count(st, UW_STAT_REUSED);
         ms->last = way;
         if (!reuse_verify) {
