@@ -40,7 +40,6 @@ static __always_inline __u64 pgd_of(struct mm_struct *mm) {
   (1ull << 9) /* pfn mappings: device memory, no struct page                   \
                */
 #define PT_PAT_HUGE (1ull << 12)
-#define PT_DEVMAP (1ull << 58) /* ZONE_DEVICE pages (until 6.16) */
 #define PT_ADDR 0x000ffffffffff000ull
 
 /* The address in the kernel's direct map (of all RAM, at `base`) of the
@@ -48,9 +47,12 @@ static __always_inline __u64 pgd_of(struct mm_struct *mm) {
  * walking its `levels` (4 or 5) levels of page tables; 0 where it is not
  * mapped. `user`: a user address, only in ordinary write-back memory with
  * a page behind it (never device memory: pfn mappings are special, and
- * uncached or write-combining ones carry cache bits). Read without locks,
- * as the kernel's lockless get_user_pages walks: with interrupts off (the
- * switch hook), the tables cannot be freed meanwhile; a page remapped
+ * uncached or write-combining ones carry cache bits). Not the software bits
+ * above 52: their meaning changes (bit 58 was ZONE_DEVICE's until 6.16 and
+ * is set on ordinary stack pages in 6.18); device memory with pages (PCI
+ * peer-to-peer) reaches user space only through a root-only file. Read without
+ * locks, as the kernel's lockless get_user_pages walks: with interrupts off
+ * (the switch hook), the tables cannot be freed meanwhile; a page remapped
  * since reads as whatever it holds, which the caller compares with what it
  * expects, as it does a probe read's result. */
 static __always_inline __u64 pt_lookup(__u64 base, __u32 levels, __u64 pgd,
@@ -83,7 +85,7 @@ static __always_inline __u64 pt_lookup(__u64 base, __u32 levels, __u64 pgd,
       pat = PT_HUGE;
     }
   }
-  if (user && (e & (PT_PWT | PT_PCD | PT_SPECIAL | PT_DEVMAP | pat)))
+  if (user && (e & (PT_PWT | PT_PCD | PT_SPECIAL | pat)))
     return 0;
   return base + ((e & PT_ADDR & ~within) | (addr & within));
 }
