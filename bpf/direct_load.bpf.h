@@ -15,6 +15,10 @@
 
 extern void *bpf_rdonly_cast(const void *obj, __u32 btf_id) __ksym;
 
+/* A tag the verifier reads on global functions' pointer arguments (6.8+;
+ * libbpf 1.1's headers predate them). */
+#define __arg_trusted __attribute__((btf_decl_tag("arg:trusted")))
+
 /* The 8 bytes of kernel memory at addr; 0 if it is not mapped. Typed as the
  * first word of a pt_regs: any kernel struct that starts with an unsigned
  * long would do. */

@@ -318,6 +318,28 @@ static __always_inline __u64 runnable_part(const struct offcpu_start *rec,
   return end - (wake > start ? wake : start);
 }
 
+/* The user stack left for the switch-in (uw_can_defer) of a wait that
+ * passed -m/-M: from the task's stack, unchanged since it blocked while
+ * `frozen`; else (it ran unseen) missed, and counted. */
+static __always_inline __u64 take_deferred_user_stack(struct task_struct *t,
+                                                      __u32 tgid,
+                                                      struct uw_memo_set *ms,
+                                                      bool frozen) {
+  struct uw_stats *st = uw_stats_of(SCRATCH_HOOK);
+  if (!frozen) {
+    uw_count(st, UW_STAT_DEFER_LOST);
+    return OFFCPU_STACK_MISSED;
+  }
+  uw_count(st, UW_STAT_DEFER_TAKEN);
+  __u32 partial = 0; /* it runs next: not walked again */
+  bool reused = false;
+  __u64 stack =
+      walk_user_stack_hook(t, &partial, ms, &reused, true, SCRATCH_HOOK);
+  if (!reused && !announce(t, tgid, stack))
+    uw_memo_forget(ms);
+  return stack;
+}
+
 /* Ends a wait: applies -m/-M, takes the kernel stack if it was deferred and
  * adds the wait to its key. `slot`: the caller's scratch buffers. `frozen`:
  * the task has not run since the wait began, so its kernel stack is still
@@ -372,11 +394,15 @@ static __always_inline void end_wait(struct task_struct *t, __u32 pid,
   if (!claim)
     forget_start(rec, pid, trusted);
   uw_partial_ended(rec->flags, slot);
+  /* Memos are the switch hook's alone: the flush iterator may walk the
+   * same task at once. */
+  struct offcpu_task *ts = slot == SCRATCH_HOOK ? task_of(rec, trusted) : NULL;
+  /* The flush finds none still deferred but those of tasks that ran
+   * unseen: the rewalk iterator takes the others first (see stop()). */
+  if (trusted && (rec->flags & OFFCPU_USTACK_DEFERRED))
+    key.user_stack = take_deferred_user_stack(
+        t, rec->tgid, ts ? &ts->memo : NULL, frozen && slot == SCRATCH_HOOK);
   if (trusted && kstack_at_switch_in && want_kernel_stacks) {
-    /* Memos are the switch hook's alone: the flush iterator may walk the
-     * same task at once. */
-    struct offcpu_task *ts =
-        slot == SCRATCH_HOOK ? task_of(rec, trusted) : NULL;
     key.kernel_stack = frozen ? take_frozen_kernel_stack(t, &key.flags, slot,
                                                          ts ? &ts->kmemo : NULL)
                               : OFFCPU_STACK_MISSED;
@@ -511,9 +537,16 @@ static __always_inline void on_switch(void *ctx, struct task_struct *prev,
   if (want_user_stacks && !(TASK_FIELD(trusted, prev, flags) & PF_KTHREAD)) {
     bool reused = false;
     struct uw_memo_set *memo = ts ? &ts->memo : NULL;
-    if (trusted && user_fp_walk)
-      rec.user_stack = walk_user_stack_memo(bpf_get_current_task_btf(), false,
-                                            &rec.flags, memo, &reused);
+    if (trusted && user_fp_walk && uw_can_defer(prev, memo)) {
+      /* Taken at switch-in if the wait passes -m/-M. */
+      rec.user_stack = OFFCPU_STACK_MISSED;
+      rec.flags |= OFFCPU_USTACK_DEFERRED;
+      uw_count(uw_stats_of(SCRATCH_HOOK), UW_STAT_DEFERRED);
+      reused = true; /* announced when its memo was walked */
+    } else if (trusted && user_fp_walk)
+      rec.user_stack =
+          walk_user_stack_hook(bpf_get_current_task_btf(), &rec.flags, memo,
+                               &reused, false, SCRATCH_HOOK);
     else
       rec.user_stack = take_current_stack(ctx, BPF_F_USER_STACK);
     /* A reused stack was announced when it was walked. */
@@ -703,7 +736,10 @@ int offcpu_seed_stacks(struct bpf_iter__task *ctx) {
     return 0;
   bool seeded = (rec->flags & OFFCPU_START_SEEDED) &&
                 rec->user_stack == OFFCPU_STACK_MISSED;
-  if (!seeded && !(rec->flags & OFFCPU_USTACK_PARTIAL))
+  /* At stop, before the flush: stacks left for a switch-in that will not
+   * come in the window (the switch hook takes them when it does). */
+  bool deferred = (rec->flags & OFFCPU_USTACK_DEFERRED) && stop_ns;
+  if (!seeded && !deferred && !(rec->flags & OFFCPU_USTACK_PARTIAL))
     return 0;
   /* Also run again once tables are installed: stacks walked without them
    * are taken again while their threads still sleep on them. Not before
@@ -711,7 +747,8 @@ int offcpu_seed_stacks(struct bpf_iter__task *ctx) {
    * mappings (bpf_find_vma, which works here for every frame): else that
    * walk would be partial again (this pass runs at every install, and a
    * storm of new processes has many). */
-  if (!seeded && uw_tables && !uw_find_vma && !uw_has_tables(task, rec->tgid))
+  if (!seeded && !deferred && uw_tables && !uw_find_vma &&
+      !uw_has_tables(task, rec->tgid))
     return 0;
   __u64 start = rec->start_ns, pcount = task_pcount(task, true);
   __u32 flags = 0;
@@ -722,6 +759,14 @@ int offcpu_seed_stacks(struct bpf_iter__task *ctx) {
     return 0;
   announce(task, rec->tgid, stack);
   rec->user_stack = stack;
+  if (deferred) {
+    /* The stack first: the switch hook reads the flag, then the stack (x86
+     * keeps stores in order; the barrier keeps the compiler from moving
+     * them). */
+    asm volatile("" ::: "memory");
+    rec->flags &= ~OFFCPU_USTACK_DEFERRED;
+    uw_count(uw_stats_of(SCRATCH_ITER), UW_STAT_DEFER_TAKEN);
+  }
   if (!(flags & OFFCPU_USTACK_PARTIAL) &&
       (rec->flags & OFFCPU_USTACK_PARTIAL)) {
     rec->flags &= ~OFFCPU_USTACK_PARTIAL;

@@ -15,6 +15,10 @@ const volatile bool uw_tables = false;
 /* offcpu_start.flags: the user stack was walked without tables (not
  * installed yet): the rewalk iterator takes it again while it is blocked. */
 #define OFFCPU_USTACK_PARTIAL 0x200u
+/* offcpu_start.flags: the user stack is taken at switch-in (uw_can_defer). */
+#define OFFCPU_USTACK_DEFERRED 0x400u
+/* Out of uw_walk_hook only: the stack was a memo's, announced before. */
+#define OFFCPU_USTACK_REUSED 0x800u
 
 struct {
   __uint(type, BPF_MAP_TYPE_HASH);
@@ -51,6 +55,9 @@ const volatile bool uw_find_vma = false;
  * virtual machines that trap the user-access instructions (STAC/CLAC). */
 const volatile __u64 uw_direct_base = 0;
 const volatile __u32 uw_pt_levels = 0;
+/* And with them, a thread's user stack is checked at its switch-in, only
+ * for waits that pass -m/-M (uw_can_defer). */
+const volatile bool uw_defer = false;
 
 struct {
   __uint(type, BPF_MAP_TYPE_ARRAY);
@@ -592,17 +599,29 @@ struct uw_walk {
   struct task_struct *task;
   struct uw_memo *m; /* NULL: not recording */
   struct uw_noting note;
-  struct uw_frame f;
+  /* Per CPU (uw_frames), not on the BPF stack: the switch hook may walk
+   * twice in a run (the task switched in, then the one switched out). */
+  struct uw_frame *f;
+  /* Another task's stack, from the switch hook or the flush, read through
+   * its page tables: no probe read can reach it. */
+  __u32 frozen, pad;
 };
+
+struct {
+  __uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+  __uint(max_entries, 2); /* SCRATCH_HOOK, SCRATCH_ITER */
+  __type(key, __u32);
+  __type(value, struct uw_frame);
+} uw_frames SEC(".maps");
 
 /* With plain loads, a walk of the current task keeps in the fields of the
  * bpf_find_vma cache (used by the rewalk iterator's walks only; the
  * iterator's call chain has no 24 bytes of BPF stack to spare): its
  * top-level page table (0: reads by probe read), the last page translated
  * and that page's direct-map address (0 if it could not be). */
-#define uw_pgd f.vma_end
-#define uw_page f.vma_start
-#define uw_page_at f.vma_base
+#define uw_pgd f->vma_end
+#define uw_page f->vma_start
+#define uw_page_at f->vma_base
 
 /* Notes a word the walk used in memo m, for checking it next time. A
  * global function: the count of words noted stays out of the walk's loop
@@ -662,8 +681,12 @@ static __always_inline long uw_read_direct(struct uw_walk *w, void *dst,
 static __always_inline long uw_read(struct uw_walk *w, void *dst, __u32 size,
                                     __u64 addr, bool other_task) {
 #ifdef OFFCPU_DIRECT_LOADS
-  if (!other_task && w->uw_pgd && !uw_read_direct(w, dst, size, addr))
-    return 0;
+  if (!other_task && w->uw_pgd) {
+    if (!uw_read_direct(w, dst, size, addr))
+      return 0;
+    if (w->frozen)
+      return -1;
+  }
 #endif
   return other_task
              ? bpf_copy_from_user_task(dst, size, (void *)addr, w->task, 0)
@@ -678,7 +701,7 @@ static __always_inline long uw_read(struct uw_walk *w, void *dst, __u32 size,
  * not installed yet is walked partially and requested, and the iterator,
  * run at once, finishes the walk. */
 static __always_inline void uw_resolve_vma(struct uw_walk *w) {
-  struct uw_frame *f = &w->f;
+  struct uw_frame *f = w->f;
   if (!(f->gen & UW_GEN_BY_VMA))
     return;
   __u64 pc = f->exact ? f->pc : f->pc - 1;
@@ -701,7 +724,7 @@ static __always_inline void uw_resolve_vma(struct uw_walk *w) {
 
 /* One frame: decide, store, read, move on. */
 static __always_inline long uw_step(struct uw_walk *w, bool other_task) {
-  struct uw_frame *f = &w->f;
+  struct uw_frame *f = w->f;
   if (uw_find_vma && other_task)
     uw_resolve_vma(w);
   int r = uw_frame_begin(f);
@@ -810,10 +833,10 @@ static __always_inline bool uw_memo_pages(const struct uw_memo *m, __u64 pgd,
 }
 #endif
 
-/* Every word of the memo still holds its value in the current task's
- * stack (its address space's top-level page table at `pgd`). A global
- * function: verified once. */
-__noinline int uw_memo_holds(const struct uw_memo *m, __u64 pgd) {
+/* Every word of the memo still holds its value in the stack of the current
+ * task or, `frozen`, of a task off CPU since (its address space's top-level
+ * page table at `pgd`). A global function: verified once. */
+__noinline int uw_memo_holds(const struct uw_memo *m, __u64 pgd, __u32 frozen) {
   if (!m)
     return 0;
   __u32 span = m->span, zero = 0;
@@ -824,6 +847,8 @@ __noinline int uw_memo_holds(const struct uw_memo *m, __u64 pgd) {
   if (!uw_memo_pages(m, pgd, span, &v))
 #endif
   {
+    if (frozen)
+      return 0; /* another task's stack: a probe read would read ours */
     struct reuse_span *buf = bpf_map_lookup_elem(&reuse_span_buf, &zero);
     if (!buf || bpf_probe_read_user(buf->b, span, (void *)m->sp))
       return 0;
@@ -857,36 +882,56 @@ __noinline int uw_memo_holds(const struct uw_memo *m, __u64 pgd) {
   return 1;
 }
 
-/* The user stack of `t` (the current task, or a blocked one from a
- * sleepable iterator): with tables where the process has them, else frame
- * pointers. Sets OFFCPU_USTACK_PARTIAL in *flags when the walk lacked
- * tables and should be taken again. `ms` (the current task's memos, from
- * the switch hook; NULL: none): reuse one of its last stacks where a memo
- * holds, and keep a memo of this walk; *reused says which it was. */
+/* The memo of `ms` whose registers and address space are these, if one. */
+static __always_inline struct uw_memo *
+uw_memo_find(struct uw_memo_set *ms, __u64 pc, __u64 sp, __u64 bp, __u64 mm,
+             __u64 map_count, __u32 epoch, __u32 *way) {
+  for (__u32 i = 0; i < UW_MEMO_WAYS; i++) {
+    struct uw_memo *c = &ms->way[i];
+    if (c->nr && c->ip == pc && c->sp == sp && c->bp == bp && c->mm == mm &&
+        c->map_count == map_count && c->epoch == epoch) {
+      *way = i;
+      return c;
+    }
+  }
+  return NULL;
+}
+
+/* The user stack of `t`: the current task; or, `frozen`, a task off CPU
+ * since its switch-out (the switch hook's next task, or one the flush finds
+ * blocked), read through its page tables; or, `other_task`, a blocked one
+ * from a sleepable iterator. With tables where the process has them, else
+ * frame pointers. Sets OFFCPU_USTACK_PARTIAL in *flags when the walk lacked
+ * tables and should be taken again. `ms` (the task's memos, from the switch
+ * hook; NULL: none): reuse one of its last stacks where a memo holds, and
+ * keep a memo of this walk; *reused says which it was. `slot`: the caller's
+ * scratch buffers. */
 static __always_inline __u64 walk_user_stack_memo(struct task_struct *t,
                                                   bool other_task, __u32 *flags,
                                                   struct uw_memo_set *ms,
-                                                  bool *reused) {
+                                                  bool *reused, bool frozen,
+                                                  __u32 slot) {
   *reused = false;
+#ifndef OFFCPU_LIGHT_OBJECT
+  /* Without tables: the frame-pointer walk, which needs no bpf_loop. The
+   * light objects (bpf_loop kernels) walk frame pointers with the table
+   * walker instead, which has memos: one walker less to load. */
   if (!uw_tables)
     return walk_user_stack_fp(t, other_task);
-  __u32 slot = other_task ? SCRATCH_ITER : SCRATCH_HOOK;
+#endif
   struct pt_regs *regs = (struct pt_regs *)bpf_task_pt_regs(t);
-  if (!regs)
+  struct uw_frame *f = bpf_map_lookup_elem(&uw_frames, &slot);
+  if (!regs || !f)
     return OFFCPU_STACK_MISSED;
-  struct uw_walk w = {
-      .task = t,
-      .f =
-          {
-              /* BTF pointers: plain loads, no helper call each. */
-              .pc = regs->ip,
-              .sp = regs->sp,
-              .bp = regs->bp,
-              .max = stack_bytes() / sizeof(__u64),
-              .cache = slot,
-              .exact = 1,
-          },
-  };
+  __builtin_memset(f, 0, sizeof(*f));
+  /* BTF pointers: plain loads, no helper call each. */
+  f->pc = regs->ip;
+  f->sp = regs->sp;
+  f->bp = regs->bp;
+  f->max = stack_bytes() / sizeof(__u64);
+  f->cache = slot;
+  f->exact = 1;
+  struct uw_walk w = {.task = t, .f = f, .frozen = frozen};
   struct uw_stats *st = uw_stats_of(slot);
   __u32 tgid = t->tgid;
   struct mm_struct *mmp = t->mm;
@@ -897,6 +942,8 @@ static __always_inline __u64 walk_user_stack_memo(struct task_struct *t,
   if (!other_task && uw_direct_base)
     w.uw_pgd = pgd_of(mmp);
 #endif
+  if (frozen && !w.uw_pgd)
+    return OFFCPU_STACK_MISSED; /* never: frozen walks come with the map */
 
   /* A memo that holds: the stack this walk would store, before any other
    * work. */
@@ -906,17 +953,9 @@ static __always_inline __u64 walk_user_stack_memo(struct task_struct *t,
   if (!reuse_stacks || other_task)
     ms = NULL;
   if (ms) {
-    for (__u32 i = 0; i < UW_MEMO_WAYS; i++) {
-      struct uw_memo *c = &ms->way[i];
-      if (c->nr && c->ip == w.f.pc && c->sp == w.f.sp && c->bp == w.f.bp &&
-          c->mm == mm && c->map_count == map_count && c->epoch == epoch) {
-        m = c;
-        way = i;
-        break;
-      }
-    }
+    m = uw_memo_find(ms, f->pc, f->sp, f->bp, mm, map_count, epoch, &way);
     if (m) {
-      if (uw_memo_holds(m, w.uw_pgd)) {
+      if (uw_memo_holds(m, w.uw_pgd, frozen)) {
         uw_count(st, UW_STAT_REUSED);
         ms->last = way;
         if (!reuse_verify) {
@@ -943,9 +982,9 @@ static __always_inline __u64 walk_user_stack_memo(struct task_struct *t,
     return OFFCPU_STACK_MISSED;
   w.s = s;
   __u32 owner = tgid;
-  struct uw_proc *p = bpf_map_lookup_elem(&uw_procs, &owner);
+  struct uw_proc *p = uw_tables ? bpf_map_lookup_elem(&uw_procs, &owner) : NULL;
   bool parent = false;
-  if (!p) {
+  if (!p && uw_tables) {
     /* Forked without exec: the parent's image, its mappings. */
     owner = same_image_parent(t);
     if (owner)
@@ -954,27 +993,27 @@ static __always_inline __u64 walk_user_stack_memo(struct task_struct *t,
   }
   bool by_vma = false;
   if (p) {
-    w.f.owner = owner;
-    w.f.gen = p->gen;
+    w.f->owner = owner;
+    w.f->gen = p->gen;
     /* A child's map_count is its own: only a reading of this process can
      * be stale. */
-    w.f.stale = owner == tgid && p->map_count != map_count;
+    w.f->stale = owner == tgid && p->map_count != map_count;
   } else if (uw_find_vma && other_task) {
     /* Not installed yet (a fresh exec), from the rewalk iterator: through
      * the tables of the files it maps, each address's mapping from the
      * kernel (uw_resolve_vma). */
     by_vma = true;
-    w.f.owner = tgid;
-    w.f.gen = UW_GEN_BY_VMA;
-  } else {
-    w.f.partial = 1;
-  }
+    w.f->owner = tgid;
+    w.f->gen = UW_GEN_BY_VMA;
+  } else if (uw_tables) {
+    w.f->partial = 1;
+  } /* else frame pointers only (--user-unwind fp), complete as such */
   /* A stale reading still serves: the memo keys on map_count and the
    * epoch, so a walk now would be this same walk. Without tables the walk
    * is partial and not kept. */
   if (m) {
     w.m = m;
-    w.note.sp = w.f.sp;
+    w.note.sp = w.f->sp;
   }
 
   uw_count(st, UW_STAT_WALKS);
@@ -982,31 +1021,30 @@ static __always_inline __u64 walk_user_stack_memo(struct task_struct *t,
     uw_count(st, UW_STAT_PARENT_MAPS);
   if (by_vma)
     uw_count(st, UW_STAT_BY_VMA);
-  else if (!p)
+  else if (!p && uw_tables)
     uw_count(st, UW_STAT_NO_TABLES);
-  __u64 ip0 = w.f.pc, sp0 = w.f.sp, bp0 = w.f.bp; /* the walk moves them */
+  __u64 ip0 = w.f->pc, sp0 = w.f->sp, bp0 = w.f->bp; /* the walk moves them */
   bpf_loop(OFFCPU_MAX_STACK_DEPTH, other_task ? uw_step_other : uw_step_current,
            &w, 0);
   if (st) {
-    st->v[UW_STAT_FRAMES_TABLE] += w.f.by_table;
-    st->v[UW_STAT_FRAMES_FP] += w.f.by_fp;
-    st->v[UW_STAT_CACHE_MISSES] += w.f.misses;
-    __u64 end = w.f.end;
+    st->v[UW_STAT_FRAMES_TABLE] += w.f->by_table;
+    st->v[UW_STAT_FRAMES_FP] += w.f->by_fp;
+    st->v[UW_STAT_CACHE_MISSES] += w.f->misses;
+    __u64 end = w.f->end;
     same_register(end);
     if (end && end < UW_STAT_NR)
       st->v[end]++;
   }
-  if (w.f.partial) {
+  if (w.f->partial) {
     *flags |= OFFCPU_USTACK_PARTIAL;
     uw_request(tgid, map_count, st);
   } else if (by_vma) {
     uw_request(tgid, map_count, st); /* its own tables, for later walks */
   }
-  __u64 id = store_stack_from(other_task ? SCRATCH_ITER : SCRATCH_HOOK, s,
-                              (long)w.f.n * sizeof(__u64), true);
+  __u64 id = store_stack_from(slot, s, (long)w.f->n * sizeof(__u64), true);
   if (memo_stack != OFFCPU_STACK_MISSED && memo_stack != id)
     uw_count(st, UW_STAT_REUSE_MISMATCH);
-  if (m && !w.note.bad && !w.f.partial && w.f.end != UW_STAT_READ_FAULT &&
+  if (m && !w.note.bad && !w.f->partial && w.f->end != UW_STAT_READ_FAULT &&
       id != OFFCPU_STACK_MISSED && w.note.nr) {
     m->ip = ip0;
     m->sp = sp0;
@@ -1022,6 +1060,76 @@ static __always_inline __u64 walk_user_stack_memo(struct task_struct *t,
   return id;
 }
 
+#ifdef OFFCPU_DIRECT_LOADS
+/* uw_walk_hook's mode bits. */
+#define UW_HOOK_FROZEN 1u /* the task is off CPU since its switch-out */
+#define UW_HOOK_ITER 2u   /* called from an iterator (its scratch slot) */
+
+/* walk_user_stack_memo for the hooks and the flush (not the sleepable
+ * iterator's walks): a global function, verified once however many places
+ * in a program walk (the switch hook does twice: the task switched in, with
+ * its stack taken at switch-in, and the one switched out). Sets
+ * OFFCPU_USTACK_REUSED in *flags when the stack was a memo's. Its pointer
+ * arguments are tagged for the verifier (6.8+). */
+__noinline __u64 uw_walk_hook(struct task_struct *t __arg_trusted,
+                              struct uw_memo_set *ms, __u32 *flags,
+                              __u32 mode) {
+  if (!flags)
+    return OFFCPU_STACK_MISSED;
+  bool reused = false;
+  __u64 id =
+      walk_user_stack_memo(t, false, flags, ms, &reused, mode & UW_HOOK_FROZEN,
+                           mode & UW_HOOK_ITER ? SCRATCH_ITER : SCRATCH_HOOK);
+  if (reused)
+    *flags |= OFFCPU_USTACK_REUSED;
+  return id;
+}
+#endif
+
+/* The user stack of the current task (frozen: false) or of one off CPU
+ * since its switch-out, from a hook or the flush (slot); *reused: as
+ * walk_user_stack_memo's. */
+static __always_inline __u64 walk_user_stack_hook(struct task_struct *t,
+                                                  __u32 *flags,
+                                                  struct uw_memo_set *ms,
+                                                  bool *reused, bool frozen,
+                                                  __u32 slot) {
+#ifdef OFFCPU_DIRECT_LOADS
+  __u32 out = 0;
+  __u64 id = uw_walk_hook(t, ms, &out,
+                          (frozen ? UW_HOOK_FROZEN : 0) |
+                              (slot == SCRATCH_ITER ? UW_HOOK_ITER : 0));
+  *reused = out & OFFCPU_USTACK_REUSED;
+  *flags |= out & ~OFFCPU_USTACK_REUSED;
+  return id;
+#else
+  if (frozen)
+    return OFFCPU_STACK_MISSED; /* needs the page-table reads */
+  return walk_user_stack_memo(t, false, flags, ms, reused, false, slot);
+#endif
+}
+
+/* Whether the current task's user stack may be left for its switch-in:
+ * only when one of the thread's memos has the registers it blocks with.
+ * Then the check (or the walk, if a word changed) runs at switch-in on the
+ * stack frozen since, through the page tables, and only for waits that pass
+ * -m/-M. Without such a memo the walk is done now: the process may have no
+ * tables yet, and a partial stack is walked again only while its thread is
+ * still blocked. */
+static __always_inline bool uw_can_defer(struct task_struct *t,
+                                         struct uw_memo_set *ms) {
+  if (!uw_defer || !ms)
+    return false;
+  struct pt_regs *regs = (struct pt_regs *)bpf_task_pt_regs(t);
+  struct mm_struct *mmp = t->mm;
+  if (!regs || !mmp)
+    return false;
+  __u32 way;
+  return uw_memo_find(ms, regs->ip, regs->sp, regs->bp, (__u64)mmp,
+                      mmp->map_count, *(volatile __u32 *)&uw_epoch,
+                      &way) != NULL;
+}
+
 /* Memos not to be trusted (the announcement of their stack was lost: the
  * next wait must announce it again). */
 static __always_inline void uw_memo_forget(struct uw_memo_set *ms) {
@@ -1033,7 +1141,8 @@ static __always_inline void uw_memo_forget(struct uw_memo_set *ms) {
 static __always_inline __u64 walk_user_stack(struct task_struct *t,
                                              bool other_task, __u32 *flags) {
   bool reused;
-  return walk_user_stack_memo(t, other_task, flags, NULL, &reused);
+  return walk_user_stack_memo(t, other_task, flags, NULL, &reused, false,
+                              other_task ? SCRATCH_ITER : SCRATCH_HOOK);
 }
 
 /* A partial stack charged before it could be walked again. */

@@ -106,10 +106,11 @@ static __always_inline __u64 take_waker(void *ctx, struct waker_memo_set *wm,
     if (want_user_stacks && w.pid && !(flags & PF_KTHREAD)) {
       __u32 partial = 0; /* a waker is not walked again later */
       bool reused = false;
-      w.user_stack = user_fp_walk
-                         ? walk_user_stack_memo(bpf_get_current_task_btf(),
-                                                false, &partial, ms, &reused)
-                         : take_current_stack(ctx, BPF_F_USER_STACK);
+      w.user_stack =
+          user_fp_walk
+              ? walk_user_stack_hook(bpf_get_current_task_btf(), &partial, ms,
+                                     &reused, false, SCRATCH_HOOK)
+              : take_current_stack(ctx, BPF_F_USER_STACK);
       /* A reused stack was announced when it was walked. */
       if (!reused && !announce(cur, w.tgid, w.user_stack))
         uw_memo_forget(ms);

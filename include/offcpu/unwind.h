@@ -170,6 +170,9 @@ enum uw_stat {
   UW_STAT_BY_VMA, /* walks of processes not installed yet, by their files */
   UW_STAT_REUSE_PROBE_READ, /* memo checks that read the stack by probe read
                                (not through the direct map) */
+  UW_STAT_DEFERRED,    /* user stacks left for the switch-in (uw_can_defer) */
+  UW_STAT_DEFER_TAKEN, /* of those, taken then for a wait that passed -m */
+  UW_STAT_DEFER_LOST,  /* the task ran unseen first: its stack is missed */
   UW_STAT_NR,
 };
 

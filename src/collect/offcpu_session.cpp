@@ -94,6 +94,8 @@ void set_rodata(Rodata *ro, const OffcpuConfig &o, const OffcpuPlan &p) {
   // Read only by the object with plain loads (the others ignore them).
   ro->uw_direct_base = p.direct_loads ? p.direct_map_base : 0;
   ro->uw_pt_levels = p.direct_loads ? p.page_table_levels : 0;
+  // Stacks left for the switch-in need the page-table reads and the memos.
+  ro->uw_defer = ro->uw_direct_base && ro->uw_tables && ro->reuse_stacks;
 }
 
 // Map sizes. The stack and count maps stay preallocated (a few ms at
@@ -289,10 +291,12 @@ OffcpuSession::load(const OffcpuConfig &opts,
         continue;
       std::unique_ptr<offcpu_light, LightDeleter> light(
           offcpu_light_open(direct));
-      err = light ? try_load_light(light.get(), opts, plans[0]) : -ENOMEM;
+      // The object with probe reads must not be told to read through the
+      // page tables (its rodata says how stacks are read).
+      OffcpuPlan plan = plans[0];
+      plan.direct_loads = direct;
+      err = light ? try_load_light(light.get(), opts, plan) : -ENOMEM;
       if (err == 0) {
-        OffcpuPlan plan = plans[0];
-        plan.direct_loads = direct;
         std::unique_ptr<OffcpuSession> s(new OffcpuSession(plan, verbose));
         if (s->take(std::move(light)))
           return loaded(std::move(s),
@@ -313,10 +317,10 @@ OffcpuSession::load(const OffcpuConfig &opts,
     std::unique_ptr<offcpu_bpf, SkelDeleter> skel(offcpu_bpf__open());
     if (!skel)
       throw runtime_error("cannot open the BPF object: " + errno_text(errno));
-    int err = try_load(skel.get(), opts, plan);
+    OffcpuPlan loaded_plan = plan;
+    loaded_plan.direct_loads = false; // the regular object has probe reads
+    int err = try_load(skel.get(), opts, loaded_plan);
     if (err == 0) {
-      OffcpuPlan loaded_plan = plan;
-      loaded_plan.direct_loads = false; // the regular object has probe reads
       std::unique_ptr<OffcpuSession> s(new OffcpuSession(loaded_plan, verbose));
       s->take(std::move(skel));
       return loaded(std::move(s), "by libbpf");
@@ -432,6 +436,10 @@ void OffcpuSession::stop() {
     // RCU. Kernels without it (before 4.3) get a pause instead.
     if (syscall(__NR_membarrier, MEMBARRIER_CMD_GLOBAL, 0, 0) != 0)
       usleep(20000);
+    // User stacks left for switch-ins that will not come in the window are
+    // walked while their tasks still block (the flush cannot read them).
+    if (plan_.direct_loads && plan_.seed_user_stacks)
+      run_iterator(h_.seed_stacks);
     flush();
     switch_link_.reset();
     waking_link_.reset();

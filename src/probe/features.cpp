@@ -1,7 +1,10 @@
 #include "probe/features.h"
 
 #include <linux/btf.h>
+#include <sys/utsname.h>
 #include <unistd.h>
+
+#include <cstdio>
 
 #include <memory>
 
@@ -21,6 +24,19 @@ bool has_member(const KernelBtf &b, const char *struct_name,
     if (m.name == member)
       return true;
   return false;
+}
+
+} // namespace
+
+namespace {
+
+// The running kernel's version is at least major.minor (uname).
+bool kernel_at_least(int major, int minor) {
+  struct utsname u;
+  int ma = 0, mi = 0;
+  if (uname(&u) != 0 || sscanf(u.release, "%d.%d", &ma, &mi) != 2)
+    return false;
+  return ma > major || (ma == major && mi >= minor);
 }
 
 } // namespace
@@ -47,7 +63,10 @@ KernelFeatures probe_kernel_features() {
   f.bpf_loop = b->enum_has("bpf_func_id", "BPF_FUNC_loop");
   f.ringbuf = b->enum_has("bpf_map_type", "BPF_MAP_TYPE_RINGBUF");
   f.find_vma = b->enum_has("bpf_func_id", "BPF_FUNC_find_vma");
-  f.rdonly_cast = b->find("bpf_rdonly_cast", BTF_KIND_FUNC) >= 0;
+  // The object with plain loads also tags a global function's argument as
+  // trusted (6.8+); older kernels with the kfunc get the other object.
+  f.rdonly_cast =
+      b->find("bpf_rdonly_cast", BTF_KIND_FUNC) >= 0 && kernel_at_least(6, 8);
 #if defined(__x86_64__)
   // The page-table walk knows x86-64's layout. Not found: memory
   // encryption, or no bpf_get_current_task_btf for the search program.

@@ -28,7 +28,8 @@ struct KernelFeatures {
   bool bpf_loop = false; // bpf_loop helper, 5.17+
   bool ringbuf = false;  // BPF_MAP_TYPE_RINGBUF, 5.8+
   bool find_vma = false; // bpf_find_vma, 5.17+
-  // The bpf_rdonly_cast kfunc (6.2+): kernel memory by guarded plain loads.
+  // The bpf_rdonly_cast kfunc (6.2+: kernel memory by guarded plain loads),
+  // on 6.8+ (the object that uses it tags a global function's argument).
   bool rdonly_cast = false;
   // Where the kernel maps all of RAM and its page tables' depth, found in
   // the kernel (x86-64, with bpf_rdonly_cast); 0: unknown.

@@ -248,6 +248,10 @@ std::string reuse_summary(const std::array<uint64_t, UW_STAT_NR> &w) {
          n(w[UW_STAT_REUSE_CHANGED]) + " walked again (a word changed), " +
          n(w[UW_STAT_REUSE_PROBE_READ]) +
          " checks by probe read (the rest through the page tables), " +
+         n(w[UW_STAT_DEFERRED]) + " left for the switch-in (" +
+         n(w[UW_STAT_DEFER_TAKEN]) +
+         " taken there: the rest were shorter "
+         "than -m), " +
          n(w[UW_STAT_REUSE_MISMATCH]) + " disagreed; kernel " +
          n(w[UW_STAT_KREUSED]) + " reused, " + n(w[UW_STAT_KREUSE_CHANGED]) +
          " walked again, " + n(w[UW_STAT_KREUSE_MISMATCH]) +
@@ -274,6 +278,10 @@ void report(const RawProfile &raw, const Symbolizer &symbolizer,
               "(sched_switch skipped them): their time is recovered from the "
               "scheduler's accounting, their kernel stacks are lost ([Missed "
               "Kernel Stack])\n";
+  if (uint64_t lost = walker[UW_STAT_DEFER_LOST])
+    losses += "offcpu: warning: " + std::to_string(lost) +
+              " user stacks left for a switch-in the kernel did not report "
+              "were lost ([Missed User Stack])\n";
   if (uint64_t bad =
           walker[UW_STAT_REUSE_MISMATCH] + walker[UW_STAT_KREUSE_MISMATCH])
     losses += "offcpu: warning: " + std::to_string(bad) +

@@ -112,9 +112,21 @@ class ReuseCheck : public Reuse,
 
 TEST_P(ReuseCheck, SameRegistersDifferentCallerAreToldApart) {
   std::vector<std::string> extra;
-  if (std::string(GetParam()) == "probe-reads")
+  const std::string how = GetParam();
+  if (how == "probe-reads")
     extra = {"--loader", "light-probe-reads"};
+  if (how == "at-switch-in") // alt's 1 ms sleeps pass; stacks taken then
+    extra = {"-m", "500"};
   auto r = offcpu(extra);
+  if (how == "at-switch-in" &&
+      r.err.find("checked through the page tables") != std::string::npos) {
+    std::smatch m;
+    ASSERT_TRUE(std::regex_search(
+        r.err, m,
+        std::regex("([0-9]+) left for the switch-in \\(([0-9]+) taken")))
+        << r.err;
+    EXPECT_GT(std::stoull(m[2]), 500u) << r.err;
+  }
   auto counts = reuse_counts(r.err);
   ASSERT_EQ(counts.size(), 6u) << r.err;
   // alt's two paths leave the same registers: each return to the other
@@ -131,7 +143,8 @@ TEST_P(ReuseCheck, SameRegistersDifferentCallerAreToldApart) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Reads, ReuseCheck,
-                         ::testing::Values("page-tables", "probe-reads"));
+                         ::testing::Values("page-tables", "probe-reads",
+                                           "at-switch-in"));
 
 TEST_F(Reuse, WithoutReuseTheSameStacks) {
   auto with = test::parse_folded(offcpu({}).out);
