@@ -614,14 +614,12 @@ struct {
   __type(value, struct uw_frame);
 } uw_frames SEC(".maps");
 
-/* With plain loads, a walk of the current task keeps in the fields of the
- * bpf_find_vma cache (used by the rewalk iterator's walks only; the
- * iterator's call chain has no 24 bytes of BPF stack to spare): its
- * top-level page table (0: reads by probe read), the last page translated
- * and that page's direct-map address (0 if it could not be). */
+/* With plain loads, a walk from a hook or the flush keeps in the fields of
+ * the bpf_find_vma cache (used by the rewalk iterator's walks only): the
+ * task's top-level page table (vma_end; 0: reads by probe read), the last
+ * page translated (vma_start) and its direct-map address (vma_base; 0 if it
+ * could not be). */
 #define uw_pgd f->vma_end
-#define uw_page f->vma_start
-#define uw_page_at f->vma_base
 
 /* Notes a word the walk used in memo m, for checking it next time. A
  * global function: the count of words noted stays out of the walk's loop
@@ -650,39 +648,57 @@ static __always_inline void uw_note(struct uw_walk *w, __u64 addr, __u64 val) {
     uw_note_word(w->m, &w->note, addr, val);
 }
 
+/* What uw_read_direct reads: f->rd_deref into val_deref, rd_pair into
+ * pair, rd_extra into extra. */
+#define UW_READ_DEREF 0
+#define UW_READ_PAIR 1
+#define UW_READ_EXTRA 2
+
 #ifdef OFFCPU_DIRECT_LOADS
-/* `size` (8 or 16) bytes of the current task's stack at addr, through its
- * page tables (see pt_lookup); 0, or -1 where they cannot be read so. */
-static __always_inline long uw_read_direct(struct uw_walk *w, void *dst,
-                                           __u32 size, __u64 addr) {
-  __u64 *out = dst;
+
+/* One of a frame's reads (`which`) from the stack of the walked task,
+ * through its page tables (see pt_lookup): 0, or -1 where it cannot be read
+ * so. A global function: the verifier checks it once, not at each of the
+ * frame's three reads. */
+__noinline int uw_read_direct(struct uw_frame *f, __u32 which) {
+  if (!f)
+    return -1;
+  __u64 addr = which == UW_READ_DEREF  ? f->rd_deref
+               : which == UW_READ_PAIR ? f->rd_pair
+                                       : f->rd_extra;
+  __u32 words = which == UW_READ_PAIR ? 2 : 1;
+  __u64 got[2] = {};
   for (__u32 j = 0; j < 2; j++) {
-    if (j * sizeof(__u64) >= size)
+    if (j >= words)
       break;
     __u64 a = addr + j * sizeof(__u64), page = a & ~4095ull, in = a & 4095;
     if (in > 4096 - sizeof(__u64))
       return -1; /* across two pages: never seen (sp is aligned) */
-    if (page != w->uw_page) {
-      w->uw_page = page;
-      w->uw_page_at =
-          pt_lookup(uw_direct_base, uw_pt_levels, w->uw_pgd, page, true);
+    if (page != f->vma_start) {
+      f->vma_start = page;
+      f->vma_base =
+          pt_lookup(uw_direct_base, uw_pt_levels, f->vma_end, page, true);
     }
-    if (!w->uw_page_at)
+    if (!f->vma_base)
       return -1;
-    out[j] = kernel_word(w->uw_page_at + in);
+    got[j] = kernel_word(f->vma_base + in);
   }
+  if (which == UW_READ_DEREF)
+    f->val_deref = got[0];
+  else if (which == UW_READ_PAIR) {
+    f->pair[0] = got[0];
+    f->pair[1] = got[1];
+  } else
+    f->extra = got[0];
   return 0;
 }
 #endif
 
-/* A probe read of user memory costs ~200 ns on virtual machines that trap
- * the user-access instructions: with plain loads, the current task's stack
- * is read through its page tables, by probe read only where that fails. */
 static __always_inline long uw_read(struct uw_walk *w, void *dst, __u32 size,
-                                    __u64 addr, bool other_task) {
+                                    __u64 addr, bool other_task, __u32 which) {
 #ifdef OFFCPU_DIRECT_LOADS
   if (!other_task && w->uw_pgd) {
-    if (!uw_read_direct(w, dst, size, addr))
+    if (!uw_read_direct(w->f, which))
       return 0;
     if (w->frozen)
       return -1;
@@ -739,15 +755,16 @@ static __always_inline long uw_step(struct uw_walk *w, bool other_task) {
   if (r != UW_GO)
     return 1;
   if (f->rd_deref) {
-    if (uw_read(w, &f->val_deref, sizeof(f->val_deref), f->rd_deref,
-                other_task))
+    if (uw_read(w, &f->val_deref, sizeof(f->val_deref), f->rd_deref, other_task,
+                UW_READ_DEREF))
       f->fault = 1;
     else
       uw_note(w, f->rd_deref, f->val_deref);
     if (uw_frame_mid(f) != UW_GO)
       return 1;
   }
-  if (uw_read(w, f->pair, sizeof(f->pair), f->rd_pair, other_task)) {
+  if (uw_read(w, f->pair, sizeof(f->pair), f->rd_pair, other_task,
+              UW_READ_PAIR)) {
     f->fault = 1;
   } else {
     /* The word below the return address is used only as the saved rbp:
@@ -758,7 +775,8 @@ static __always_inline long uw_step(struct uw_walk *w, bool other_task) {
     uw_note(w, f->rd_pair + sizeof(__u64), f->pair[1]);
   }
   if (f->rd_extra) {
-    if (uw_read(w, &f->extra, sizeof(f->extra), f->rd_extra, other_task))
+    if (uw_read(w, &f->extra, sizeof(f->extra), f->rd_extra, other_task,
+                UW_READ_EXTRA))
       f->fault = 1;
     else
       uw_note(w, f->rd_extra, f->extra);
