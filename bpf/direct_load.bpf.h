@@ -1,5 +1,5 @@
 /* Kernel memory by plain loads (the light object built with
- * OFFCPU_DIRECT_LOADS, for 6.2+ kernels). bpf_probe_read_kernel costs a
+ * OFFCPU_DIRECT_LOADS, for 6.8+ kernels). bpf_probe_read_kernel costs a
  * helper call and a copy loop each time (~35 ns for 8 bytes on the
  * development VM); a load through a pointer typed by bpf_rdonly_cast is one
  * instruction the JIT guards: it loads only kernel addresses and yields 0

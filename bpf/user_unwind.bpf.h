@@ -938,18 +938,10 @@ static __always_inline __u64 walk_user_stack_memo(struct task_struct *t,
     return walk_user_stack_fp(t, other_task);
 #endif
   struct pt_regs *regs = (struct pt_regs *)bpf_task_pt_regs(t);
-  struct uw_frame *f = bpf_map_lookup_elem(&uw_frames, &slot);
-  if (!regs || !f)
+  if (!regs)
     return OFFCPU_STACK_MISSED;
-  __builtin_memset(f, 0, sizeof(*f));
   /* BTF pointers: plain loads, no helper call each. */
-  f->pc = regs->ip;
-  f->sp = regs->sp;
-  f->bp = regs->bp;
-  f->max = stack_bytes() / sizeof(__u64);
-  f->cache = slot;
-  f->exact = 1;
-  struct uw_walk w = {.task = t, .f = f, .frozen = frozen};
+  __u64 pc = regs->ip, sp = regs->sp, bp = regs->bp, pgd = 0;
   struct uw_stats *st = uw_stats_of(slot);
   __u32 tgid = t->tgid;
   struct mm_struct *mmp = t->mm;
@@ -958,22 +950,22 @@ static __always_inline __u64 walk_user_stack_memo(struct task_struct *t,
   __u32 epoch = *(volatile __u32 *)&uw_epoch;
 #ifdef OFFCPU_DIRECT_LOADS
   if (!other_task && uw_direct_base)
-    w.uw_pgd = pgd_of(mmp);
+    pgd = pgd_of(mmp);
 #endif
-  if (frozen && !w.uw_pgd)
+  if (frozen && !pgd)
     return OFFCPU_STACK_MISSED; /* never: frozen walks come with the map */
 
   /* A memo that holds: the stack this walk would store, before any other
-   * work. */
+   * work (the walk's state is set up only after). */
   struct uw_memo *m = NULL;
   __u32 way = 0;
   __u64 memo_stack = OFFCPU_STACK_MISSED;
   if (!reuse_stacks || other_task)
     ms = NULL;
   if (ms) {
-    m = uw_memo_find(ms, f->pc, f->sp, f->bp, mm, map_count, epoch, &way);
+    m = uw_memo_find(ms, pc, sp, bp, mm, map_count, epoch, &way);
     if (m) {
-      if (uw_memo_holds(m, w.uw_pgd, frozen)) {
+      if (uw_memo_holds(m, pgd, frozen)) {
         uw_count(st, UW_STAT_REUSED);
         ms->last = way;
         if (!reuse_verify) {
@@ -993,6 +985,19 @@ static __always_inline __u64 walk_user_stack_memo(struct task_struct *t,
     /* Noted afresh by this walk; kept only if it completes. */
     m->nr = 0;
   }
+
+  struct uw_frame *f = bpf_map_lookup_elem(&uw_frames, &slot);
+  if (!f)
+    return OFFCPU_STACK_MISSED;
+  __builtin_memset(f, 0, sizeof(*f));
+  f->pc = pc;
+  f->sp = sp;
+  f->bp = bp;
+  f->max = stack_bytes() / sizeof(__u64);
+  f->cache = slot;
+  f->exact = 1;
+  struct uw_walk w = {.task = t, .f = f, .frozen = frozen};
+  w.uw_pgd = pgd;
 
   /* Walking after all: the scratch buffer. */
   struct offcpu_stack *s = scratch_stack(slot);

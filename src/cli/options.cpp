@@ -388,7 +388,7 @@ void setup_profile(CLI::App &app, ProfileOptions &o, ProfileArgs &a) {
   app.add_option("--loader", a.loader,
                  "who loads the BPF programs: light (the kernel, nothing "
                  "parsed here), light-probe-reads (the same without plain "
-                 "loads of kernel memory, as before 6.2), libbpf, or auto "
+                 "loads of kernel memory, as before 6.8), libbpf, or auto "
                  "(light where possible)")
       ->check(CLI::IsMember({"auto", "light", "light-probe-reads", "libbpf"}))
       ->group("Limits");

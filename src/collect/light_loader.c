@@ -10,7 +10,7 @@
 #include "offcpu.lskel.h"
 
 /* Two light objects of one source: offcpu_lbpf (probe reads) and
- * offcpu_dbpf (plain loads of kernel memory, 6.2+). They differ in code
+ * offcpu_dbpf (plain loads of kernel memory, 6.8+). They differ in code
  * only, so one set of accessors serves both: SKEL_DO runs `op` on whichever
  * this loader holds. */
 struct offcpu_light {

@@ -34,7 +34,7 @@ struct offcpu_light_fds {
 
 struct offcpu_light;
 
-/* direct_loads: the object that reads kernel memory by plain loads (6.2+,
+/* direct_loads: the object that reads kernel memory by plain loads (6.8+,
  * OffcpuPlan::direct_loads); else the one with probe reads. */
 struct offcpu_light *offcpu_light_open(int direct_loads);
 void offcpu_light_destroy(struct offcpu_light *l);

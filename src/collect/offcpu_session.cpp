@@ -436,10 +436,7 @@ void OffcpuSession::stop() {
     // RCU. Kernels without it (before 4.3) get a pause instead.
     if (syscall(__NR_membarrier, MEMBARRIER_CMD_GLOBAL, 0, 0) != 0)
       usleep(20000);
-    // User stacks left for switch-ins that will not come in the window are
-    // walked while their tasks still block (the flush cannot read them).
-    if (plan_.direct_loads && plan_.seed_user_stacks)
-      run_iterator(h_.seed_stacks);
+    take_deferred_stacks();
     flush();
     switch_link_.reset();
     waking_link_.reset();
@@ -450,7 +447,21 @@ void OffcpuSession::stop() {
     switch_link_.reset();
     waking_link_.reset();
     fork_link_.reset();
+    take_deferred_stacks();
     flush();
+  }
+}
+
+void OffcpuSession::take_deferred_stacks() {
+  // User stacks left for switch-ins that will not come in the window are
+  // walked while their tasks still block (the flush cannot read them).
+  if (plan_.direct_loads && plan_.seed_user_stacks) {
+    int err = run_iterator(h_.seed_stacks);
+    if (err)
+      fprintf(stderr,
+              "offcpu: user stacks of the waits still open at stop were not "
+              "taken: %s\n",
+              errno_text(err).c_str());
   }
 }
 

@@ -104,6 +104,8 @@ public:
   offcpu_charged charged() const;
 
 private:
+  // At stop: the user stacks still left for a switch-in, while blocked.
+  void take_deferred_stacks();
   struct SkelDeleter {
     void operator()(offcpu_bpf *skel) const;
   };

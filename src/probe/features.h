@@ -74,7 +74,7 @@ struct OffcpuPlan {
   // mappings from bpf_find_vma (tp_btf plans, 5.17+).
   bool find_vma = false;
   // Kernel memory read by plain loads rather than probe reads (the light
-  // object built for it, 6.2+).
+  // object built for it, 6.8+).
   bool direct_loads = false;
   // And with them, user stack words read through the page tables there.
   uint64_t direct_map_base = 0;
