@@ -26,7 +26,6 @@ char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
 __u64 found_base = 0;
 __u32 found_levels = 0;
-__u32 tries = 0;
 
 struct search {
   __u64 pgd;
@@ -36,7 +35,6 @@ static long try_base(__u32 k, void *ctx) {
   struct search *s = ctx;
   __u64 top = s->pgd & ~(GIB - 1);
   __u64 base = top - (__u64)k * GIB;
-  tries = k + 1;
   for (__u32 levels = 4; levels <= 5; levels++) {
     if (pt_lookup(base, levels, s->pgd, s->pgd, false) == s->pgd) {
       found_base = base;
