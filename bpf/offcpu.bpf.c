@@ -67,6 +67,10 @@ const volatile bool kstack_at_switch_in = false;
 /* Task storage (5.11+) has no size limit and frees itself on exit; older
  * kernels use the starts_hash map, which can fill up. */
 const volatile bool use_task_storage = true;
+/* Waits held in the thread's task storage while its key stays the same
+ * (see charge): with task storage and the flush iterator that adds what
+ * threads hold at stop. */
+const volatile bool hold_waits = false;
 
 /* Walk user frame pointers ourselves rather than through bpf_get_stack
  * (needs bpf_get_current_task_btf 5.11 and bpf_task_pt_regs 5.15). */
@@ -138,10 +142,28 @@ static __always_inline bool name_matches(struct task_struct *t) {
   return true;
 }
 
-/* Per thread: its open wait and the memos of its last user and kernel
- * stacks. One task storage lookup at a switch serves all of them. */
+/* A thread's waits at one key, held in its storage until they are added
+ * to `counts` (see charge). */
+struct offcpu_held {
+  struct offcpu_key key;
+  struct offcpu_value val; /* val.count 0: none held */
+};
+
+/* Two keys: a thread often alternates between two, e.g. blocking in a read
+ * and being preempted in the write that wakes its peer. */
+#define HELD_WAYS 2
+struct offcpu_held_set {
+  struct offcpu_held way[HELD_WAYS];
+  __u32 last; /* the way charged last */
+  __u32 pad;
+};
+
+/* Per thread: its open wait, the waits it holds and the memos of its last
+ * user and kernel stacks. One task storage lookup at a switch serves all
+ * of them. */
 struct offcpu_task {
   struct offcpu_start start;
+  struct offcpu_held_set held;
   struct uw_memo_set memo;
   struct kw_memo_set kmemo;
 };
@@ -259,29 +281,114 @@ static __always_inline void forget_start(struct offcpu_start *rec, __u32 pid,
     bpf_map_delete_elem(&starts_hash, &pid);
 }
 
-/* A global function: checked once, and the paths through it (the lookup,
- * the state class) do not multiply the paths the verifier follows through
- * the rest of the switch hook, which runs after a switch-in's charge. */
-__noinline int charge(const struct offcpu_key *key, __u64 delta, __u64 runq,
-                      __u32 state) {
-  if (!key)
-    return 0;
+static __always_inline bool same_key(const struct offcpu_key *a,
+                                     const struct offcpu_key *b) {
+  const __u64 *x = (const __u64 *)a, *y = (const __u64 *)b;
+  __u64 differ = 0;
+  for (int i = 0; i < sizeof(*a) / sizeof(__u64); i++)
+    differ |= x[i] ^ y[i];
+  return differ == 0;
+}
+
+/* Adds `n` waits of `key` to the aggregation map. */
+static __always_inline void add_to_counts(const struct offcpu_key *key,
+                                          __u64 ns, __u64 n, __u64 runq) {
   struct offcpu_value empty = {};
   struct offcpu_value *val =
       lookup_or_insert(&counts, key, &empty, OFFCPU_LOST_AGG_MAP_FULL);
-  if (!val)
-    return 0;
-  __sync_fetch_and_add(&val->total_ns, delta);
-  __sync_fetch_and_add(&val->count, 1);
+  if (!val) {
+    if (n > 1) /* lookup_or_insert counted one */
+      __sync_fetch_and_add(&lost[OFFCPU_LOST_AGG_MAP_FULL], n - 1);
+    return;
+  }
+  __sync_fetch_and_add(&val->total_ns, ns);
+  __sync_fetch_and_add(&val->count, n);
   if (split_runqueue && runq)
     __sync_fetch_and_add(&val->runq_ns, runq);
+}
+
+/* Adds the waits `held` holds to the aggregation map, if it holds any. The
+ * switch hook and the flush iterator may both try after stop: the one
+ * that takes the count adds them. */
+static __always_inline void release_held(struct offcpu_held *held,
+                                         struct offcpu_charged *c) {
+  __u64 n = held->val.count;
+  if (!n || __sync_val_compare_and_swap(&held->val.count, n, 0) != n)
+    return;
+  __u64 ns = held->val.total_ns;
+  add_to_counts(&held->key, ns, n, held->val.runq_ns);
+  if (c) {
+    c->held_waits -= n;
+    c->held_ns -= ns;
+  }
+}
+
+/* Charges a wait of `delta` ns (`runq` of them runnable) that began in
+ * `state` to `key`, or, with `held` and no key, adds the waits it holds
+ * to the aggregation map.
+ *
+ * With `held` (the thread's storage, from the switch hook while the window
+ * is open), the wait is held there while the thread blocks at one of the
+ * keys it holds, and added to the map with the others of its key when that
+ * key makes way for a new one: a thread that blocks at the same places
+ * again and again (an event loop, a worker on a condition variable, a
+ * pipe) then costs a comparison of its key at most switches, not a hash
+ * lookup of 64 bytes. What a thread holds is added when a new key takes
+ * its place, at the thread's last switch-out (it is exiting), and at stop
+ * (by the switch hook after the window closed, or the flush iterator);
+ * what a thread freed without a last switch-out seen still held is counted
+ * lost (offcpu_charged.held_waits).
+ *
+ * A global function: checked once, and the paths through it (the lookup,
+ * the state class) do not multiply the paths the verifier follows through
+ * the rest of the switch hook, which runs after a switch-in's charge. */
+__noinline int charge(const struct offcpu_key *key, __u64 delta, __u64 runq,
+                      __u32 state, struct offcpu_held_set *held) {
   __u32 zero = 0;
   struct offcpu_charged *c = bpf_map_lookup_elem(&waits_charged, &zero);
+  if (!key) {
+    if (held) {
+      release_held(&held->way[0], c);
+      release_held(&held->way[1], c);
+    }
+    return 0;
+  }
+  if (held) {
+    /* Only the switch hook holds, and only while the window is open: no
+     * other program touches what this thread holds meanwhile. */
+    __u32 way = held->last & (HELD_WAYS - 1);
+    struct offcpu_held *h = &held->way[way];
+    if (!h->val.count || !same_key(&h->key, key)) {
+      way ^= 1;
+      h = &held->way[way];
+      if (!h->val.count || !same_key(&h->key, key)) {
+        /* The key used less recently makes way. The new one goes in the
+         * map now, empty, so that the progress line counts it. */
+        release_held(h, c);
+        struct offcpu_value empty = {};
+        lookup_or_insert(&counts, key, &empty, -1); /* lost: counted later */
+        h->key = *key;
+        h->val.total_ns = 0;
+        h->val.runq_ns = 0;
+        /* count last: 0 said "empty" while the key was written */
+      }
+      held->last = way;
+    }
+    h->val.total_ns += delta;
+    h->val.runq_ns += runq;
+    h->val.count += 1;
+  } else {
+    add_to_counts(key, delta, 1, runq);
+  }
   if (c) {
     c->waits += 1;
     __u32 cls = offcpu_state_class(state);
     if (cls < OFFCPU_STATE_NR)
       c->state_ns[cls] += delta;
+    if (held) {
+      c->held_waits += 1;
+      c->held_ns += delta;
+    }
   }
   return 0;
 }
@@ -343,10 +450,12 @@ static __always_inline __u64 take_deferred_user_stack(struct task_struct *t,
 /* Ends a wait: applies -m/-M, takes the kernel stack if it was deferred and
  * adds the wait to its key. `slot`: the caller's scratch buffers. `frozen`:
  * the task has not run since the wait began, so its kernel stack is still
- * the one it blocked on. */
+ * the one it blocked on. `open`: the switch hook runs before the window's
+ * end, so the task's storage may hold the wait (see charge). */
 static __always_inline void end_wait(struct task_struct *t, __u32 pid,
                                      struct offcpu_start *rec, __u64 end,
-                                     bool trusted, __u32 slot, bool frozen) {
+                                     bool trusted, __u32 slot, bool frozen,
+                                     bool open) {
   __u64 start = rec->start_ns;
   /* Claimed meanwhile by the other of hook and flush (see below): a start
    * of 0 would make a wait as long as the uptime. */
@@ -410,7 +519,13 @@ static __always_inline void end_wait(struct task_struct *t, __u32 pid,
   if (claim && __sync_val_compare_and_swap(&rec->start_ns, start, 0) != start)
     return;
   read_comm(key.comm, t, trusted);
-  charge(&key, delta, runq, state);
+  struct offcpu_held_set *held = hold_waits && ts ? &ts->held : NULL;
+  if (held && !open) {
+    /* After the window: what the task holds first, then no more holding. */
+    charge(NULL, 0, 0, 0, held);
+    held = NULL;
+  }
+  charge(&key, delta, runq, state, held);
 }
 
 /* ---- Switch-ins that sched_switch does not report ----
@@ -468,7 +583,8 @@ static __always_inline __u64 arrival_ktime(struct task_struct *t, __u64 now,
 static __always_inline void end_unseen_wait(struct task_struct *t, __u32 pid,
                                             struct offcpu_start *rec, __u64 now,
                                             __u64 clock, __u64 stop,
-                                            bool trusted, __u32 slot) {
+                                            bool trusted, __u32 slot,
+                                            bool open) {
   __u64 start = rec->start_ns;
   __u64 end = arrival_ktime(t, now, clock);
   if (end < start)
@@ -478,7 +594,7 @@ static __always_inline void end_unseen_wait(struct task_struct *t, __u32 pid,
   if (stop && end > stop)
     end = stop;
   __sync_fetch_and_add(&switch_events[OFFCPU_EV_UNSEEN_SWITCH_IN], 1);
-  end_wait(t, pid, rec, end, trusted, slot, false);
+  end_wait(t, pid, rec, end, trusted, slot, false, open);
 }
 
 static __always_inline void on_switch(void *ctx, struct task_struct *prev,
@@ -486,18 +602,31 @@ static __always_inline void on_switch(void *ctx, struct task_struct *prev,
                                       unsigned int prev_state, bool trusted) {
   __u64 now = bpf_ktime_get_ns();
   __u64 stop = stop_ns;
+  /* Before the window's end: waits may be held (see charge). The flush at
+   * stop runs after every hook that read an earlier time has returned. */
+  bool open = !stop || now < stop;
 
   /* The task switched in: close its wait, if one is open. */
   __u32 next_pid = TASK_FIELD(trusted, next, pid);
   if (next_pid != 0) {
     struct offcpu_start *rec = find_start(next, next_pid, trusted);
     if (rec && rec->start_ns)
-      end_wait(next, next_pid, rec, stop && now > stop ? stop : now, trusted,
-               SCRATCH_HOOK, true);
+      end_wait(next, next_pid, rec, open ? now : stop, trusted, SCRATCH_HOOK,
+               true, open);
   }
 
-  /* The task switched out. A wait of its still open was ended by a
-   * switch-in the hook did not see (above): end it first. */
+  /* The task switched out. A dying task's last switch-out (it has no
+   * switch-in to end a wait): what it holds is added now, before its
+   * storage goes with it. Whatever the filters say now: they may have
+   * changed since it held (a process renamed, -n). */
+  bool dying = prev_state & TASK_DEAD;
+  if (dying && trusted && hold_waits) {
+    struct offcpu_task *d = bpf_task_storage_get(&starts_task, prev, 0, 0);
+    if (d)
+      charge(NULL, 0, 0, 0, &d->held);
+  }
+  /* A wait of its still open was ended by a switch-in the hook did not see
+   * (above): end it first. */
   __u32 pid = TASK_FIELD(trusted, prev, pid);
   __u32 tgid = TASK_FIELD(trusted, prev, tgid);
   if (!passes_task_filters(prev, pid, tgid, trusted))
@@ -505,7 +634,7 @@ static __always_inline void on_switch(void *ctx, struct task_struct *prev,
   /* With task storage, one lookup serves the open wait, the stack memos
    * and the new record. */
   struct offcpu_task *ts = NULL;
-  struct offcpu_start *open;
+  struct offcpu_start *prev_open;
   if (trusted && use_task_storage) {
     ts = bpf_task_storage_get(&starts_task, prev, 0,
                               BPF_LOCAL_STORAGE_GET_F_CREATE);
@@ -513,18 +642,16 @@ static __always_inline void on_switch(void *ctx, struct task_struct *prev,
       count_loss(OFFCPU_LOST_START_STORE);
       return;
     }
-    open = &ts->start;
+    prev_open = &ts->start;
   } else {
-    open = find_start(prev, pid, trusted);
+    prev_open = find_start(prev, pid, trusted);
   }
-  if (open && open->start_ns)
-    end_unseen_wait(prev, pid, open, now, rq_clock_of(prev), stop, trusted,
-                    SCRATCH_HOOK);
+  if (prev_open && prev_open->start_ns)
+    end_unseen_wait(prev, pid, prev_open, now, rq_clock_of(prev), stop, trusted,
+                    SCRATCH_HOOK, open && !dying);
 
-  /* Open a wait if it passes the filters. A dying task's last switch-out
-   * has no switch-in to end it. */
-  if ((stop && now >= stop) || (prev_state & TASK_DEAD) ||
-      !passes_state_filter(prev_state))
+  /* Open a wait if it passes the filters. */
+  if (dying || !open || !passes_state_filter(prev_state))
     return;
 
   struct offcpu_start rec = {
@@ -789,7 +916,14 @@ int offcpu_flush(struct bpf_iter__task *ctx) {
   if (pid == 0)
     return 0;
   struct offcpu_start *rec = find_start(task, pid, true);
-  if (!rec || !rec->start_ns)
+  if (!rec)
+    return 0;
+  /* What the task holds (see charge), which the switch hook may be adding
+   * at the same time (whoever takes it adds it). */
+  struct offcpu_task *ts = task_of(rec, true);
+  if (hold_waits && ts)
+    charge(NULL, 0, 0, 0, &ts->held);
+  if (!rec->start_ns)
     return 0;
   /* Switched in unseen since the wait began, and on CPU ever since (its
    * switch-out would have ended the wait): the wait ended at its arrival.
@@ -799,11 +933,11 @@ int offcpu_flush(struct bpf_iter__task *ctx) {
   if (pc && pc != rec->pcount)
     end_unseen_wait(task, pid, rec, bpf_ktime_get_ns(),
                     rq_clock_of(bpf_get_current_task_btf()), stop_ns, true,
-                    SCRATCH_ITER);
+                    SCRATCH_ITER, false);
   else {
     if (want_wakers && !rec->wake_ns)
       rec->waker = OFFCPU_WAKER_STILL_WAITING;
-    end_wait(task, pid, rec, stop_ns, true, SCRATCH_ITER, true);
+    end_wait(task, pid, rec, stop_ns, true, SCRATCH_ITER, true, false);
   }
   return 0;
 }

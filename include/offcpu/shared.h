@@ -31,6 +31,10 @@ enum offcpu_loss {
   OFFCPU_LOST_KERNEL_STACK_WALK,  /* kernel stack walk failed or empty */
   OFFCPU_LOST_ANNOUNCE,           /* announcement ring full: told later */
   OFFCPU_LOST_WAKER_STORE,        /* wakers map full (--wakers) */
+  /* Waits a thread's storage held for the aggregation map when the thread
+   * was freed with its last switch-out unseen: filled in by user space
+   * from offcpu_charged.held_waits, not counted by the programs. */
+  OFFCPU_LOST_HELD,
   OFFCPU_LOST_NR,
 };
 
@@ -114,6 +118,12 @@ offcpu_state_class(unsigned int state) {
 struct offcpu_charged {
   __u64 waits;
   __u64 state_ns[OFFCPU_STATE_NR];
+  /* Waits held in threads' storage and not yet added to the aggregation
+   * map (see charge() in bpf/offcpu.bpf.c): added where a wait is held,
+   * taken away on the CPU that adds them to the map, so one CPU's count
+   * may wrap below 0; the sum over CPUs is what is still held. */
+  __u64 held_waits;
+  __u64 held_ns;
 };
 
 /* What woke a wait (--wakers): the waking task with its stacks, or the

@@ -85,6 +85,8 @@ void set_rodata(Rodata *ro, const OffcpuConfig &o, const OffcpuPlan &p) {
   ro->reuse_verify = o.verify_stack_reuse;
   ro->reuse_stacks = !o.no_stack_reuse;
   ro->use_task_storage = p.task_storage;
+  // What threads hold is added at stop by the flush iterator.
+  ro->hold_waits = p.task_storage && p.flush_open_waits;
   ro->user_fp_walk = p.user_fp_walk;
   ro->use_bpf_loop = p.bpf_loop;
   ro->announce_processes = p.announce_processes;
@@ -479,6 +481,8 @@ offcpu_charged OffcpuSession::charged() const {
     sum.waits += c.waits;
     for (int i = 0; i < OFFCPU_STATE_NR; i++)
       sum.state_ns[i] += c.state_ns[i];
+    sum.held_waits += c.held_waits; // wraps back: one CPU's may be below 0
+    sum.held_ns += c.held_ns;
   }
   return sum;
 }
@@ -506,13 +510,17 @@ RawProfile OffcpuSession::drain() const {
   int counts_fd = h_.counts;
   for (const offcpu_key &key : map_keys<offcpu_key>(counts_fd)) {
     offcpu_value val{};
-    if (bpf_map_lookup_elem(counts_fd, &key, &val) == 0)
+    // Empty: entered for a wait a thread held, lost with it (counted).
+    if (bpf_map_lookup_elem(counts_fd, &key, &val) == 0 && val.count)
       out.counts.emplace_back(key, val);
   }
 
   offcpu_charged sums = charged();
   std::copy(std::begin(sums.state_ns), std::end(sums.state_ns),
             out.state_ns.begin());
+  // After stop every live thread's held waits are in `counts`: what is
+  // still held belonged to threads gone without a last switch-out seen.
+  out.lost[OFFCPU_LOST_HELD] = sums.held_waits;
 
   std::vector<uint64_t> ids, waker_ids;
   for (const auto &kv : out.counts) {

@@ -28,6 +28,9 @@ std::string describe_losses(const std::array<uint64_t, OFFCPU_LOST_NR> &lost,
        "wakers lost: too many distinct wakers ([waker lost]); raise "
        "--stack-storage-size (now " +
            std::to_string(stack_storage_size) + ")");
+  line(lost[OFFCPU_LOST_HELD],
+       "waits lost: their thread exited without a last switch-out the "
+       "kernel reported, and they were not yet in the aggregation map");
   line(lost[OFFCPU_LOST_ANNOUNCE],
        "new stacks announced late (announcement ring full): a process that "
        "exited before blocking on the same stack again may show [unknown]");
