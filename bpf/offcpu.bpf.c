@@ -429,7 +429,7 @@ static __always_inline __u64 runnable_part(const struct offcpu_start *rec,
  * passed -m/-M: from the task's stack, unchanged since it blocked while
  * `frozen`; else (it ran unseen) missed, and counted. */
 static __always_inline __u64 take_deferred_user_stack(struct task_struct *t,
-                                                      __u32 tgid,
+                                                      __u32 tgid, __u32 flags,
                                                       struct uw_memo_set *ms,
                                                       bool frozen) {
   struct uw_stats *st = uw_stats_of(SCRATCH_HOOK);
@@ -438,10 +438,20 @@ static __always_inline __u64 take_deferred_user_stack(struct task_struct *t,
     return OFFCPU_STACK_MISSED;
   }
   uw_count(st, UW_STAT_DEFER_TAKEN);
+  /* The memo it blocked with, if its words still hold (announced when it
+   * was walked); with --verify-stack-reuse, compared with a walk. */
+  __u64 memo =
+      uw_deferred_memo(ms, (flags & OFFCPU_USTACK_DEFERRED_WAY1) ? 1 : 0);
+  if (memo != OFFCPU_STACK_MISSED && !reuse_verify) {
+    uw_count(st, UW_STAT_REUSED);
+    return memo;
+  }
   __u32 partial = 0; /* it runs next: not walked again */
   bool reused = false;
   __u64 stack =
       walk_user_stack_hook(t, &partial, ms, &reused, true, SCRATCH_HOOK);
+  if (memo != OFFCPU_STACK_MISSED && memo != stack)
+    uw_count(st, UW_STAT_REUSE_MISMATCH);
   if (!reused && !announce(t, tgid, stack))
     uw_memo_forget(ms);
   return stack;
@@ -464,8 +474,10 @@ static __always_inline void end_wait(struct task_struct *t, __u32 pid,
   /* With stacks taken at switch-in, the flush at stop runs while the switch
    * hook is still attached (so no task runs off with its stack unwalked):
    * whichever of the two claims the record charges the wait, after walking
-   * the stack, which was frozen if the claim succeeds. */
-  bool claim = trusted && kstack_at_switch_in && use_task_storage;
+   * the stack, which was frozen if the claim succeeds. Not the hook while
+   * the window is open: every hook that began before its end has returned
+   * when the flush begins (see stop()), so the hook needs no atomic then. */
+  bool claim = trusted && kstack_at_switch_in && use_task_storage && !open;
   __u64 delta = end > start ? end - start : 0;
   if (delta == 0 || delta < min_block_ns || delta > max_block_ns) {
     /* Outside -m/-M: nothing more to do, the common case with -m. */
@@ -509,8 +521,9 @@ static __always_inline void end_wait(struct task_struct *t, __u32 pid,
   /* The flush finds none still deferred but those of tasks that ran
    * unseen: the rewalk iterator takes the others first (see stop()). */
   if (trusted && (rec->flags & OFFCPU_USTACK_DEFERRED))
-    key.user_stack = take_deferred_user_stack(
-        t, rec->tgid, ts ? &ts->memo : NULL, frozen && slot == SCRATCH_HOOK);
+    key.user_stack = take_deferred_user_stack(t, rec->tgid, rec->flags,
+                                              ts ? &ts->memo : NULL,
+                                              frozen && slot == SCRATCH_HOOK);
   if (trusted && kstack_at_switch_in && want_kernel_stacks) {
     key.kernel_stack = frozen ? take_frozen_kernel_stack(t, &key.flags, slot,
                                                          ts ? &ts->kmemo : NULL)
@@ -664,10 +677,12 @@ static __always_inline void on_switch(void *ctx, struct task_struct *prev,
   if (want_user_stacks && !(TASK_FIELD(trusted, prev, flags) & PF_KTHREAD)) {
     bool reused = false;
     struct uw_memo_set *memo = ts ? &ts->memo : NULL;
-    if (trusted && user_fp_walk && uw_can_defer(prev, memo)) {
+    __u32 way = 0;
+    if (trusted && user_fp_walk && uw_can_defer(prev, memo, &way)) {
       /* Taken at switch-in if the wait passes -m/-M. */
       rec.user_stack = OFFCPU_STACK_MISSED;
-      rec.flags |= OFFCPU_USTACK_DEFERRED;
+      rec.flags |=
+          OFFCPU_USTACK_DEFERRED | (way ? OFFCPU_USTACK_DEFERRED_WAY1 : 0);
       uw_count(uw_stats_of(SCRATCH_HOOK), UW_STAT_DEFERRED);
       reused = true; /* announced when its memo was walked */
     } else if (trusted && user_fp_walk)

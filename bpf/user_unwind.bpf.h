@@ -15,8 +15,10 @@ const volatile bool uw_tables = false;
 /* offcpu_start.flags: the user stack was walked without tables (not
  * installed yet): the rewalk iterator takes it again while it is blocked. */
 #define OFFCPU_USTACK_PARTIAL 0x200u
-/* offcpu_start.flags: the user stack is taken at switch-in (uw_can_defer). */
+/* offcpu_start.flags: the user stack is taken at switch-in (uw_can_defer),
+ * from the memo of way 1 (else 0) if it still holds. */
 #define OFFCPU_USTACK_DEFERRED 0x400u
+#define OFFCPU_USTACK_DEFERRED_WAY1 0x1000u
 /* Out of uw_walk_hook only: the stack was a memo's, announced before. */
 #define OFFCPU_USTACK_REUSED 0x800u
 
@@ -568,6 +570,7 @@ __noinline int uw_frame_end(struct uw_frame *f) {
 struct uw_memo {
   __u64 ip, sp, bp;
   __u64 mm;
+  __u64 pgd; /* mm's top-level page table (0: not read so) */
   __u64 map_count;
   __u64 stack; /* the id the walk stored */
   __u32 epoch; /* uw_epoch when walked: no process's tables changed since */
@@ -1073,6 +1076,7 @@ static __always_inline __u64 walk_user_stack_memo(struct task_struct *t,
     m->sp = sp0;
     m->bp = bp0;
     m->mm = mm;
+    m->pgd = pgd;
     m->map_count = map_count;
     m->epoch = epoch;
     m->stack = id;
@@ -1140,17 +1144,34 @@ static __always_inline __u64 walk_user_stack_hook(struct task_struct *t,
  * tables yet, and a partial stack is walked again only while its thread is
  * still blocked. */
 static __always_inline bool uw_can_defer(struct task_struct *t,
-                                         struct uw_memo_set *ms) {
+                                         struct uw_memo_set *ms, __u32 *way) {
   if (!uw_defer || !ms)
     return false;
   struct pt_regs *regs = (struct pt_regs *)bpf_task_pt_regs(t);
   struct mm_struct *mmp = t->mm;
   if (!regs || !mmp)
     return false;
-  __u32 way;
   return uw_memo_find(ms, regs->ip, regs->sp, regs->bp, (__u64)mmp,
                       mmp->map_count, *(volatile __u32 *)&uw_epoch,
-                      &way) != NULL;
+                      way) != NULL;
+}
+
+/* The user stack left for the switch-in (uw_can_defer) by a task off CPU
+ * since: memo `way` had its registers, address space and tables then, and
+ * they are the stack's as it blocked whatever changed since in the address
+ * space, so only the words are checked (through the page table kept with
+ * the memo), and none of the task's memory but its stack is read.
+ * OFFCPU_STACK_MISSED: a word changed: walk. */
+static __always_inline __u64 uw_deferred_memo(struct uw_memo_set *ms,
+                                              __u32 way) {
+  if (!ms)
+    return OFFCPU_STACK_MISSED;
+  way &= UW_MEMO_WAYS - 1;
+  struct uw_memo *m = &ms->way[way];
+  if (!m->nr || !uw_memo_holds(m, m->pgd, 1))
+    return OFFCPU_STACK_MISSED;
+  ms->last = way;
+  return m->stack;
 }
 
 /* Memos not to be trusted (the announcement of their stack was lost: the

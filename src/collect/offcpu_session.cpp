@@ -432,8 +432,9 @@ void OffcpuSession::stop() {
   if (plan_.kstack_at_switch_in) {
     // Stacks are walked when a wait ends: flush while switch-ins still close
     // their own waits (a record is charged by whichever claims it first), so
-    // that no task runs again with its stack unwalked. First let switch-outs
-    // that read stop_ns before it was set finish opening their waits:
+    // that no task runs again with its stack unwalked. First let every hook
+    // that began before the window's end return (it may have opened a wait,
+    // ended one without claiming it, or held one in the task's storage):
     // MEMBARRIER_CMD_GLOBAL is synchronize_rcu(), and the hook runs under
     // RCU. Kernels without it (before 4.3) get a pause instead.
     if (syscall(__NR_membarrier, MEMBARRIER_CMD_GLOBAL, 0, 0) != 0)
