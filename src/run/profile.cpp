@@ -374,7 +374,9 @@ int run_profile(const ProfileOptions &given) {
   // From the load on: on a saturated host the verifier at nice 0 took
   // seconds. The command, forked above, keeps its own priority.
   auto boost = std::make_unique<PriorityBoost>(kTracingNice);
+  auto startup = std::make_unique<PriorityBoost>(kStartupNice);
   auto session = start_session(opts, unwinder);
+  startup.reset(); // back to kTracingNice
   if (!session) {
     note("interrupted before tracing started; nothing collected");
     return kExitInterrupted;
