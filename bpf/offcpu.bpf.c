@@ -315,12 +315,9 @@ static __always_inline void release_held(struct offcpu_held *held,
   __u64 n = held->val.count;
   if (!n || __sync_val_compare_and_swap(&held->val.count, n, 0) != n)
     return;
-  __u64 ns = held->val.total_ns;
-  add_to_counts(&held->key, ns, n, held->val.runq_ns);
-  if (c) {
+  add_to_counts(&held->key, held->val.total_ns, n, held->val.runq_ns);
+  if (c)
     c->held_waits -= n;
-    c->held_ns -= ns;
-  }
 }
 
 /* Charges a wait of `delta` ns (`runq` of them runnable) that began in
@@ -385,10 +382,8 @@ __noinline int charge(const struct offcpu_key *key, __u64 delta, __u64 runq,
     __u32 cls = offcpu_state_class(state);
     if (cls < OFFCPU_STATE_NR)
       c->state_ns[cls] += delta;
-    if (held) {
+    if (held)
       c->held_waits += 1;
-      c->held_ns += delta;
-    }
   }
   return 0;
 }
@@ -933,8 +928,9 @@ int offcpu_flush(struct bpf_iter__task *ctx) {
   struct offcpu_start *rec = find_start(task, pid, true);
   if (!rec)
     return 0;
-  /* What the task holds (see charge), which the switch hook may be adding
-   * at the same time (whoever takes it adds it). */
+  /* What the task holds (see charge), which the switch hook, after the
+   * window, may be releasing at the same time: whoever takes the count adds
+   * the waits. */
   struct offcpu_task *ts = task_of(rec, true);
   if (hold_waits && ts)
     charge(NULL, 0, 0, 0, &ts->held);

@@ -1157,10 +1157,11 @@ static __always_inline bool uw_can_defer(struct task_struct *t,
 }
 
 /* The user stack left for the switch-in (uw_can_defer) by a task off CPU
- * since: memo `way` had its registers, address space and tables then, and
- * they are the stack's as it blocked whatever changed since in the address
- * space, so only the words are checked (through the page table kept with
- * the memo), and none of the task's memory but its stack is read.
+ * since: memo `way` matched its registers, address space and tables when
+ * it blocked, and the task has not run since, so the memo's stack is the
+ * one it blocked with (whatever changed in the address space meanwhile)
+ * if its words still hold. They are read through the page table kept with
+ * the memo: none of the task's memory but its stack is read.
  * OFFCPU_STACK_MISSED: a word changed: walk. */
 static __always_inline __u64 uw_deferred_memo(struct uw_memo_set *ms,
                                               __u32 way) {

@@ -123,7 +123,6 @@ struct offcpu_charged {
    * taken away on the CPU that adds them to the map, so one CPU's count
    * may wrap below 0; the sum over CPUs is what is still held. */
   __u64 held_waits;
-  __u64 held_ns;
 };
 
 /* What woke a wait (--wakers): the waking task with its stacks, or the

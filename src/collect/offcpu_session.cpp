@@ -483,7 +483,6 @@ offcpu_charged OffcpuSession::charged() const {
     for (int i = 0; i < OFFCPU_STATE_NR; i++)
       sum.state_ns[i] += c.state_ns[i];
     sum.held_waits += c.held_waits; // wraps back: one CPU's may be below 0
-    sum.held_ns += c.held_ns;
   }
   return sum;
 }
