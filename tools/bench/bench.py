@@ -96,17 +96,18 @@ def measure_mode(label, cmd, prog_prefix, loops, cpus=1, paired=True):
     """BPF cost per sched_switch event: the run time of every program the
     tracer attached (sched_switch, and sched_waking with --wakers or
     --runqueue), divided by the number of sched_switch events. `paired`:
-    the load runs untraced right before, and the slowdown is the ratio of
-    the two: this VM's speed drifts by 10-20% over minutes, and a baseline
-    taken minutes apart moves the ratio as much as the tracer does."""
-    baseline = pipe_bench(loops, cpus) if paired else None
+    the load also runs untraced right before and right after, and the
+    slowdown is the ratio to the geometric mean of the two: this VM's speed
+    drifts by 10-20% over minutes, and a baseline taken minutes apart moves
+    the ratio as much as the tracer does."""
+    first = pipe_bench(loops, cpus) if paired else None
     before = set(bpf_progs())
     err = open(f"/tmp/bench-{label}.err", "w+")
     proc = start_tracer(cmd, err)
     r = measure_attached(label, proc, err, before, prog_prefix, loops, cpus)
-    if baseline:
-        r["baseline"] = baseline
-        r["slowdown"] = baseline / r["ops"]
+    if first:
+        r["baseline"] = (first * pipe_bench(loops, cpus)) ** 0.5
+        r["slowdown"] = r["baseline"] / r["ops"]
     return r
 
 
@@ -355,7 +356,7 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--build", default=os.path.join(os.path.dirname(__file__), "..", "..", "build"))
     ap.add_argument("--loops", type=int, default=300000, help="perf bench sched pipe loops")
-    ap.add_argument("--repeat", type=int, default=3,
+    ap.add_argument("--repeat", type=int, default=5,
                     help="runs of each mode, taken in turns; the median is printed "
                          "(a VM has slow phases that can double a single run)")
     args = ap.parse_args()
