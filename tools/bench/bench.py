@@ -439,7 +439,7 @@ def main():
           f"median of {max(1, args.repeat)} runs")
     print()
     print(f"{'tracer':44} {'ns/event':>9} {'events':>9} {'ops/s':>9} {'slowdown':>9}")
-    print(f"{'(none)':44} {'':>9} {'':>9} {baseline:>9} {'1.00x':>9}")
+    print(f"{'(none)':44} {'':>9} {'':>9} {baseline:>9.0f} {'1.00x':>9}")
     for label, r in results.items():
         print(f"{label:44} {r['ns_per_event']:>9.0f} {r['events']:>9} {r['ops']:>9} "
               f"{r['slowdown']:>8.2f}x")
