@@ -67,9 +67,9 @@ const volatile bool kstack_at_switch_in = false;
 /* Task storage (5.11+) has no size limit and frees itself on exit; older
  * kernels use the starts_hash map, which can fill up. */
 const volatile bool use_task_storage = true;
-/* Waits held in the thread's task storage while its key stays the same
- * (see charge): with task storage and the flush iterator that adds what
- * threads hold at stop. */
+/* Waits held in the thread's task storage at its last two keys (see
+ * charge): with task storage and the flush iterator that adds what threads
+ * hold at stop. */
 const volatile bool hold_waits = false;
 
 /* Walk user frame pointers ourselves rather than through bpf_get_stack
