@@ -862,6 +862,21 @@ int offcpu_seed_open(struct bpf_iter__task *ctx) {
   return 0;
 }
 
+/* Rewalks left for the next pass (mm_changing); user space reads and
+ * resets it after each pass. */
+__u64 rewalks_deferred = 0;
+
+/* Whether task's memory map is being changed: its mmap lock held for
+ * writing or waited for (the waiters bit: readers wait behind a writer).
+ * rw_semaphore's count: bit 0 writer, bit 1 waiters. */
+static __always_inline bool mm_changing(struct task_struct *task) {
+  struct mm_struct *mm = task->mm;
+  if (!mm || !bpf_core_field_exists(mm->mmap_lock)) /* mmap_sem before 5.8 */
+    return false;
+  long count = BPF_CORE_READ(mm, mmap_lock.count.counter);
+  return count & 3;
+}
+
 SEC("iter.s/task")
 int offcpu_seed_stacks(struct bpf_iter__task *ctx) {
   struct task_struct *task = ctx->task;
@@ -887,6 +902,16 @@ int offcpu_seed_stacks(struct bpf_iter__task *ctx) {
   if (!seeded && !deferred && uw_tables && !uw_find_vma &&
       !uw_has_tables(task, rec->tgid))
     return 0;
+  /* Reading the stack of a process whose memory map is changing would
+   * sleep until the change is done (an exit, exec or fork of the process
+   * holds its mmap lock for writing, and readers queue behind a writer):
+   * on a busy host the holder, often at nice 0, may wait tens of ms for a
+   * CPU while this pass waits on it and the stacks of every other partial
+   * thread wait for this pass. Left for the next pass, soon. */
+  if (!seeded && !deferred && mm_changing(task)) {
+    __sync_fetch_and_add(&rewalks_deferred, 1);
+    return 0;
+  }
   __u64 start = rec->start_ns, pcount = task_pcount(task, true);
   __u32 flags = 0;
   __u64 stack = walk_user_stack(task, true, &flags);

@@ -1018,16 +1018,19 @@ static __always_inline __u64 walk_user_stack_memo(struct task_struct *t,
     parent = p != NULL;
   }
   bool by_vma = false;
-  if (p) {
+  /* A child's map_count is its own: only a reading of this process can be
+   * stale. */
+  bool stale = p && owner == tgid && p->map_count != map_count;
+  if (p && !(stale && uw_find_vma && other_task)) {
     w.f->owner = owner;
     w.f->gen = p->gen;
-    /* A child's map_count is its own: only a reading of this process can
-     * be stale. */
-    w.f->stale = owner == tgid && p->map_count != map_count;
+    w.f->stale = stale;
   } else if (uw_find_vma && other_task) {
-    /* Not installed yet (a fresh exec), from the rewalk iterator: through
-     * the tables of the files it maps, each address's mapping from the
-     * kernel (uw_resolve_vma). */
+    /* Not installed yet (a fresh exec), or installed from a reading its
+     * maps have changed since (one taken while ld.so was still mapping
+     * its libraries), from the rewalk iterator: through the tables of the
+     * files it maps, each address's mapping from the kernel
+     * (uw_resolve_vma). */
     by_vma = true;
     w.f->owner = tgid;
     w.f->gen = UW_GEN_BY_VMA;

@@ -378,7 +378,10 @@ void OffcpuSession::attach(double duration_s) {
 }
 
 bool OffcpuSession::rewalk_user_stacks() {
-  return plan_.seed_user_stacks && run_iterator(h_.seed_stacks) == 0;
+  if (!plan_.seed_user_stacks || run_iterator(h_.seed_stacks) != 0)
+    return false;
+  return __atomic_exchange_n(&bss_of(h_)->rewalks_deferred, 0,
+                             __ATOMIC_RELAXED) != 0;
 }
 
 std::array<uint64_t, UW_STAT_NR> OffcpuSession::unwind_counters() const {

@@ -61,11 +61,14 @@ public:
   void on_unwind_request(std::function<void(uint32_t tgid)> cb) {
     unwind_request_ = std::move(cb);
   }
+  // The ring of the walker's table requests (struct uw_request), for a
+  // reader of its own rather than on_unwind_request.
+  int unwind_requests_fd() const { return h_.uw_requests; }
   // The unwind maps, for the Unwinder to fill (plan().user_unwind_tables).
   const UnwindMapFds &unwind_maps() const { return h_.unwind; }
   // Walks again the user stacks of blocked threads walked before their
-  // tables were ready (the sleepable seeding iterator). False if it could
-  // not run.
+  // tables were ready (the sleepable seeding iterator). True if some were
+  // left for another pass (their process was changing its memory map).
   bool rewalk_user_stacks();
   // The attached programs that run per event, sched_switch first.
   std::vector<int> hook_programs() const {

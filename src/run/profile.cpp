@@ -10,6 +10,7 @@
 
 #include "collect/cgroups.h"
 #include "collect/offcpu_session.h"
+#include "collect/rewalker.h"
 #include "collect/self_cost.h"
 #include "probe/features.h"
 #include "run/command.h"
@@ -90,9 +91,8 @@ std::unique_ptr<OffcpuSession> start_session(const ProfileOptions &opts,
     return nullptr;
   if (session->plan().user_unwind_tables) {
     unwinder.attach(session->unwind_maps(), config.unwind_sizes);
-    session->on_unwind_request(
-        [&unwinder](uint32_t tgid) { unwinder.request(tgid); });
-    // Traced processes first: their tables load right after the attach.
+    // The walker's requests are read by the rewalker (collect()). Traced
+    // processes first: their tables load right after the attach.
     for (uint32_t pid : opts.pids)
       unwinder.request(pid);
   }
@@ -150,35 +150,23 @@ void collect(OffcpuSession &session, const ProfileOptions &opts,
   auto remember = [&](uint32_t tgid, uint64_t stack, uint32_t parent) {
     symbolizer.note_user_stack(tgid, stack, session.read_stack(stack), parent);
   };
-  // Unwind tables first: a blocked thread's stack is walked again once its
-  // process's tables are in, while it still sleeps. At most every 3 ms:
-  // each pass iterates every task, and a storm of new processes installs
-  // tables hundreds of times a second, while announcements wait.
-  bool rewalk_due = false;
-  uint64_t last_rewalk = 0;
-  // Where the walk can find files' tables from a process's mappings
-  // (find_vma), a new process's partial stacks are finished before its
-  // installs, which a storm queues by the dozen.
-  const bool by_vma =
-      session.plan().user_unwind_tables && session.plan().find_vma;
-  auto rewalk = [&](uint64_t now, uint64_t gap_ns) {
-    if (rewalk_due && now - last_rewalk >= gap_ns) {
-      session.rewalk_user_stacks();
-      rewalk_due = false;
-      last_rewalk = now;
-    }
-  };
+  // A blocked thread's stack walked before its process's tables were ready
+  // is walked again while it still sleeps, by the rewalker's thread: at
+  // each install, and where the walk can find files' tables from a
+  // process's mappings (find_vma) at each request, before the install.
+  std::unique_ptr<Rewalker> rewalker;
+  if (session.plan().user_unwind_tables)
+    rewalker = std::make_unique<Rewalker>(
+        session.unwind_requests_fd(),
+        [&session] { return session.rewalk_user_stacks(); },
+        session.plan().find_vma);
   auto parse = [&](uint64_t deadline) {
-    // A new process's child lives a few ms: its walk is finished within
-    // 1 ms of the request (an iteration over the tasks costs ~0.1 ms).
-    if (by_vma && unwinder.take_requested()) {
-      rewalk_due = true;
-      rewalk(monotonic_ns(), 1000000);
-    }
+    if (rewalker)
+      for (uint32_t tgid : rewalker->take_requests())
+        unwinder.request(tgid);
     bool tables_done = unwinder.work(deadline);
-    if (unwinder.take_installed())
-      rewalk_due = true;
-    rewalk(monotonic_ns(), 3000000);
+    if (unwinder.take_installed() && rewalker)
+      rewalker->installed();
     return symbolizer.parse_pending(deadline) && tables_done;
   };
   const double total = opts.duration_s ? *opts.duration_s : -1.0;

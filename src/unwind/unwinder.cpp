@@ -179,13 +179,6 @@ void Unwinder::attach(const UnwindMapFds &fds, const UnwindSizes &sizes) {
 void Unwinder::request(uint32_t tgid) {
   if (queued_.insert(tgid).second)
     queue_.push_back(tgid);
-  requested_ = true;
-}
-
-bool Unwinder::take_requested() {
-  bool was = requested_;
-  requested_ = false;
-  return was;
 }
 
 bool Unwinder::take_installed() {

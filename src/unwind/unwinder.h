@@ -79,10 +79,6 @@ public:
   // True once after processes were installed: waits walked without their
   // tables can now be walked again.
   bool take_installed();
-  // Whether tables were asked for since the last call: walks of processes
-  // not installed yet are partial, and the rewalk iterator can finish them
-  // through their files' tables before the installs.
-  bool take_requested();
   // When the queue last became empty after work (CLOCK_MONOTONIC; 0:
   // never).
   uint64_t ready_ns() const { return ready_ns_; }
@@ -132,7 +128,6 @@ private:
   void publish(const Mapping &m, const File &f);
   std::unordered_map<uint32_t, uint32_t> gen_; // installs per process
   bool installed_ = false;
-  bool requested_ = false;
   uint64_t ready_ns_ = 0;
   UnwindStats stats_;
 };
