@@ -436,7 +436,9 @@ static __always_inline __u64 take_deferred_user_stack(struct task_struct *t,
   /* The memo it blocked with, if its words still hold (announced when it
    * was walked); with --verify-stack-reuse, compared with a walk. */
   __u64 memo =
-      uw_deferred_memo(ms, (flags & OFFCPU_USTACK_DEFERRED_WAY1) ? 1 : 0);
+      (flags & OFFCPU_USTACK_DEFERRED_ANY)
+          ? OFFCPU_STACK_MISSED
+          : uw_deferred_memo(ms, (flags & OFFCPU_USTACK_DEFERRED_WAY1) ? 1 : 0);
   if (memo != OFFCPU_STACK_MISSED && !reuse_verify) {
     uw_count(st, UW_STAT_REUSED);
     return memo;
@@ -605,6 +607,18 @@ static __always_inline void end_unseen_wait(struct task_struct *t, __u32 pid,
   end_wait(t, pid, rec, end, trusted, slot, false, open);
 }
 
+/* With -m above its default most waits end shorter (a pipe's, a lock's
+ * hand-off) and are dropped at their switch-in: a thread's user stack is
+ * then left for the switch-in without even looking for its memo, which the
+ * switch-in's walk does for the waits that pass (through the page table).
+ * Only for a thread walked whole before (a memo kept): the first walk of a
+ * new thread stays at switch-out, where a walk without its process's
+ * tables can be finished by the rewalk while it blocks. */
+static __always_inline bool uw_defer_blind(struct uw_memo_set *ms) {
+  return uw_defer && min_block_ns > 1000 && ms &&
+         (ms->way[0].nr | ms->way[1].nr);
+}
+
 static __always_inline void on_switch(void *ctx, struct task_struct *prev,
                                       struct task_struct *next,
                                       unsigned int prev_state, bool trusted) {
@@ -673,11 +687,13 @@ static __always_inline void on_switch(void *ctx, struct task_struct *prev,
     bool reused = false;
     struct uw_memo_set *memo = ts ? &ts->memo : NULL;
     __u32 way = 0;
-    if (trusted && user_fp_walk && uw_can_defer(prev, memo, &way)) {
+    bool blind = trusted && user_fp_walk && uw_defer_blind(memo);
+    if (blind || (trusted && user_fp_walk && uw_can_defer(prev, memo, &way))) {
       /* Taken at switch-in if the wait passes -m/-M. */
       rec.user_stack = OFFCPU_STACK_MISSED;
-      rec.flags |=
-          OFFCPU_USTACK_DEFERRED | (way ? OFFCPU_USTACK_DEFERRED_WAY1 : 0);
+      rec.flags |= OFFCPU_USTACK_DEFERRED | (blind ? OFFCPU_USTACK_DEFERRED_ANY
+                                             : way ? OFFCPU_USTACK_DEFERRED_WAY1
+                                                   : 0);
       uw_count(uw_stats_of(SCRATCH_HOOK), UW_STAT_DEFERRED);
       reused = true; /* announced when its memo was walked */
     } else if (trusted && user_fp_walk)

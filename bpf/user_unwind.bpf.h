@@ -19,6 +19,9 @@ const volatile bool uw_tables = false;
  * from the memo of way 1 (else 0) if it still holds. */
 #define OFFCPU_USTACK_DEFERRED 0x400u
 #define OFFCPU_USTACK_DEFERRED_WAY1 0x1000u
+/* Deferred without looking for the memo at switch-out: the switch-in's
+ * walk looks (uw_walk_hook). */
+#define OFFCPU_USTACK_DEFERRED_ANY 0x2000u
 /* Out of uw_walk_hook only: the stack was a memo's, announced before. */
 #define OFFCPU_USTACK_REUSED 0x800u
 

@@ -105,6 +105,28 @@ TEST_F(Reuse, ReusedStacksAgreeWithAFreshWalk) {
   }
 }
 
+// With -m above its default, a thread walked before has its stack left for
+// the switch-in without a look at its memo at switch-out: the switch-in's
+// walk finds the memo, for the waits that pass -m only (alt's 1 ms sleeps).
+TEST_F(Reuse, StacksLeftForTheSwitchInAgreeWithAFreshWalk) {
+  auto r = offcpu({"-m", "500", "--verify-stack-reuse"});
+  if (r.err.find("checked through the page tables") == std::string::npos)
+    GTEST_SKIP() << "no checks through the page tables here (6.2+): " << r.err;
+  std::smatch m;
+  ASSERT_TRUE(std::regex_search(
+      r.err, m,
+      std::regex("([0-9]+) left for the switch-in \\(([0-9]+) taken")))
+      << r.err;
+  EXPECT_GT(std::stoull(m[2]), 1000u) << r.err;
+  auto counts = reuse_counts(r.err);
+  ASSERT_EQ(counts.size(), 6u) << r.err;
+  EXPECT_GT(counts[0], 1000u) << r.err;
+  EXPECT_EQ(counts[2], 0u) << r.err;
+  AltSplit s = alt_split(test::parse_folded(r.out));
+  EXPECT_GT(s.left + s.right, 1000000u) << r.out;
+  EXPECT_EQ(s.neither, 0u) << r.out;
+}
+
 // The memo check tells the two callers apart whichever way it reads the
 // stack: through the page tables (the default here) or by probe reads.
 class ReuseCheck : public Reuse,

@@ -372,6 +372,10 @@ def main():
         sh(["cmake", "-B", build, "-S", src, "-DCMAKE_BUILD_TYPE=Release"])
         sh(["cmake", "--build", build, "-j", str(os.cpu_count())])
     offcpu = os.path.join(build, "offcpu")
+    empty_hook = os.path.join(build, "tools", "offcpu_empty_hook")
+    empty_hook_obj = os.path.join(build, "tools", "empty_hook.bpf.o")
+    if not os.path.exists(empty_hook):
+        sh(["cmake", "--build", build, "--target", "offcpu_empty_hook"])
     blocker_path = os.path.join(build, "tests", "offcpu_blocker")
 
     subprocess.run(["sysctl", "-qw", "kernel.bpf_stats_enabled=1"], check=True)
@@ -381,6 +385,9 @@ def main():
         blocker.stdout.readline()
     try:
         modes = [
+            # The floor: a hook that does nothing, the dispatch every
+            # tracer pays.
+            ("empty hook", [empty_hook, empty_hook_obj], "bench_empty"),
             ("offcpu", [offcpu, "-f", "600"], "offcpu_switch"),
             ("libbpf-tools", [LIBBPF_TOOLS, "600"], "sched_switch"),
             ("offcpu -m 1000", [offcpu, "-f", "-m", "1000", "600"], "offcpu_switch"),
@@ -465,6 +472,8 @@ def main():
         print(f"  {text:37}{value:.2f}  (goal <= {limit}: {'met' if value <= limit else 'NOT met'})")
 
     print("Goals of issue 15, beside libbpf-tools in this run:")
+    print(f"  {'floor: an empty hook, throughput':37}{slowdown('empty hook'):.2f}  "
+          f"({results['empty hook']['ns_per_event']:.0f} ns of BPF per switch)")
     goal("default, BPF ns vs libbpf-tools", ratio("offcpu", "libbpf-tools"), 0.2)
     goal("default, throughput untraced/traced", slowdown("offcpu"), 1.25)
     goal("-m 1000, BPF ns vs libbpf-tools", ratio("offcpu -m 1000", "libbpf-tools -m 1000"), 0.1)
