@@ -570,6 +570,57 @@ static __always_inline __u64 rq_clock_of(struct task_struct *t) {
   return rq ? BPF_CORE_READ(rq, clock) : 0;
 }
 
+/* ---- The time of a switch ----
+ * bpf_ktime_get_ns costs 45-85 ns in the switch hook on the VMs this was
+ * measured on (the timekeeper's line is cold there), a quarter of the hook
+ * with -m. The scheduler has just read a clock: __schedule updates its run
+ * queue's (rq->clock, sched_clock) before it picks the next task. The hook
+ * takes that, plus this CPU's offset to ktime, measured with
+ * bpf_ktime_get_ns at most once a millisecond (the two clocks drift apart
+ * by NTP's slew at most, 500 ppm: half a microsecond a millisecond). The
+ * kernel's own per-task scheduler statistics (schedstat, delay accounting)
+ * read the same clock at the same place, and share its one caveat: after a
+ * wakeup that preempts, __schedule may skip the update (the enqueue just
+ * read the clock), and the switch is stamped then, microseconds earlier.
+ * Without a trusted task (raw_tp) or the cfs_rq->rq link
+ * (CONFIG_FAIR_GROUP_SCHED off): bpf_ktime_get_ns. */
+struct switch_clock {
+  __u64 base; /* rq->clock when `off` was measured */
+  __u64 off;  /* ktime - rq->clock, then */
+};
+struct {
+  __uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+  __uint(max_entries, 1);
+  __type(key, __u32);
+  __type(value, struct switch_clock);
+} switch_clocks SEC(".maps");
+
+#define SWITCH_CLOCK_RESYNC_NS 1000000
+
+/* Now, in ktime, at a switch away from `prev` (the current task); its run
+ * queue's clock in *clock (0: not read). */
+static __always_inline __u64 switch_time(struct task_struct *prev, bool trusted,
+                                         __u64 *clock) {
+  *clock = 0;
+  if (!trusted || !bpf_core_field_exists(((struct cfs_rq *)0)->rq))
+    return bpf_ktime_get_ns();
+  struct cfs_rq *cq = prev->se.cfs_rq;
+  struct rq *rq = cq ? cq->rq : NULL;
+  __u32 zero = 0;
+  struct switch_clock *c =
+      rq ? bpf_map_lookup_elem(&switch_clocks, &zero) : NULL;
+  if (!c)
+    return bpf_ktime_get_ns();
+  __u64 rq_now = rq->clock;
+  *clock = rq_now;
+  if (rq_now - c->base < SWITCH_CLOCK_RESYNC_NS)
+    return rq_now + c->off;
+  __u64 now = bpf_ktime_get_ns();
+  c->base = rq_now;
+  c->off = now - rq_now;
+  return now;
+}
+
 /* When `t`, on CPU now (ktime `now`, its run queue's clock `clock`), last
  * arrived, in ktime: now - (clock - last_arrival), or, without sched_info
  * or a clock, now minus the CPU time it has had since it was picked. */
@@ -622,7 +673,8 @@ static __always_inline bool uw_defer_blind(struct uw_memo_set *ms) {
 static __always_inline void on_switch(void *ctx, struct task_struct *prev,
                                       struct task_struct *next,
                                       unsigned int prev_state, bool trusted) {
-  __u64 now = bpf_ktime_get_ns();
+  __u64 clock;
+  __u64 now = switch_time(prev, trusted, &clock);
   __u64 stop = stop_ns;
   /* Before the window's end: waits may be held (see charge). The flush at
    * stop runs after every hook that read an earlier time has returned. */
@@ -669,7 +721,8 @@ static __always_inline void on_switch(void *ctx, struct task_struct *prev,
     prev_open = find_start(prev, pid, trusted);
   }
   if (prev_open && prev_open->start_ns)
-    end_unseen_wait(prev, pid, prev_open, now, rq_clock_of(prev), stop, trusted,
+    end_unseen_wait(prev, pid, prev_open, now,
+                    clock ? clock : rq_clock_of(prev), stop, trusted,
                     SCRATCH_HOOK, open && !dying);
 
   /* Open a wait if it passes the filters. */
