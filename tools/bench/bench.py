@@ -8,6 +8,8 @@ plus the test suite's blocker workload (threads blocking in a few stacks).
 Scaling rows repeat the default modes with 10,000 blocked threads, with
 50,000 distinct stacks stored, and with a pipe benchmark on every CPU
 (tools/bench/scale_load.c, compiled here).
+The floor is an empty sched_switch hook (tools/bench/empty_hook.bpf.c): what
+the tracepoint's dispatch alone costs.
 For each tracer and mode it reports:
   - BPF cost per sched_switch event: run_time_ns / run_cnt of its
     sched_switch program (kernel.bpf_stats_enabled=1), and the ratio to
