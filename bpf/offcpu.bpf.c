@@ -596,6 +596,9 @@ struct {
 } switch_clocks SEC(".maps");
 
 #define SWITCH_CLOCK_RESYNC_NS 1000000
+/* Longer than a tick at HZ=100, the longest a run queue's clock goes
+ * without an update on a CPU that is not idle. */
+#define SWITCH_CLOCK_NEAR_STOP_NS 20000000
 
 /* Now, in ktime, at a switch away from `prev` (the current task); its run
  * queue's clock in *clock (0: not read). */
@@ -676,6 +679,11 @@ static __always_inline void on_switch(void *ctx, struct task_struct *prev,
   __u64 clock;
   __u64 now = switch_time(prev, trusted, &clock);
   __u64 stop = stop_ns;
+  /* Near the window's end, ktime itself: the run queue's clock may lag by
+   * up to a tick (see switch_time), and the flush relies on every hook
+   * that saw the window open having begun before its end. */
+  if (stop && now + SWITCH_CLOCK_NEAR_STOP_NS > stop)
+    now = bpf_ktime_get_ns();
   /* Before the window's end: waits may be held (see charge). The flush at
    * stop runs after every hook that read an earlier time has returned. */
   bool open = !stop || now < stop;
