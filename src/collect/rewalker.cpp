@@ -108,7 +108,7 @@ std::vector<uint32_t> Rewalker::take_requests() {
 }
 
 void Rewalker::run() {
-  PriorityBoost boost(kStartupNice);
+  PriorityBoost boost(kBurstNice);
   uint64_t last = 0;
   while (!stopping_) {
     // Due: now, or once the gap since the last pass is over.

@@ -362,7 +362,7 @@ int run_profile(const ProfileOptions &given) {
   // From the load on: on a saturated host the verifier at nice 0 took
   // seconds. The command, forked above, keeps its own priority.
   auto boost = std::make_unique<PriorityBoost>(kTracingNice);
-  auto startup = std::make_unique<PriorityBoost>(kStartupNice);
+  auto startup = std::make_unique<PriorityBoost>(kBurstNice);
   auto session = start_session(opts, unwinder);
   startup.reset(); // back to kTracingNice
   if (!session) {
@@ -385,8 +385,9 @@ int run_profile(const ProfileOptions &given) {
     finished = [&command] { return command->exited(); };
   }
   collect(*session, opts, symbolizer, unwinder, cost, finished);
+  // The rest is a burst of work the user waits for (see kBurstNice).
+  PriorityBoost finishing(kBurstNice);
   session->stop();
-  boost.reset();
   const bool window_over = !stop_requested() && !(finished && finished());
   RawProfile raw = session->drain();
   Profile profile = build_profile(raw, symbolizer, opts, wall_start);
