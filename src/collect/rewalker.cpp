@@ -42,8 +42,10 @@ Rewalker::Rewalker(int requests_ring, std::function<bool()> pass,
       epoll_(epoll_create1(EPOLL_CLOEXEC)),
       event_(eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)) {
   if (!epoll_ || !event_) {
-    fprintf(stderr, "offcpu: warning: stacks walked before their tables are "
-                    "not walked again: cannot create an event fd\n");
+    fprintf(stderr,
+            "offcpu: warning: stacks walked before their tables are "
+            "not walked again: %s\n",
+            errno_text(errno).c_str());
     return;
   }
   epoll_event ev{};

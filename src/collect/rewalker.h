@@ -34,6 +34,8 @@ public:
   Rewalker(const Rewalker &) = delete;
   Rewalker &operator=(const Rewalker &) = delete;
 
+  // Whether its thread reads the requests ring (else the caller must).
+  bool reads_requests() const { return ring_ && thread_.joinable(); }
   // Tables were installed: a pass soon.
   void installed();
   // The processes whose tables were asked for since the last call.

@@ -160,6 +160,9 @@ void collect(OffcpuSession &session, const ProfileOptions &opts,
         session.unwind_requests_fd(),
         [&session] { return session.rewalk_user_stacks(); },
         session.plan().find_vma);
+  if (rewalker && !rewalker->reads_requests()) // it could not start
+    session.on_unwind_request(
+        [&unwinder](uint32_t tgid) { unwinder.request(tgid); });
   auto parse = [&](uint64_t deadline) {
     if (rewalker)
       for (uint32_t tgid : rewalker->take_requests())
