@@ -8,6 +8,7 @@
 
 #include <cstdio>
 #include <cstring>
+#include <system_error>
 #include <utility>
 
 #include "offcpu/unwind.h"
@@ -68,7 +69,16 @@ Rewalker::Rewalker(int requests_ring, std::function<bool()> pass,
   sigset_t all, old;
   sigfillset(&all);
   pthread_sigmask(SIG_SETMASK, &all, &old);
-  thread_ = std::thread([this] { run(); });
+  try {
+    thread_ = std::thread([this] { run(); });
+  } catch (const std::system_error &e) {
+    // Out of threads: what was collected matters more (reads_requests()
+    // tells the caller to read the requests itself).
+    fprintf(stderr,
+            "offcpu: warning: stacks walked before their tables are "
+            "not walked again: %s\n",
+            e.what());
+  }
   pthread_sigmask(SIG_SETMASK, &old, nullptr);
 }
 
