@@ -33,7 +33,23 @@ struct waker_memo_set {
 #ifdef OFFCPU_KERNEL_UNWIND_BPF_H
   struct kw_memo_set kernel;
 #endif
+  /* The last waker this thread stored and its id (0: none): a thread wakes
+   * from the same place again and again (a pipe writer, a lock holder),
+   * and then its id is known without the hash and the map lookup. */
+  struct offcpu_waker last;
+  __u64 last_id;
 };
+
+/* Whether two wakers are the same, word by word (the struct has no
+ * implicit padding: it crosses to user space). */
+static __always_inline bool same_waker(const struct offcpu_waker *a,
+                                       const struct offcpu_waker *b) {
+  const __u64 *x = (const __u64 *)a, *y = (const __u64 *)b;
+  __u64 diff = 0;
+  for (__u32 i = 0; i < sizeof(*a) / sizeof(__u64); i++)
+    diff |= x[i] ^ y[i];
+  return diff == 0;
+}
 
 /* The kernel stack of the waking context, cut after the interrupt entry if
  * it passes through one: the frames below belong to whatever task the
@@ -116,6 +132,8 @@ static __always_inline __u64 take_waker(void *ctx, struct waker_memo_set *wm,
         uw_memo_forget(ms);
     }
   }
+  if (wm && wm->last_id && same_waker(&w, &wm->last))
+    return wm->last_id;
   __u64 comm[2];
   __builtin_memcpy(comm, w.comm, sizeof(comm));
   __u64 h = mix64(((__u64)w.pid << 32 | w.tgid) ^ 0x77616b6572ULL);
@@ -125,12 +143,16 @@ static __always_inline __u64 take_waker(void *ctx, struct waker_memo_set *wm,
   h = mix64(h ^ comm[1]);
   if (h < OFFCPU_WAKER_FIRST_ID)
     h += OFFCPU_WAKER_FIRST_ID;
-  if (bpf_map_lookup_elem(&wakers, &h))
-    return h;
-  long err = bpf_map_update_elem(&wakers, &h, &w, BPF_NOEXIST);
-  if (err && err != -OFFCPU_EEXIST) {
-    count_loss(OFFCPU_LOST_WAKER_STORE);
-    return OFFCPU_WAKER_LOST;
+  if (!bpf_map_lookup_elem(&wakers, &h)) {
+    long err = bpf_map_update_elem(&wakers, &h, &w, BPF_NOEXIST);
+    if (err && err != -OFFCPU_EEXIST) {
+      count_loss(OFFCPU_LOST_WAKER_STORE);
+      return OFFCPU_WAKER_LOST;
+    }
+  }
+  if (wm) {
+    wm->last = w;
+    wm->last_id = h;
   }
   return h;
 }
