@@ -6,7 +6,9 @@
 Load: `perf bench sched pipe` (Debian's linux-perf), a context-switch storm,
 plus the test suite's blocker workload (threads blocking in a few stacks).
 Scaling rows repeat the default modes with 10,000 blocked threads, with
-50,000 distinct stacks stored, and with a pipe benchmark on every CPU
+1,000 threads that block and wake all the time (100,000 switches a second
+besides the pipe's, each thread's state cold in the caches), with 50,000
+distinct stacks stored, and with a pipe benchmark on every CPU
 (tools/bench/scale_load.c, compiled here).
 The floor is an empty sched_switch hook (tools/bench/empty_hook.bpf.c): what
 the tracepoint's dispatch alone costs.
@@ -314,6 +316,7 @@ def scaling(offcpu, scale_load, loops):
                ("libbpf-tools", [LIBBPF_TOOLS] + big + ["600"], "sched_switch")]
     rows = []
     for cond, mode, n, cpus in [("10,000 blocked threads", "idle", 10000, 1),
+                                ("1,000 threads waking every 10 ms", "busy", 1000, 1),
                                 ("50,000 distinct stacks", "paths", 50000, 1),
                                 (f"pipe on each of {os.cpu_count()} CPUs", None, 0,
                                  os.cpu_count())]:

@@ -5,9 +5,13 @@
 //                        stacks (a binary choice of caller at each of 17
 //                        levels), then the process idles: the stack maps
 //                        hold N stacks while the tracer is measured
+//   scale_load busy N    N threads each sleep 10 ms in a loop: many threads
+//                        switching, each one's state cold in the caches
+//                        when it blocks again
 // Prints "ready" when the threads are blocked or the paths are walked.
 #define _GNU_SOURCE
 #include <pthread.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -26,6 +30,14 @@ static void *blocked(void *arg) {
 }
 
 static volatile int sink;
+
+static void *sleeper(void *arg) {
+  (void)arg;
+  struct timespec ts = {0, 10 * 1000 * 1000};
+  for (;;)
+    nanosleep(&ts, NULL);
+  return NULL;
+}
 
 static NOINLINE void block_briefly(void) {
   struct timespec ts = {0, 1};
@@ -56,18 +68,20 @@ static NOINLINE void step(int level, unsigned bits) {
 }
 
 int main(int argc, char **argv) {
-  if (argc != 3 || (strcmp(argv[1], "idle") && strcmp(argv[1], "paths"))) {
-    fprintf(stderr, "usage: scale_load idle|paths N\n");
+  if (argc != 3 || (strcmp(argv[1], "idle") && strcmp(argv[1], "paths") &&
+                    strcmp(argv[1], "busy"))) {
+    fprintf(stderr, "usage: scale_load idle|paths|busy N\n");
     return 2;
   }
   long n = atol(argv[2]);
-  if (strcmp(argv[1], "idle") == 0) {
+  bool busy = strcmp(argv[1], "busy") == 0;
+  if (busy || strcmp(argv[1], "idle") == 0) {
     pthread_attr_t attr;
     pthread_attr_init(&attr);
     pthread_attr_setstacksize(&attr, 64 * 1024);
     for (long i = 0; i < n; i++) {
       pthread_t t;
-      if (pthread_create(&t, &attr, blocked, NULL)) {
+      if (pthread_create(&t, &attr, busy ? sleeper : blocked, NULL)) {
         fprintf(stderr, "scale_load: thread %ld: cannot create\n", i);
         return 1;
       }
