@@ -283,11 +283,7 @@ static __always_inline void forget_start(struct offcpu_start *rec, __u32 pid,
 
 static __always_inline bool same_key(const struct offcpu_key *a,
                                      const struct offcpu_key *b) {
-  const __u64 *x = (const __u64 *)a, *y = (const __u64 *)b;
-  __u64 differ = 0;
-  for (int i = 0; i < sizeof(*a) / sizeof(__u64); i++)
-    differ |= x[i] ^ y[i];
-  return differ == 0;
+  return same_words(a, b, sizeof(*a));
 }
 
 /* Adds `n` waits of `key` to the aggregation map. */

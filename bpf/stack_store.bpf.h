@@ -137,6 +137,18 @@ static __always_inline struct offcpu_stack *scratch_stack(__u32 slot) {
   return bpf_map_lookup_elem(&stack_scratch, &slot);
 }
 
+/* Whether a and b, structs of `size` bytes shared with user space (a
+ * multiple of 8, no implicit padding), hold the same words: one pass with
+ * no branch per word. */
+static __always_inline bool same_words(const void *a, const void *b,
+                                       __u32 size) {
+  const __u64 *x = a, *y = b;
+  __u64 differ = 0;
+  for (__u32 i = 0; i < size / sizeof(__u64); i++)
+    differ |= x[i] ^ y[i];
+  return differ == 0;
+}
+
 static __always_inline __u64 mix64(__u64 h) {
   h ^= h >> 33;
   h *= 0xff51afd7ed558ccdULL;

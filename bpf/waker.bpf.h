@@ -40,17 +40,6 @@ struct waker_memo_set {
   __u64 last_id;
 };
 
-/* Whether two wakers are the same, word by word (the struct has no
- * implicit padding: it crosses to user space). */
-static __always_inline bool same_waker(const struct offcpu_waker *a,
-                                       const struct offcpu_waker *b) {
-  const __u64 *x = (const __u64 *)a, *y = (const __u64 *)b;
-  __u64 diff = 0;
-  for (__u32 i = 0; i < sizeof(*a) / sizeof(__u64); i++)
-    diff |= x[i] ^ y[i];
-  return diff == 0;
-}
-
 /* The kernel stack of the waking context, cut after the interrupt entry if
  * it passes through one: the frames below belong to whatever task the
  * interrupt happened to hit, not to the wakeup. */
@@ -132,7 +121,7 @@ static __always_inline __u64 take_waker(void *ctx, struct waker_memo_set *wm,
         uw_memo_forget(ms);
     }
   }
-  if (wm && wm->last_id && same_waker(&w, &wm->last))
+  if (wm && wm->last_id && same_words(&w, &wm->last, sizeof(w)))
     return wm->last_id;
   __u64 comm[2];
   __builtin_memcpy(comm, w.comm, sizeof(comm));
