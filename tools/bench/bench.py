@@ -500,13 +500,13 @@ def main():
     print("Scaling: BPF ns per switch of the default modes (same pipe load; "
           "--stack-storage-size 131072 for both), and the BPF time of offcpu's")
     print("passes over blocked threads (task iterators) in the same seconds")
-    print(f"  {'condition':30} {'offcpu':>8} {'libbpf-tools':>13} {'ratio':>6} {'passes ms':>10}")
-    print(f"  {'none (above)':30} {results['offcpu']['ns_per_event']:>8.0f} "
+    print(f"  {'condition':34} {'offcpu':>8} {'libbpf-tools':>13} {'ratio':>6} {'passes ms':>10}")
+    print(f"  {'none (above)':34} {results['offcpu']['ns_per_event']:>8.0f} "
           f"{results['libbpf-tools']['ns_per_event']:>13.0f} {ratio('offcpu', 'libbpf-tools'):>6.2f} "
           f"{results['offcpu']['passes_ns'] / 1e6:>10.1f}")
     for row in scale_rows:
         a, b = row["offcpu"]["ns_per_event"], row["libbpf-tools"]["ns_per_event"]
-        print(f"  {row['cond']:30} {a:>8.0f} {b:>13.0f} {a / b:>6.2f} "
+        print(f"  {row['cond']:34} {a:>8.0f} {b:>13.0f} {a / b:>6.2f} "
               f"{row['offcpu']['passes_ns'] / 1e6:>10.1f}")
     print()
     print("offcpu modes against its default (budgets: --wakers <= 1.5x, --runqueue <= 1.1x):")
