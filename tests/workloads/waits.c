@@ -1,9 +1,9 @@
 // Waits of a known kind, for the --runqueue and --state tests.
 //   waits runq     on CPU 0: "victim" (nice 19) blocks on a pipe that
-//                  "waker" writes every 2 ms, while two "hog" threads keep
-//                  the CPU busy, so the victim waits for the CPU after each
-//                  wakeup. A
-//                  "logger" thread on CPU 1 samples the victim's
+//                  "waker" (SCHED_FIFO) writes every 3 ms and then keeps
+//                  the CPU for 1 ms, while two "hog" threads keep it busy
+//                  too, so the victim waits for the CPU after each
+//                  wakeup. A "logger" thread on CPU 1 samples the victim's
 //                  /proc/self/task/TID/schedstat (run_delay, the kernel's
 //                  own run-queue time) every 5 ms; on SIGUSR1 the samples
 //                  are printed as "TIME_NS RUN_DELAY_NS", then "end".
@@ -76,14 +76,23 @@ NOINLINE void wake_victim(void) {
   (void)n;
 }
 
+// Real-time, and it keeps the CPU for 1 ms after each wakeup it makes: the
+// victim waits for the CPU at least that long whatever the fair scheduler
+// decides (on some kernels a nice 19 task woken beside the hogs preempts
+// them at once, and hardly waits at all).
 static void *waker_main(void *arg) {
   (void)arg;
   pin(0);
   pthread_setname_np(pthread_self(), "waker");
+  struct sched_param fifo = {.sched_priority = 1};
+  pthread_setschedparam(pthread_self(), SCHED_FIFO, &fifo);
   struct timespec ts = {0, 2000000};
   for (;;) {
     nanosleep(&ts, NULL);
     wake_victim();
+    unsigned long long until = now_ns() + 1000000;
+    while (now_ns() < until)
+      ;
   }
   return NULL;
 }
