@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -150,8 +151,13 @@ int main(int argc, char **argv) {
   start("nf_cond", nf_cond_main, NULL);
   start("nf_signal", nf_signal_main, NULL);
   start("nf_dlopen", nf_dlopen_main, argv[1]);
+  pid_t parent = getpid();
   pid_t child = fork();
   if (child == 0) {
+    // The tests SIGKILL the parent: the child must not outlive it.
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (getppid() != parent)
+      _exit(0);
     pause();
     _exit(0);
   }

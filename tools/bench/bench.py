@@ -261,8 +261,11 @@ def self_report_check(offcpu, loops):
     over its window; this measures the same from outside: the kernel's
     statistics of its programs, sampled while it runs under the pipe
     benchmark (the samples span nearly all of its window)."""
+    # A session of its own: perf bench forks the pipe's other end, which must
+    # go with it.
     load = subprocess.Popen(["taskset", "-c", "0", "perf", "bench", "sched", "pipe",
-                             "-l", str(loops * 10)], stdout=subprocess.DEVNULL)
+                             "-l", str(loops * 10)], stdout=subprocess.DEVNULL,
+                            start_new_session=True)
     try:
         time.sleep(0.5)
         before = set(bpf_progs())
@@ -281,7 +284,7 @@ def self_report_check(offcpu, loops):
         err.seek(0)
         stderr = err.read()
     finally:
-        load.kill()
+        os.killpg(load.pid, signal.SIGKILL)
         load.wait()
     m = re.search(r"cost: (\d+) ns of BPF per context switch \((\d+) switches\), "
                   r"([0-9.]+)% of the CPUs", stderr)
