@@ -71,6 +71,7 @@ Subprocess::Subprocess(const std::vector<std::string> &argv, Options opts) {
     execv(args[0], args.data());
     _exit(127);
   }
+  setpgid(pid_, pid_); // as the child does: no window before its own call
   close(in[0]);
   close(out[1]);
   close(err[1]);
@@ -79,9 +80,17 @@ Subprocess::Subprocess(const std::vector<std::string> &argv, Options opts) {
   err_fd_ = err[0];
 }
 
+// The child leads a process group of its own: what it forked (a shell's
+// sleep, a workload's child) goes with it. Only while it is not reaped,
+// so its pid cannot have been reused.
+void Subprocess::kill_group() {
+  kill(-pid_, SIGKILL);
+  kill(pid_, SIGKILL); // should setpgid have failed
+}
+
 Subprocess::~Subprocess() {
   if (!reaped_ && pid_ > 0) {
-    kill(pid_, SIGKILL);
+    kill_group();
     waitpid(pid_, nullptr, 0);
   }
   for (int fd : {in_fd_, out_fd_, err_fd_})
@@ -152,7 +161,7 @@ RunResult Subprocess::wait(double timeout_s) {
       break;
     if (now_seconds() > deadline) {
       r.timed_out = true;
-      kill(pid_, SIGKILL);
+      kill_group();
       wait4(pid_, &status, 0, &usage);
       break;
     }

@@ -40,6 +40,7 @@ public:
   RunResult wait(double timeout_s);
 
 private:
+  void kill_group();
   void pump(double timeout_s, bool until_line);
   pid_t pid_ = -1;
   int in_fd_ = -1;
