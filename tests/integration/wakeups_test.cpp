@@ -174,9 +174,9 @@ double run_delay_at(const std::vector<std::pair<double, double>> &samples,
 }
 
 // A thread woken every 3 ms on a CPU that its real-time waker and two hogs
-// keep busy: offcpu's
-// run-queue time for it agrees with the kernel's run_delay over the same
-// window, within 10%. `extra`: options besides --runqueue.
+// keep busy: offcpu's run-queue time for it agrees with the kernel's
+// run_delay over the same window, within 10%. `extra`: options besides
+// --runqueue.
 void expect_runqueue_time_of_the_kernel(
     const std::function<test::RunResult(std::vector<std::string>)> &offcpu,
     std::vector<std::string> extra) {
