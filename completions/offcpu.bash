@@ -17,6 +17,8 @@ _offcpu() {
       COMPREPLY=($(compgen -W "$(cat /proc/[0-9]*/comm 2>/dev/null | sort -u)" -- "$cur")); return ;;
     --user)
       COMPREPLY=($(compgen -u -- "$cur")); return ;;
+    --group)
+      COMPREPLY=($(compgen -g -- "$cur")); return ;;
     --cgroup)
       local root=/sys/fs/cgroup
       [[ -e /sys/fs/cgroup/unified/cgroup.procs ]] && root=/sys/fs/cgroup/unified
@@ -58,7 +60,7 @@ _offcpu() {
       fi ;;
     *)
       if [[ $cur == -* ]]; then
-        COMPREPLY=($(compgen -W "$tracing -p --pid -t --tid -u --user-threads-only -k --kernel-threads-only -m --min-block-time -M --max-block-time --state -U --user-stacks-only -K --kernel-stacks-only -q --quiet -V --version --kernel-unwind --verify-kernel-unwind --verify-stack-reuse --no-stack-reuse --loader -n --name --children --cgroup --per-cgroup --user --wakers --runqueue --show-state --user-unwind --unwind-memory" -- "$cur"))
+        COMPREPLY=($(compgen -W "$tracing -p --pid -t --tid -u --user-threads-only -k --kernel-threads-only -m --min-block-time -M --max-block-time --state -U --user-stacks-only -K --kernel-stacks-only -q --quiet -V --version --kernel-unwind --verify-kernel-unwind --verify-stack-reuse --no-stack-reuse --loader -n --name --children --cgroup --per-cgroup --user --group --keep-fds --wakers --runqueue --show-state --user-unwind --unwind-memory" -- "$cur"))
       else
         COMPREPLY=($(compgen -W "rwsem flamegraph" -- "$cur"))
       fi ;;

@@ -310,9 +310,18 @@ void setup_profile(CLI::App &app, ProfileOptions &o, ProfileArgs &a) {
                "the cgroup (systemd unit) as the first frame of each stack")
       ->group("Output");
   app.add_option("--user", o.user,
-                 "run the command (after --) as this user; default: the user "
-                 "who ran sudo")
+                 "run the command (after --) as this user (name or uid); "
+                 "default: the user who ran sudo")
       ->type_name("USER")
+      ->group("Filters");
+  app.add_option("--group", o.group,
+                 "the command's group (name or gid); default: the user's; "
+                 "needed for a --user uid with no passwd entry")
+      ->type_name("GROUP")
+      ->group("Filters");
+  app.add_flag("--keep-fds", o.keep_fds,
+               "the command inherits offcpu's file descriptors above 2 "
+               "(default: closed, as sudo does)")
       ->group("Filters");
   auto *uth = app.add_flag("-u,--user-threads-only", o.user_threads_only,
                            "user threads only (no kernel threads)")
@@ -550,8 +559,11 @@ void finish_profile(ProfileOptions &o, ProfileArgs &a,
                         "and its children: leave out -p, -t and -n");
     o.follow_children = true;
   } else {
-    if (!o.user.empty())
-      throw usage_error("--user is for the command given after --");
+    if (!o.user.empty() || !o.group.empty() || o.keep_fds)
+      throw usage_error(std::string(!o.user.empty()    ? "--user"
+                                    : !o.group.empty() ? "--group"
+                                                       : "--keep-fds") +
+                        " is for the command given after --");
     if (o.follow_children && o.pids.empty())
       throw usage_error("--children follows the processes of -p PID");
   }

@@ -42,7 +42,9 @@ struct OutputOptions {
 struct ProfileOptions : OffcpuConfig {
   // offcpu [options] -- COMMAND ARGS...: run it, trace it and its children.
   std::vector<std::string> command;
-  std::string user;                      // --user: who the command runs as
+  std::string user;      // --user: who the command runs as
+  std::string group;     // --group: with which group
+  bool keep_fds = false; // --keep-fds: the command inherits fds above 2
   std::vector<std::string> cgroup_paths; // --cgroup, resolved when run
   OutputOptions output;
   std::optional<double> duration_s; // none: until Ctrl-C

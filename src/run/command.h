@@ -1,43 +1,60 @@
 // The command of `offcpu [options] -- COMMAND ARGS...`: forked before
 // tracing starts and held there, then let go to exec once the programs are
-// attached, so that it is traced from its first instruction.
+// attached, so that it is traced from its first instruction. It starts as
+// sudo starts a command: as its user, with that user's HOME, USER, LOGNAME
+// and SHELL, and with no file descriptor above 2 unless asked to keep them.
 #pragma once
 
 #include <sys/types.h>
 
-#include <optional>
 #include <string>
 #include <vector>
 
+#include "run/run_as.h"
+
 namespace offcpu {
 
-struct RunAs {
-  uid_t uid = 0;
-  gid_t gid = 0;
-  std::string name; // for the supplementary groups; empty: none
+// Exit statuses for a command that cannot be run, as env, timeout and nice
+// use them (POSIX's for a shell).
+inline constexpr int kExitCannotRun = 126; // found, but not executable
+inline constexpr int kExitNotFound = 127;
+
+// How long the command has to end after SIGTERM before it gets SIGKILL.
+inline constexpr double kTermGraceSeconds = 2.0;
+
+struct CommandSetup {
+  RunAs as;
+  bool keep_fds = false; // pass every fd offcpu inherited, not only 0-2
 };
 
-// Who the command runs as: --user, else the user who ran sudo (SUDO_UID,
-// SUDO_GID), else offcpu's own user. Throws FatalError (usage) for an
-// unknown --user.
-RunAs command_user(const std::string &user_option);
+// What ending the command took, for the report on stderr.
+struct CommandEnd {
+  bool signalled = false;     // it was running: it got SIGTERM
+  bool killed = false;        // it outlived the grace period: SIGKILL
+  int others_killed = 0;      // processes it started, also outliving it
+  bool still_running = false; // not gone even after SIGKILL
+};
 
 class TracedCommand {
 public:
-  // Forks; the child waits. Throws FatalError (usage) when the command
-  // cannot be found, before anything is started.
-  TracedCommand(const std::vector<std::string> &argv, const RunAs &as);
+  // Forks; the child becomes its user and waits. Throws FatalError with
+  // status 127 when the command is not found and 126 when it cannot be
+  // run (not executable, not a regular file, or not by its user), before
+  // anything is traced.
+  TracedCommand(const std::vector<std::string> &argv,
+                const CommandSetup &setup);
   ~TracedCommand(); // a child never released is killed
   TracedCommand(const TracedCommand &) = delete;
   TracedCommand &operator=(const TracedCommand &) = delete;
 
   pid_t pid() const { return pid_; }
-  // Lets the child drop to its user and exec.
+  // Lets the child exec.
   void release();
   // Reaps the child if it has ended; true once it has.
   bool exited();
-  // Asks it to end (the duration is over), as timeout(1) does.
-  void terminate();
+  // Ends a command still running, as timeout(1) does: SIGTERM to it and to
+  // the processes it started, SIGKILL to those still there after `grace`.
+  CommandEnd end(double grace_s = kTermGraceSeconds);
   // As a shell reports it: the exit code, or 128 + the signal.
   int status() const { return status_; }
   // Why exec failed, if it did ("" otherwise); known once exited.

@@ -326,20 +326,32 @@ void report(const RawProfile &raw, const Symbolizer &symbolizer,
   }
 }
 
-// The traced command's end: asked to stop when the window ends on its
-// duration (as timeout(1) does) or offcpu got SIGTERM; a Ctrl-C reached it
-// from the terminal already. Its status is offcpu's.
-int finish_command(TracedCommand &cmd, bool window_over) {
-  if (!cmd.exited() && (window_over || stop_signal() == SIGTERM)) {
-    cmd.terminate();
-    for (int i = 0; i < 100 && !cmd.exited(); i++)
-      usleep(10000);
+// The traced command's end. Once the output is written, a command still
+// running (the window ended on its duration, a Ctrl-C or SIGTERM) is ended
+// as timeout(1) ends it: SIGTERM, then SIGKILL after a grace period. Its
+// status is offcpu's.
+int finish_command(TracedCommand &cmd) {
+  const CommandEnd end = cmd.end();
+  const std::string who = "the command (PID " + std::to_string(cmd.pid()) + ")";
+  const std::string others =
+      std::to_string(end.others_killed) +
+      (end.others_killed == 1 ? " process" : " processes") + " it started";
+  const std::string grace = " still running " +
+                            std::to_string(int(kTermGraceSeconds)) +
+                            " s after SIGTERM: killed with SIGKILL";
+  if (end.still_running) {
+    warn(who + " did not end even after SIGKILL (stuck in the kernel?); "
+               "offcpu exits without it");
+    return kExitRuntime;
   }
-  if (!cmd.exited()) {
-    note("the command is still running (PID " + std::to_string(cmd.pid()) +
-         "); offcpu is done tracing it");
-    return kExitOk;
-  }
+  if (end.killed)
+    warn(who + (end.others_killed ? " and " + others + " were" : " was") +
+         grace + "; exit status " + std::to_string(cmd.status()));
+  else if (end.others_killed)
+    warn(others + (end.others_killed == 1 ? " was" : " were") + grace);
+  else if (end.signalled)
+    note(who + " was still running: ended with SIGTERM, exit status " +
+         std::to_string(cmd.status()));
   if (!cmd.exec_error().empty())
     warn(cmd.exec_error());
   return cmd.status();
@@ -356,8 +368,9 @@ int run_profile(const ProfileOptions &given) {
   Outputs outputs(opts.output); // before tracing: a bad -o fails first
   std::unique_ptr<TracedCommand> command;
   if (!opts.command.empty()) {
-    command =
-        std::make_unique<TracedCommand>(opts.command, command_user(opts.user));
+    command = std::make_unique<TracedCommand>(
+        opts.command,
+        CommandSetup{command_user(opts.user, opts.group), opts.keep_fds});
   }
   Unwinder unwinder(system_files(), opts.output.debug_dirs,
                     uint64_t{opts.unwind_memory_mib} << 20);
@@ -391,12 +404,11 @@ int run_profile(const ProfileOptions &given) {
   // The rest is a burst of work the user waits for (see kBurstNice).
   PriorityBoost finishing(kBurstNice);
   session->stop();
-  const bool window_over = !stop_requested() && !(finished && finished());
   RawProfile raw = session->drain();
   Profile profile = build_profile(raw, symbolizer, opts, wall_start);
   outputs.write_all(profile);
   report(raw, symbolizer, *session, opts, unwinder, cost.report(raw.window_ns));
-  return command ? finish_command(*command, window_over) : kExitOk;
+  return command ? finish_command(*command) : kExitOk;
 }
 
 } // namespace offcpu
