@@ -156,20 +156,30 @@ TEST_F(Command, CommandIgnoringSigtermIsKilledAfterTheGracePeriod) {
     EXPECT_TRUE(l.frames[0] == "sh" || l.frames[0] == "sleep") << l.frames[0];
 }
 
-TEST_F(Command, SigtermToOffcpuEndsACommandThatIgnoresIt) {
-  const std::string marker = "62.0" + std::to_string(getpid());
-  test::Subprocess p({OFFCPU_BIN, "-q", "-f", "--", "/bin/sh", "-c",
-                      "trap '' TERM; echo started; exec sleep " + marker});
-  auto started = p.read_line(30);
-  ASSERT_TRUE(started && *started == "started");
-  test::sleep_seconds(0.5);
-  const double t0 = test::now_seconds();
-  p.signal(SIGTERM);
-  auto r = p.wait(30);
-  EXPECT_LT(test::now_seconds() - t0, 2.0 + 4.0);
-  EXPECT_EQ(r.exit_code, 128 + SIGKILL) << r.err;
-  EXPECT_NE(r.err.find("killed with SIGKILL"), std::string::npos) << r.err;
-  EXPECT_FALSE(process_with_arg(marker));
+// Ctrl-C from a terminal reaches the command too; a SIGINT or SIGTERM sent
+// to offcpu alone (kill, systemd) does not. Either way the command must not
+// outlive offcpu: it was left running, exit 0.
+TEST_F(Command, StopSignalToOffcpuEndsACommandThatIgnoresSigterm) {
+  for (int sig : {SIGTERM, SIGINT}) {
+    SCOPED_TRACE(strsignal(sig));
+    const std::string marker =
+        "62.0" + std::to_string(getpid()) + std::to_string(sig);
+    test::Subprocess p({OFFCPU_BIN, "-q", "-f", "--", "/bin/sh", "-c",
+                        "trap '' TERM; echo started; exec sleep " + marker});
+    auto started = p.read_line(30);
+    ASSERT_TRUE(started && *started == "started");
+    test::sleep_seconds(0.5);
+    const double t0 = test::now_seconds();
+    p.signal(sig);
+    auto r = p.wait(30);
+    EXPECT_LT(test::now_seconds() - t0, 2.0 + 4.0);
+    EXPECT_EQ(r.exit_code, 128 + SIGKILL) << r.err;
+    EXPECT_NE(r.err.find("killed with SIGKILL"), std::string::npos) << r.err;
+    EXPECT_TRUE(test::has_comm(r.out, "sh") || test::has_comm(r.out, "sleep"))
+        << "the output is complete:\n"
+        << r.out;
+    EXPECT_FALSE(process_with_arg(marker));
+  }
 }
 
 TEST_F(Command, CommandThatEndsOnSigtermKeepsItsStatus) {
@@ -232,6 +242,15 @@ TEST_F(Command, MissingOrNotExecutableCommandExitsAsAShellWould) {
     std::vector<std::string> env, argv;
     int status;
   };
+  // A script without #! is run by the shell, as execvp runs it.
+  const std::string script = dir_ + "/no-shebang";
+  {
+    std::ofstream f(script);
+    f << "exit 3\n";
+  }
+  chmod(script.c_str(), 0755);
+  auto ran = run(sudo_env(), {}, {script});
+  EXPECT_EQ(ran.exit_code, 3) << ran.err;
   const std::vector<Case> cases{{{}, {"/nonexistent"}, 127},
                                 {{}, {"/nonexistent/command"}, 127},
                                 {{}, {"offcpu-no-such-command-on-path"}, 127},
