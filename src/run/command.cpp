@@ -11,10 +11,13 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <memory>
+#include <optional>
+#include <set>
 
 #include "util/clock.h"
 #include "util/error.h"
@@ -53,6 +56,8 @@ Found find_command(const std::string &name) {
     return true;
   };
   Found f{"", kExitNotFound, name + ": no such file"};
+  if (name.empty())
+    return {"", kExitNotFound, "'': an empty command name"};
   if (name.find('/') != std::string::npos) {
     check(name, f);
     return f;
@@ -117,15 +122,53 @@ struct Member {
   }
 };
 
-// At most this many processes started by the command are ended with it:
-// a fork storm must not hold offcpu's end.
+// At most this many processes started by the command are ended with it,
+// found in at most this many lists of children: a fork storm or a process
+// of many threads must not hold offcpu's end.
 constexpr size_t kMaxDescendants = 4096;
+constexpr size_t kMaxChildLists = 65536;
+
+// The parent (tgid) of `pid` from /proc/PID/stat, -1 if it is gone.
+pid_t parent_of(pid_t pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
+  std::string stat;
+  std::getline(in, stat);
+  // "PID (comm) STATE PPID ...": comm may hold anything, ')' included.
+  size_t close = stat.rfind(')');
+  if (close == std::string::npos)
+    return -1;
+  char state = 0;
+  long ppid = -1;
+  if (sscanf(stat.c_str() + close + 1, " %c %ld", &state, &ppid) != 2)
+    return -1;
+  return static_cast<pid_t>(ppid);
+}
+
+// Held only while it is still `parent`'s child: a pid read from a list
+// may be reused by the time it is opened, and someone else's process must
+// never be signalled. While the pidfd says it is alive, its /proc entry is
+// its own.
+std::optional<Member> open_child(pid_t pid, pid_t parent) {
+#ifdef SYS_pidfd_open
+  UniqueFd fd(static_cast<int>(syscall(SYS_pidfd_open, pid, 0)));
+#else
+  UniqueFd fd;
+#endif
+  Member m{pid, std::move(fd)};
+  if (parent_of(pid) != parent || !m.alive())
+    return std::nullopt;
+  return m;
+}
 
 // The processes below `root` (its children, theirs...) not yet in `tree`,
 // added to it. Each thread has its own list of children in
 // /proc/PID/task/TID/children.
 void add_descendants(pid_t root, std::vector<Member> &tree) {
+  std::set<pid_t> known;
+  for (const Member &m : tree)
+    known.insert(m.pid);
   std::vector<pid_t> queue{root};
+  size_t lists = 0;
   for (size_t i = 0; i < queue.size() && tree.size() < kMaxDescendants; i++) {
     const std::string task_dir = "/proc/" + std::to_string(queue[i]) + "/task";
     std::unique_ptr<DIR, int (*)(DIR *)> dir(opendir(task_dir.c_str()),
@@ -136,23 +179,19 @@ void add_descendants(pid_t root, std::vector<Member> &tree) {
     while (const dirent *d = readdir(dir.get())) {
       if (d->d_name[0] == '.')
         continue;
+      if (++lists > kMaxChildLists)
+        return;
       std::ifstream in(task_dir + "/" + d->d_name + "/children");
       for (pid_t c; children.size() < kMaxDescendants && in >> c;)
         children.push_back(c);
     }
     for (pid_t c : children) {
-      bool known = false;
-      for (const Member &m : tree)
-        known = known || m.pid == c;
-      if (known || tree.size() >= kMaxDescendants)
+      if (tree.size() >= kMaxDescendants || !known.insert(c).second)
         continue;
-#ifdef SYS_pidfd_open
-      int fd = static_cast<int>(syscall(SYS_pidfd_open, c, 0));
-#else
-      int fd = -1;
-#endif
-      tree.push_back({c, UniqueFd(fd)});
-      queue.push_back(c);
+      if (auto m = open_child(c, queue[i])) {
+        tree.push_back(std::move(*m));
+        queue.push_back(c);
+      }
     }
   }
 }
