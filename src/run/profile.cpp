@@ -336,9 +336,9 @@ int finish_command(TracedCommand &cmd) {
   const std::string others =
       std::to_string(end.others_killed) +
       (end.others_killed == 1 ? " process" : " processes") + " it started";
-  const std::string grace = " still running " +
-                            std::to_string(int(kTermGraceSeconds)) +
-                            " s after SIGTERM: killed with SIGKILL";
+  const std::string grace =
+      " still running " + std::to_string(static_cast<int>(kTermGraceSeconds)) +
+      " s after SIGTERM: killed with SIGKILL";
   if (end.still_running) {
     warn(who + " did not end even after SIGKILL (stuck in the kernel?); "
                "offcpu exits without it");
