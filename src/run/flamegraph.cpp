@@ -1,5 +1,8 @@
 #include "run/flamegraph.h"
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -9,28 +12,93 @@
 #include "output/folded.h"
 #include "run/outputs.h"
 #include "util/error.h"
-#include "util/fs.h"
+#include "util/fd.h"
 
 namespace offcpu {
 namespace {
 
 constexpr size_t kMaxInput = size_t{1} << 30;
 
-std::string read_stdin() {
+// Devices a person reads from by name: /dev/null, /dev/tty, consoles and
+// serial lines (major 4), pseudo terminals (136-143).
+bool readable_device(dev_t rdev) {
+  unsigned ma = major(rdev), mi = minor(rdev);
+  if (ma == 1 || ma == 5)
+    return mi == (ma == 1 ? 3u : 0u);
+  return ma == 4 || (ma >= 136 && ma <= 143);
+}
+
+// Why this kind of file is not read as folded stacks, or "" if it can be:
+// regular files, pipes and FIFOs (read as a stream to their end), terminals
+// and /dev/null.
+// A device other than a terminal never ends (/dev/urandom) or has side
+// effects when opened; a directory has no text.
+std::string unreadable_kind(const struct stat &st) {
+  if (S_ISDIR(st.st_mode))
+    return "it is a directory";
+  if (S_ISBLK(st.st_mode))
+    return "it is a block device";
+  if (S_ISCHR(st.st_mode) && !readable_device(st.st_rdev))
+    return "it is a character device (" + std::to_string(major(st.st_rdev)) +
+           ":" + std::to_string(minor(st.st_rdev)) +
+           "); to read from a device, pipe a bounded part of it: head -c SIZE "
+           "DEVICE | offcpu flamegraph";
+  if (S_ISSOCK(st.st_mode))
+    return "it is a socket";
+  return "";
+}
+
+// Opens `path` for reading, checking what it is before opening it (opening
+// a device or a FIFO can act or wait).
+UniqueFd open_input(const std::string &path) {
+  UniqueFd probe(::open(path.c_str(), O_PATH | O_CLOEXEC));
+  struct stat st {};
+  if (!probe || fstat(probe.get(), &st) != 0)
+    throw usage_error("cannot read " + path + ": " + errno_text(errno));
+  std::string why = unreadable_kind(st);
+  if (!why.empty())
+    throw usage_error("cannot read " + path + ": " + why);
+  // The inode just checked, not whatever the name leads to now; a FIFO
+  // waits here for its writer.
+  std::string self = "/proc/self/fd/" + std::to_string(probe.get());
+  UniqueFd fd(::open(self.c_str(), O_RDONLY | O_NOCTTY | O_CLOEXEC));
+  if (!fd && errno == ENOENT) { // no /proc: by name, checked again
+    fd.reset(::open(path.c_str(), O_RDONLY | O_NOCTTY | O_CLOEXEC));
+    if (fd && (fstat(fd.get(), &st) != 0 || !unreadable_kind(st).empty()))
+      throw usage_error("cannot read " + path + ": it changed while opened");
+  }
+  if (!fd)
+    throw usage_error("cannot read " + path + ": " + errno_text(errno));
+  return fd;
+}
+
+// Everything up to EOF, at most kMaxInput bytes: a FIFO or stdin is a
+// stream with no size to check first.
+std::string read_all(int fd, const std::string &name) {
+  struct stat st {};
+  if (fstat(fd, &st) != 0)
+    throw usage_error("cannot read " + name + ": " + errno_text(errno));
+  std::string why = unreadable_kind(st);
+  if (!why.empty())
+    throw usage_error("cannot read " + name + ": " + why);
+  const std::string too_large = "cannot read " + name +
+                                ": larger than 1 GiB, the limit for folded "
+                                "input; merge or filter it first";
+  if (S_ISREG(st.st_mode) && static_cast<uint64_t>(st.st_size) > kMaxInput)
+    throw usage_error(too_large);
   std::string in;
   char buf[65536];
   for (;;) {
-    ssize_t n = read(STDIN_FILENO, buf, sizeof(buf));
+    ssize_t n = read(fd, buf, sizeof(buf));
     if (n < 0 && errno == EINTR)
       continue;
     if (n < 0)
-      throw runtime_error(std::string("cannot read stdin: ") +
-                          std::strerror(errno));
+      throw runtime_error("cannot read " + name + ": " + errno_text(errno));
     if (n == 0)
       break;
+    if (in.size() + static_cast<size_t>(n) > kMaxInput)
+      throw usage_error(too_large);
     in.append(buf, static_cast<size_t>(n));
-    if (in.size() > kMaxInput)
-      throw usage_error("input larger than 1 GiB");
   }
   return in;
 }
@@ -40,15 +108,10 @@ std::string read_stdin() {
 int run_flamegraph(const FlamegraphOptions &opts) {
   Outputs outputs(opts.output); // before reading: a bad -o fails first
   std::string text;
-  if (opts.input) {
-    auto content = system_files().read(*opts.input, kMaxInput);
-    if (!content)
-      throw usage_error("cannot read " + *opts.input + ": " +
-                        std::strerror(errno));
-    text = std::move(*content);
-  } else {
-    text = read_stdin();
-  }
+  if (opts.input)
+    text = read_all(open_input(*opts.input).get(), *opts.input);
+  else
+    text = read_all(STDIN_FILENO, "stdin");
   size_t bad = 0;
   Profile profile = read_folded(text, &bad, opts.count_name);
   if (profile.samples.empty() && bad > 0)

@@ -1,43 +1,86 @@
 #include "util/output_file.h"
 
 #include <fcntl.h>
-#include <stdlib.h>
+#include <sys/random.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
-#include <cstring>
+#include <cstdio>
+#include <ctime>
 
 #include "util/error.h"
+#include "util/output_path.h"
 #include "util/signals.h"
 
 namespace offcpu {
+namespace {
+
+// The directory may be writable by other users: a name they cannot guess,
+// created only if it does not exist and never through a link.
+UniqueFd create_temp(int dir, const std::string &name, std::string *temp) {
+  for (int attempt = 0; attempt < 100; attempt++) {
+    uint64_t r = 0;
+    if (getrandom(&r, sizeof(r), GRND_NONBLOCK) != sizeof(r)) {
+      timespec ts{};
+      clock_gettime(CLOCK_MONOTONIC, &ts);
+      r = static_cast<uint64_t>(ts.tv_nsec) ^
+          (static_cast<uint64_t>(getpid()) << 32) ^
+          static_cast<uint64_t>(attempt);
+    }
+    char suffix[32];
+    snprintf(suffix, sizeof(suffix), ".offcpu-%012llx",
+             static_cast<unsigned long long>(r & 0xffffffffffffULL));
+    *temp = name + suffix;
+    UniqueFd fd(openat(dir, temp->c_str(),
+                       O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
+                       0600));
+    if (fd || errno != EEXIST)
+      return fd;
+  }
+  return UniqueFd();
+}
+
+std::string join(const std::string &dir, const std::string &name) {
+  if (dir == ".")
+    return name;
+  return dir == "/" ? "/" + name : dir + "/" + name;
+}
+
+const char *kind_of(mode_t mode) {
+  return S_ISLNK(mode)    ? "a symlink"
+         : S_ISDIR(mode)  ? "a directory"
+         : S_ISBLK(mode)  ? "a block device"
+         : S_ISCHR(mode)  ? "a character device"
+         : S_ISFIFO(mode) ? "a FIFO"
+                          : "a socket";
+}
+
+} // namespace
 
 OutputFile::OutputFile(const std::optional<std::string> &path) {
   if (!path)
     return;
   path_ = *path;
-  struct stat st {};
-  if (stat(path_.c_str(), &st) == 0 && !S_ISREG(st.st_mode)) {
-    if (S_ISDIR(st.st_mode))
-      throw runtime_error("cannot write " + path_ + ": it is a directory");
-    // A pipe, terminal or device (/dev/stdout, a shell's >(...)): written
-    // in place. Renaming a file over it would replace the node itself.
-    file_.reset(::open(path_.c_str(), O_WRONLY | O_CLOEXEC | O_NOCTTY));
-    if (!file_)
-      throw runtime_error("cannot write " + path_ + ": " +
-                          std::strerror(errno));
+  ResolvedOutput target = resolve_output_path(path_);
+  if (target.in_place) {
+    file_ = std::move(target.in_place);
     fd_ = file_.get();
     in_place_ = true;
     return;
   }
-  temp_ = path_ + ".offcpu-XXXXXX";
-  file_.reset(mkostemp(temp_.data(), O_CLOEXEC));
+  dir_ = std::move(target.dir);
+  name_ = target.name;
+  file_ = create_temp(dir_.get(), name_, &temp_);
   if (!file_)
-    throw runtime_error("cannot write " + path_ + ": " + std::strerror(errno));
+    throw runtime_error("cannot write " + path_ + ": " + errno_text(errno));
   fd_ = file_.get();
+  shown_ = join(target.dir_path, temp_);
   fchmod(fd_, 0644);
-  cleanup_ = add_cleanup_path(temp_.c_str());
+  // Through the directory we hold, so that a second Ctrl-C removes this
+  // file even if someone renamed a directory on the way meanwhile.
+  cleanup_path_ = "/proc/self/fd/" + std::to_string(dir_.get()) + "/" + temp_;
+  cleanup_ = add_cleanup_path(cleanup_path_.c_str());
 }
 
 OutputFile::~OutputFile() {
@@ -45,8 +88,8 @@ OutputFile::~OutputFile() {
     return;
   file_.reset();
   forget_cleanup_path(cleanup_);
-  if (!committed_ && !in_place_)
-    unlink(temp_.c_str());
+  if (!committed_ && !in_place_ && !kept_ && dir_)
+    unlinkat(dir_.get(), temp_.c_str(), 0);
 }
 
 WriteResult OutputFile::write(const std::string &data) {
@@ -54,21 +97,34 @@ WriteResult OutputFile::write(const std::string &data) {
   if (r == WriteResult::Failed)
     throw runtime_error("cannot write " +
                         (path_.empty() ? std::string("the results") : path_) +
-                        ": " + std::strerror(errno));
+                        ": " + errno_text(errno));
   return r;
 }
 
 void OutputFile::commit() {
-  if (path_.empty() || committed_ || in_place_)
+  if (path_.empty() || committed_ || in_place_ || kept_)
     return;
   // close() reports what delayed writes failed: checked, not left to RAII.
   bool ok = fsync(fd_) == 0;
   ok = close(file_.release()) == 0 && ok;
   fd_ = -1;
   if (!ok)
-    throw runtime_error("cannot write " + path_ + ": " + std::strerror(errno));
-  if (rename(temp_.c_str(), path_.c_str()) != 0)
-    throw runtime_error("cannot write " + path_ + ": " + std::strerror(errno));
+    throw runtime_error("cannot write " + path_ + ": " + errno_text(errno));
+  // Renamed over a regular file only. A rename never writes into what it
+  // replaces, but a name that became something else while we traced is
+  // not ours to replace.
+  struct stat st {};
+  if (fstatat(dir_.get(), name_.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+      !S_ISREG(st.st_mode)) {
+    kept_ = true;
+    forget_cleanup_path(cleanup_);
+    cleanup_ = -1;
+    throw runtime_error("cannot write " + path_ + ": it became " +
+                        kind_of(st.st_mode) +
+                        " while offcpu ran; the results are in " + shown_);
+  }
+  if (renameat(dir_.get(), temp_.c_str(), dir_.get(), name_.c_str()) != 0)
+    throw runtime_error("cannot write " + path_ + ": " + errno_text(errno));
   committed_ = true;
   forget_cleanup_path(cleanup_);
   cleanup_ = -1;
