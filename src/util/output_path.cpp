@@ -14,6 +14,7 @@
 #include <string>
 
 #include "util/error.h"
+#include "util/utf8.h"
 
 namespace offcpu {
 namespace {
@@ -26,12 +27,12 @@ constexpr int kMaxLinks = 40;
 }
 
 std::string owner_text(uid_t uid) {
-  std::string s = "uid " + std::to_string(uid);
+  std::string id = "uid " + std::to_string(uid);
   passwd pw{}, *found = nullptr;
   char buf[1024];
   if (getpwuid_r(uid, &pw, buf, sizeof(buf), &found) == 0 && found)
-    s += std::string(" (") + found->pw_name + ")";
-  return s;
+    return std::string(found->pw_name) + " (" + id + ")";
+  return id;
 }
 
 std::string mode_text(mode_t mode) {
@@ -145,10 +146,10 @@ public:
       if (S_ISLNK(st.st_mode)) {
         if (own_fd_dir())
           return own_fd(c, here, last);
-        check_link(st, here);
+        std::string target = read_link(fd.get(), here);
+        check_link(st, here, target);
         if (++links > kMaxLinks)
           refuse(path_, here + ": " + errno_text(ELOOP));
-        std::string target = read_link(fd.get(), here);
         std::deque<std::string> more = split(target);
         parts.insert(parts.begin(), more.begin(), more.end());
         if (target[0] == '/')
@@ -208,18 +209,26 @@ private:
 
   // protected_symlinks' rule, applied in every directory and stricter:
   // only root's links, only where no one else could replace them.
-  void check_link(const struct stat &link, const std::string &here) const {
+  void check_link(const struct stat &link, const std::string &here,
+                  const std::string &target) const {
+    // The target as the user wrote it, made printable: root sees where the
+    // report would have gone.
+    const std::string to =
+        " to " + std::string(utf8_prefix(valid_utf8(target), 200));
     if (link.st_uid != 0)
-      refuse(path_, here + " is a symlink owned by " + owner_text(link.st_uid) +
+      refuse(path_, here + " is a symlink" + to + " owned by " +
+                        owner_text(link.st_uid) +
                         ", who could point it anywhere: offcpu follows only "
                         "root's links in directories only root can write; "
                         "name the real file");
     if (!only_root_writes(dir_st_))
-      refuse(path_, here + " is a symlink in " + dir_path_ +
-                        ", a directory other users can write (owner " +
-                        owner_text(dir_st_.st_uid) + ", mode " +
-                        mode_text(dir_st_.st_mode) +
-                        "), who could replace it: name the real file");
+      refuse(path_,
+             here + " is a symlink" + to + " in " +
+                 (dir_path_ == "." ? "the current directory" : dir_path_) +
+                 ", which other users can write (owned by " +
+                 owner_text(dir_st_.st_uid) + ", mode " +
+                 mode_text(dir_st_.st_mode) +
+                 "): they could replace it; name the real file");
     // Other links in /proc are magic (cwd, root, another process's fds):
     // their text is not where they lead.
     if (on_proc() && !(have_proc_ && same_inode(dir_st_, proc_)))

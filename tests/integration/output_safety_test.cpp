@@ -176,6 +176,11 @@ protected:
     EXPECT_EQ(t.r.out, "") << what;
   }
 
+  // How the refusal names the test user as a link's owner.
+  static std::string owned_by_user() {
+    return std::string(test::kUser) + " (uid " + std::to_string(uid_) + ")";
+  }
+
   std::string passwd_;
   ino_t passwd_ino_ = 0;
 };
@@ -193,7 +198,9 @@ TEST_F(OutputSafety, UserLinkToBlockDeviceIsRefused) {
   for (const std::string &d : {shared, mine}) {
     std::string link = d + "/report.folded";
     as_user_ok({"/bin/ln", "-s", disk.path(), link});
-    expect_refused({}, link, "is a symlink owned by uid");
+    expect_refused({}, link,
+                   link + " is a symlink to " + disk.path() + " owned by " +
+                       owned_by_user());
     struct stat st {};
     EXPECT_EQ(lstat(link.c_str(), &st), 0);
     EXPECT_TRUE(S_ISLNK(st.st_mode)) << link << " was replaced";
@@ -210,13 +217,13 @@ TEST_F(OutputSafety, UserLinkedDirectoryCannotReplaceRootFile) {
   ASSERT_NE(mine, "");
   for (const std::string &d : {shared, mine}) {
     as_user_ok({"/bin/ln", "-s", etc, d + "/conf"});
-    expect_refused({}, d + "/conf/passwd", "is a symlink owned by uid");
+    expect_refused({}, d + "/conf/passwd", owned_by_user());
     expect_etc_untouched(etc, "a user's link to a root directory in " + d);
   }
   // Deeper: the link is a directory on the way, not the last component.
   as_user_ok({"/bin/mkdir", "-p", mine + "/a/b"});
   as_user_ok({"/bin/ln", "-s", etc, mine + "/a/b/c"});
-  expect_refused({}, mine + "/a/b/c/passwd", "is a symlink owned by uid");
+  expect_refused({}, mine + "/a/b/c/passwd", owned_by_user());
   expect_etc_untouched(etc, "a link deep in a user's tree");
 }
 
@@ -234,7 +241,7 @@ TEST_F(OutputSafety, RootLinkInDirectoryOthersCanWriteIsNotFollowed) {
     std::string link = d + "/rootlink";
     ASSERT_EQ(symlink((etc + "/passwd").c_str(), link.c_str()), 0);
     ASSERT_EQ(lchown(link.c_str(), 0, 0), 0);
-    expect_refused({}, link, "a directory other users can write");
+    expect_refused({}, link, "which other users can write");
     expect_etc_untouched(etc, "root's link in " + d);
   }
   // A link the user owns in a root-only directory (root chowned it) is not
@@ -244,7 +251,7 @@ TEST_F(OutputSafety, RootLinkInDirectoryOthersCanWriteIsNotFollowed) {
   std::string link = priv + "/userlink";
   ASSERT_EQ(symlink((etc + "/passwd").c_str(), link.c_str()), 0);
   ASSERT_EQ(lchown(link.c_str(), uid_, gid_), 0);
-  expect_refused({}, link, "is a symlink owned by uid");
+  expect_refused({}, link, owned_by_user());
   expect_etc_untouched(etc, "a user-owned link in a root directory");
 }
 
@@ -273,9 +280,15 @@ TEST_F(OutputSafety, DevicesFifosAndSocketsOfOthersAreRefused) {
   std::string mine = user_scratch_dir();
   ASSERT_NE(mine, "");
   as_user_ok({"/usr/bin/mkfifo", mine + "/fifo"});
-  expect_refused({}, mine + "/fifo", "FIFO owned by uid");
+  expect_refused({}, mine + "/fifo", "FIFO owned by " + owned_by_user());
   as_user_ok({"/bin/ln", "-s", "/dev/null", mine + "/null"});
-  expect_refused({}, mine + "/null", "is a symlink owned by uid");
+  expect_refused({}, mine + "/null", owned_by_user());
+  // The link's text is the user's: shown escaped, on the one line.
+  as_user_ok(
+      {"/bin/ln", "-s", "/dev/null\noffcpu: \x1b[2Jforged", mine + "/esc"});
+  expect_refused(
+      {}, mine + "/esc",
+      "is a symlink to /dev/null\\x0aoffcpu: \\x1b[2Jforged owned by");
   expect_refused({}, dir_, "is a directory");
 }
 
@@ -315,7 +328,7 @@ TEST_F(OutputSafety, NameTurnedIntoLinkDuringTheRunIsNotReplaced) {
   } else {
     std::cerr << "offcpu had not started tracing after 2 s: the link was "
                  "refused at start\n";
-    EXPECT_NE(r.err.find("symlink owned by uid"), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find(owned_by_user()), std::string::npos) << r.err;
   }
   disk.expect_untouched("a link planted during the run");
 }
