@@ -45,11 +45,11 @@ std::string device_text(dev_t rdev) {
   return std::to_string(major(rdev)) + ":" + std::to_string(minor(rdev));
 }
 
-// Only root can add, remove or rename entries in it. A group-writable
-// directory of group root is root's too.
+// Only root can add, remove or rename entries in it. Group-writable counts
+// as others', whatever the group: with a POSIX ACL the group bits are the
+// mask, so a user granted write by the ACL shows there too.
 bool only_root_writes(const struct stat &st) {
-  return st.st_uid == 0 && (st.st_mode & S_IWOTH) == 0 &&
-         ((st.st_mode & S_IWGRP) == 0 || st.st_gid == 0);
+  return st.st_uid == 0 && (st.st_mode & (S_IWGRP | S_IWOTH)) == 0;
 }
 
 // The character devices a report may go into: /dev/null, /dev/tty,

@@ -7,8 +7,8 @@
 // The path is walked one component at a time with openat(O_PATH |
 // O_NOFOLLOW), each directory kept open, so nothing is looked up twice:
 // - a symlink is followed only if root owns it and it sits in a directory
-//   only root can write (owned by root, not writable by group or others,
-//   unless the group is root's); sticky or not;
+//   only root can write (owned by root, not writable by group or others),
+//   sticky or not;
 // - `/dev/stdout`, `/dev/fd/N`, `/proc/self/fd/N`: offcpu's own descriptor N,
 //   written in place (what root's shell opened);
 // - what the path ends in: nothing yet or a regular file (written by the
