@@ -281,13 +281,19 @@ TEST_F(OutputSafety, BlockDevicesAreNeverWritten) {
 // Character devices other than terminals and /dev/null act on what they
 // are sent (/dev/kmsg logs it, /dev/mem writes memory): /dev/full stands
 // for them here, harmlessly. A user's FIFO is refused at once rather than
-// waited on; a user's link is refused even to /dev/null.
+// waited on, a socket always; a user's link is refused even to /dev/null.
 TEST_F(OutputSafety, DevicesFifosAndSocketsOfOthersAreRefused) {
   expect_refused({}, "/dev/full", "character device (1:7)");
   std::string mine = user_scratch_dir();
   ASSERT_NE(mine, "");
   as_user_ok({"/usr/bin/mkfifo", mine + "/fifo"});
   expect_refused({}, mine + "/fifo", "FIFO owned by " + owned_by_user());
+  if (access("/usr/bin/python3", X_OK) == 0) { // a socket node, bound
+    as_user_ok({"/usr/bin/python3", "-c",
+                "import socket; socket.socket(socket.AF_UNIX).bind('" + mine +
+                    "/sock')"});
+    expect_refused({}, mine + "/sock", "it is a socket");
+  }
   as_user_ok({"/bin/ln", "-s", "/dev/null", mine + "/null"});
   expect_refused({}, mine + "/null", owned_by_user());
   // The link's text is the user's: shown escaped, on the one line.
