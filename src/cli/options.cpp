@@ -50,6 +50,9 @@ void parse_state(const std::string &text, OffcpuConfig &o) {
   for (;;) {
     size_t comma = text.find(',', start);
     std::string item = text.substr(start, comma - start);
+    if (item.empty())
+      throw usage_error("--state: empty state name in '" + text +
+                        "' (names are R, S, D, I, T)");
     const char *at =
         item.size() == 1
             ? std::strchr(letters,
@@ -78,8 +81,11 @@ std::vector<uint32_t> parse_id_list(const std::vector<std::string> &args,
       char *end = nullptr;
       errno = 0;
       unsigned long long v = std::strtoull(item.c_str(), &end, 10);
-      if (item.empty() || item[0] == '-' || errno != 0 || *end != '\0' ||
-          v > 0x7fffffffULL)
+      // An empty item ("", "1,,2", "1,") would be no filter at all.
+      if (item.empty())
+        throw usage_error(std::string("empty ") + what + " in '" + arg +
+                          "': give a " + what + " or leave the option out");
+      if (item[0] == '-' || errno != 0 || *end != '\0' || v > 0x7fffffffULL)
         throw usage_error(std::string("not a valid ") + what + ": '" + item +
                           "'");
       ids.push_back(static_cast<uint32_t>(v));
@@ -101,6 +107,17 @@ void check_tasks(const std::vector<uint32_t> &ids, const char *what,
       throw usage_error(std::string(what) + " " + std::to_string(id) +
                         " does not exist");
   }
+}
+
+// A filter given an empty value would match nothing or, as -n "" and
+// --cgroup "" did, be dropped and trace everything: refused instead.
+CLI::Validator not_empty(const char *what) {
+  std::string message = std::string("needs ") + what + ", got an empty value";
+  return CLI::Validator(
+      [message](std::string &value) {
+        return value.empty() ? message : std::string();
+      },
+      "");
 }
 
 // CLI11 messages can span lines; keep the first.
@@ -197,6 +214,7 @@ void add_format_options(CLI::App *app, OutputOptions &o, OutputArgs &a) {
       ->allow_extra_args(false)
       ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll)
       ->type_name("DIR")
+      ->check(not_empty("a directory"))
       ->group("Output");
 }
 
@@ -294,6 +312,7 @@ void setup_profile(CLI::App &app, ProfileOptions &o, ProfileArgs &a) {
   app.add_option("-n,--name", o.name,
                  "trace processes of this name (their main thread's comm, "
                  "exact), also those that start later")
+      ->check(not_empty("a process name"))
       ->group("Filters");
   app.add_flag("--children", o.follow_children,
                "also trace the processes the traced ones fork from now on")
@@ -305,6 +324,7 @@ void setup_profile(CLI::App &app, ProfileOptions &o, ProfileArgs &a) {
       ->allow_extra_args(false)
       ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll)
       ->type_name("PATH")
+      ->check(not_empty("a cgroup path"))
       ->group("Filters");
   app.add_flag("--per-cgroup", o.per_cgroup,
                "the cgroup (systemd unit) as the first frame of each stack")
@@ -312,11 +332,13 @@ void setup_profile(CLI::App &app, ProfileOptions &o, ProfileArgs &a) {
   app.add_option("--user", o.user,
                  "run the command (after --) as this user (name or uid); "
                  "default: the user who ran sudo")
+      ->check(not_empty("a user name or id"))
       ->type_name("USER")
       ->group("Filters");
   app.add_option("--group", o.group,
                  "the command's group (name or gid); default: the user's; "
                  "needed for a --user uid with no passwd entry")
+      ->check(not_empty("a group name or id"))
       ->type_name("GROUP")
       ->group("Filters");
   app.add_flag("--keep-fds", o.keep_fds,
@@ -343,6 +365,7 @@ void setup_profile(CLI::App &app, ProfileOptions &o, ProfileArgs &a) {
                  "only waits that began in these states: names R (preempted), "
                  "S, D (uninterruptible, not idle), I (idle), T, e.g. D,S; or "
                  "BCC's bitmask (2, 0x402; 0 = preempted)")
+      ->check(not_empty("state names or a bitmask"))
       ->group("Filters");
   app.add_flag("--show-state", o.show_state,
                "a frame with the state each wait began in: [S], [D]...")
@@ -428,8 +451,9 @@ CLI::App *setup_rwsem(CLI::App &app, RwsemOptions &r, RwsemArgs &a) {
       "rwsem", "how long threads of a process wait for kernel rw-semaphore "
                "write locks (mmap_lock...), by stack; every -i seconds");
   rw->add_option(
-      "name", r.name,
-      "process name to trace (its main thread's comm; see --thread-name)");
+        "name", r.name,
+        "process name to trace (its main thread's comm; see --thread-name)")
+      ->check(not_empty("a process name"));
   rw->add_option("duration", a.duration,
                  "seconds to trace (default: until Ctrl-C)");
   rw->add_flag("--thread-name", r.match_thread_name,

@@ -32,7 +32,14 @@ TEST(CliErrors, BadInputExitsTwoWithOneLine) {
       {"-u", "-k"},
       {"-p", "1,abc"},
       {"-m", "9", "-M", "1"},
-      {"--perf-max-stack-depth", "1000"}};
+      {"--perf-max-stack-depth", "1000"},
+      // Empty filters: before, each traced the whole system.
+      {"-n", ""},
+      {"--state", ""},
+      {"--cgroup", ""},
+      {"-p", ""},
+      {"-p", "1,,2"},
+      {"-t", ""}};
   for (auto args : bad) {
     args.insert(args.begin(), OFFCPU_BIN);
     auto r = run(args, 30);

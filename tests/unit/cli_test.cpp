@@ -208,6 +208,44 @@ TEST(Cli, RwsemBadInput) {
   EXPECT_EQ(usage_exit({"rwsem", "x", "--attach", "uprobe"}), kExitUsage);
 }
 
+// An empty filter value would silently trace everything: each is refused
+// with one line that names what was empty.
+TEST(Cli, EmptyFilterValuesAreUsageErrors) {
+  const std::vector<std::vector<const char *>> bad = {
+      {"-n", ""},
+      {"--name", ""},
+      {"--state", ""},
+      {"--state", "D,,S"},
+      {"--state", "D,"},
+      {"--cgroup", ""},
+      {"--cgroup", "/sys/fs/cgroup/a", "--cgroup", ""},
+      {"-p", ""},
+      {"-p", "1,,2"},
+      {"-p", "1,"},
+      {"-p", ",1"},
+      {"-t", ""},
+      {"-t", "1,,1"},
+      {"--debug-dir", ""},
+      {"--user", "", "--", "true"},
+      {"rwsem", ""},
+      {"rwsem", "-p", ""},
+      {"rwsem", "x", "-p", "1,,1"},
+  };
+  for (const auto &args : bad) {
+    std::string msg;
+    EXPECT_EQ(usage_exit(args, &msg), kExitUsage) << args[0] << " " << args[1];
+    EXPECT_EQ(msg.find('\n'), std::string::npos) << "multi-line: " << msg;
+    EXPECT_NE(msg.find("empty"), std::string::npos) << msg;
+  }
+  std::string msg;
+  usage_exit({"-p", "1,,2"}, &msg);
+  EXPECT_NE(msg.find("empty PID in '1,,2'"), std::string::npos) << msg;
+  usage_exit({"-n", ""}, &msg);
+  EXPECT_NE(msg.find("--name"), std::string::npos) << msg;
+  usage_exit({"--cgroup", ""}, &msg);
+  EXPECT_NE(msg.find("--cgroup"), std::string::npos) << msg;
+}
+
 TEST(Cli, MissingPidMessageNamesIt) {
   std::string msg;
   usage_exit({"-p", "4242"}, &msg);
