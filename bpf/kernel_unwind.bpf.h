@@ -440,6 +440,7 @@ struct kwalk {
   __u32 max;
   __u8 status;
   __u8 stopped_in_sched; /* the last stored frame is a __sched one */
+  __u8 cut;              /* stopped at the limit with a kernel caller left */
 };
 
 /* One frame: store its ip, then unwind to the caller. */
@@ -448,12 +449,13 @@ static long kwalk_step(__u32 i, void *data) {
   __u64 ip = w->f.ip;
   __u64 n = i; /* one frame per iteration: the index is the count so far */
   same_register(n);
-  if (n >= w->max || n >= OFFCPU_MAX_STACK_DEPTH) {
-    w->status = KWALK_DONE; /* truncated, as the kernel's walk would be */
-    return 1;
-  }
   if (ip < OFFCPU_KERNEL_ADDR_MIN) {
     w->status = KWALK_DONE; /* not a kernel address: nothing more to store */
+    return 1;
+  }
+  if (n >= w->max || n >= OFFCPU_MAX_STACK_DEPTH) {
+    w->status = KWALK_DONE; /* truncated, as the kernel's walk would be */
+    w->cut = 1;
     return 1;
   }
   /* ftrace's function-graph tracer or a kretprobe replaced this return
@@ -465,7 +467,9 @@ static long kwalk_step(__u32 i, void *data) {
   w->s->ips[n] = ip;
   w->n = n + 1;
   w->stopped_in_sched = in_sched_text(ip);
-  if (w->n >= kwalk_limit) {
+  /* (A knob at or past the depth limit is the limit: the walk goes on to
+   * see whether it cuts the stack.) */
+  if (w->n >= kwalk_limit && kwalk_limit < w->max) {
     w->status = KWALK_SPLICE;
     return 1;
   }
@@ -538,7 +542,7 @@ struct kwalk_result {
   __u32 n;
   __u32 status;
   __u32 stopped_in_sched;
-  __u32 pad;
+  __u32 cut; /* cut at the limit: a caller was left */
 };
 
 __noinline int kwalk_frames(const struct kframe *f, struct offcpu_stack *s,
@@ -561,6 +565,9 @@ __noinline int kwalk_frames(const struct kframe *f, struct offcpu_stack *s,
   r->n = w.n;
   r->status = w.status;
   r->stopped_in_sched = w.stopped_in_sched;
+  r->cut = w.cut;
+  /* Kept with the frames: take_kernel_stack stores it with them. */
+  s->flags = w.cut ? OFFCPU_STACK_TRUNCATED : 0;
   return 0;
 }
 
@@ -1088,7 +1095,9 @@ static __always_inline __u64 take_kernel_stack(struct task_struct *t,
     }
     if (partial)
       *flags |= OFFCPU_KSTACK_NOSCHED;
-    __u64 id = store_stack_from(slot, s, (long)nr * sizeof(__u64), false);
+    /* Set by the walk (kwalk_frames), whichever way it went. */
+    __u32 cut = s->flags & OFFCPU_STACK_TRUNCATED;
+    __u64 id = store_stack_from(slot, s, (long)nr * sizeof(__u64), cut);
     if (memo_stack != OFFCPU_STACK_MISSED && memo_stack != id)
       uw_count(st, UW_STAT_KREUSE_MISMATCH);
     if (m && id != OFFCPU_STACK_MISSED && kw_memo_keep(m, slot)) {
@@ -1104,8 +1113,9 @@ static __always_inline __u64 take_kernel_stack(struct task_struct *t,
     return OFFCPU_STACK_MISSED;
   }
   *flags |= OFFCPU_KSTACK_NOSCHED;
-  long bytes = bpf_get_task_stack(t, s->ips, stack_bytes(), 0);
-  return store_stack_from(slot, s, bytes, false);
+  long bytes = bpf_get_task_stack(t, s->ips, stack_bytes() + sizeof(__u64), 0);
+  __u32 cut = kernel_walk_cut(&bytes);
+  return store_stack_from(slot, s, bytes, cut);
 }
 
 /* Kernel stack of a task that is off CPU (see take_kernel_stack). */

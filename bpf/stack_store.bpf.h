@@ -39,11 +39,18 @@ struct {
  * and the sched_switch hook then runs on that same CPU. */
 #define SCRATCH_HOOK 0
 #define SCRATCH_ITER 1
+/* A stack and one frame's room past it: the kernel's walk is asked for a
+ * frame more than the limit, to tell a stack cut by it (see
+ * take_current_stack). */
+struct stack_scratch_buf {
+  struct offcpu_stack s;
+  __u64 spare;
+};
 struct {
   __uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
   __uint(max_entries, 2);
   __type(key, __u32);
-  __type(value, struct offcpu_stack);
+  __type(value, struct stack_scratch_buf);
 } stack_scratch SEC(".maps");
 
 /* Counters of the stack walkers, by cause (enum uw_stat), per CPU; one
@@ -134,7 +141,8 @@ static __always_inline __u32 stack_bytes(void) {
 }
 
 static __always_inline struct offcpu_stack *scratch_stack(__u32 slot) {
-  return bpf_map_lookup_elem(&stack_scratch, &slot);
+  struct stack_scratch_buf *b = bpf_map_lookup_elem(&stack_scratch, &slot);
+  return b ? &b->s : NULL;
 }
 
 /* Whether a and b, structs of `size` bytes shared with user space (a
@@ -184,28 +192,29 @@ static long hash_step_cb(__u32 i, void *data) {
   return hash_step(i, data);
 }
 
-/* Stores the `bytes` of frames in *s; returns its id or OFFCPU_STACK_MISSED.
- * `looped`: hash with bpf_loop (a call per frame, one loop body for the
- * verifier) rather than a bounded loop (checked once per possible frame). */
+/* Stores the `bytes` of frames in *s, with `flags` (OFFCPU_STACK_*);
+ * returns its id or OFFCPU_STACK_MISSED. `looped`: hash with bpf_loop (a
+ * call per frame, one loop body for the verifier) rather than a bounded
+ * loop (checked once per possible frame). */
 static __always_inline __u64 store_stack_impl(struct offcpu_stack *s,
-                                              long bytes, bool user,
+                                              long bytes, __u32 flags,
                                               bool looped) {
   if (!s)
     return OFFCPU_STACK_MISSED;
   if (bytes <= 0) {
-    count_loss(user ? OFFCPU_LOST_USER_STACK_WALK
-                    : OFFCPU_LOST_KERNEL_STACK_WALK);
+    count_loss((flags & OFFCPU_STACK_USER) ? OFFCPU_LOST_USER_STACK_WALK
+                                           : OFFCPU_LOST_KERNEL_STACK_WALK);
     return OFFCPU_STACK_MISSED;
   }
   __u32 nr = bytes / sizeof(__u64);
   if (nr > OFFCPU_MAX_STACK_DEPTH)
     nr = OFFCPU_MAX_STACK_DEPTH;
   s->nr = nr;
-  s->pad = user;
+  s->flags = flags;
 
   struct hash_loop c = {
       .s = s,
-      .h = 0x9e3779b97f4a7c15ULL ^ ((__u64)nr << 1) ^ user,
+      .h = 0x9e3779b97f4a7c15ULL ^ ((__u64)nr << 2) ^ flags,
       .nr = nr,
   };
   if (looped) {
@@ -221,7 +230,7 @@ static __always_inline __u64 store_stack_impl(struct offcpu_stack *s,
 
   struct offcpu_stack *old = bpf_map_lookup_elem(&stacks, &h);
   if (old) {
-    if (old->nr != nr || old->pad != s->pad || old->ips[0] != s->ips[0]) {
+    if (old->nr != nr || old->flags != s->flags || old->ips[0] != s->ips[0]) {
       count_loss(OFFCPU_LOST_STACK_COLLISION);
       return OFFCPU_STACK_MISSED;
     }
@@ -239,21 +248,38 @@ static __always_inline __u64 store_stack_impl(struct offcpu_stack *s,
  * for every path that leads to one of its callers. The switch hook's hashes
  * in a bounded loop (no call per frame); the iterators', run rarely, with
  * bpf_loop, which is quicker to verify: programs load sooner. */
-__noinline __u64 store_stack(struct offcpu_stack *s, long bytes, bool user) {
-  return store_stack_impl(s, bytes, user, false);
+__noinline __u64 store_stack(struct offcpu_stack *s, long bytes, __u32 flags) {
+  return store_stack_impl(s, bytes, flags, false);
 }
 
 __noinline __u64 store_stack_iter(struct offcpu_stack *s, long bytes,
-                                  bool user) {
-  return store_stack_impl(s, bytes, user, use_bpf_loop);
+                                  __u32 flags) {
+  return store_stack_impl(s, bytes, flags, use_bpf_loop);
 }
 
 /* The store for the context of scratch slot `slot` (a constant). */
 static __always_inline __u64 store_stack_from(__u32 slot,
                                               struct offcpu_stack *s,
-                                              long bytes, bool user) {
-  return slot == SCRATCH_ITER ? store_stack_iter(s, bytes, user)
-                              : store_stack(s, bytes, user);
+                                              long bytes, __u32 flags) {
+  return slot == SCRATCH_ITER ? store_stack_iter(s, bytes, flags)
+                              : store_stack(s, bytes, flags);
+}
+
+/* Whether a stack the kernel's walk returned (bpf_get_stack and
+ * bpf_get_task_stack, asked for a frame more than the limit: the scratch
+ * buffer's spare) was cut; *bytes is trimmed to the limit. That walk also
+ * stops at the sysctl kernel.perf_event_max_stack (127 by default) however
+ * much room it is given: at the maximum depth, a stack that fills it is
+ * taken as cut (one exactly that deep is rare). */
+static __always_inline __u32 kernel_walk_cut(long *bytes) {
+  long limit = stack_bytes();
+  if (*bytes > limit) {
+    *bytes = limit;
+    return OFFCPU_STACK_TRUNCATED;
+  }
+  if (*bytes == limit && stack_depth >= OFFCPU_MAX_STACK_DEPTH)
+    return OFFCPU_STACK_TRUNCATED;
+  return 0;
 }
 
 /* Stack of the current task: user (BPF_F_USER_STACK) or kernel. */
@@ -261,8 +287,10 @@ static __always_inline __u64 take_current_stack(void *ctx, __u64 flags) {
   struct offcpu_stack *s = scratch_stack(SCRATCH_HOOK);
   if (!s)
     return OFFCPU_STACK_MISSED;
-  long bytes = bpf_get_stack(ctx, s->ips, stack_bytes(), flags);
-  return store_stack(s, bytes, flags & BPF_F_USER_STACK);
+  __u32 kind = (flags & BPF_F_USER_STACK) ? OFFCPU_STACK_USER : 0;
+  long bytes = bpf_get_stack(ctx, s->ips, stack_bytes() + sizeof(__u64), flags);
+  kind |= kernel_walk_cut(&bytes);
+  return store_stack(s, bytes, kind);
 }
 
 struct walk_loop {
@@ -271,6 +299,7 @@ struct walk_loop {
   __u64 fp;
   __u32 max;
   __u32 n;
+  __u32 cut; /* OFFCPU_STACK_TRUNCATED: a caller was left at the limit */
 };
 
 /* One frame: the saved frame pointer and the return address above it. */
@@ -281,7 +310,7 @@ static __always_inline long walk_step(__u32 i, struct walk_loop *c,
   same_register(idx);
   if (idx == 0)
     return 0; /* frame 0 is the user IP, already stored */
-  if (idx >= c->max || idx >= OFFCPU_MAX_STACK_DEPTH || !c->fp)
+  if (idx > c->max || idx > OFFCPU_MAX_STACK_DEPTH || !c->fp)
     return 1;
   long err = other_task
                  ? bpf_copy_from_user_task(frame, sizeof(frame), (void *)c->fp,
@@ -289,6 +318,11 @@ static __always_inline long walk_step(__u32 i, struct walk_loop *c,
                  : bpf_probe_read_user(frame, sizeof(frame), (void *)c->fp);
   if (err || !frame[1])
     return 1;
+  /* One frame past the limit was read only to know whether there is one. */
+  if (idx >= c->max || idx >= OFFCPU_MAX_STACK_DEPTH) {
+    c->cut = OFFCPU_STACK_TRUNCATED;
+    return 1;
+  }
   c->s->ips[idx] = frame[1];
   c->n = idx + 1;
   if (frame[0] <= c->fp) /* stacks grow down: callers are above */
@@ -329,17 +363,19 @@ static __always_inline __u64 walk_user_stack_fp(struct task_struct *t,
   __u32 slot = other_task ? SCRATCH_ITER : SCRATCH_HOOK;
   s->ips[0] = regs->ip;
   if (!s->ips[0])
-    return store_stack_from(slot, s, 0, true);
+    return store_stack_from(slot, s, 0, OFFCPU_STACK_USER);
   c.n = 1;
+  /* A step more than the limit: it only looks for a caller past it. */
   if (use_bpf_loop) {
-    bpf_loop(OFFCPU_MAX_STACK_DEPTH,
+    bpf_loop(OFFCPU_MAX_STACK_DEPTH + 1,
              other_task ? walk_step_other : walk_step_current, &c, 0);
   } else {
-    for (int i = 1; i < OFFCPU_MAX_STACK_DEPTH; i++)
+    for (int i = 1; i <= OFFCPU_MAX_STACK_DEPTH; i++)
       if (walk_step(i, &c, other_task))
         break;
   }
-  return store_stack_from(slot, s, (long)c.n * sizeof(__u64), true);
+  return store_stack_from(slot, s, (long)c.n * sizeof(__u64),
+                          OFFCPU_STACK_USER | c.cut);
 }
 
 #endif /* OFFCPU_STACK_STORE_BPF_H */

@@ -411,12 +411,14 @@ static __always_inline void uw_reads_for_cfa(struct uw_frame *f, __u64 cfa) {
 __noinline int uw_frame_begin(struct uw_frame *f) {
   if (!f)
     return UW_STOP;
+  if (!f->pc)
+    return UW_STOP;
+  /* A caller is left past the limit: the stack is cut (the walk's loop
+   * runs one step more than the limit to see this). */
   if (f->n >= f->max || f->n >= OFFCPU_MAX_STACK_DEPTH) {
     f->end = UW_STAT_TRUNCATED;
     return UW_STOP;
   }
-  if (!f->pc)
-    return UW_STOP;
   struct uw_query q = {
       .pc = f->exact ? f->pc : f->pc - 1,
       .vma_start = f->vma_start,
@@ -1056,8 +1058,8 @@ static __always_inline __u64 walk_user_stack_memo(struct task_struct *t,
   else if (!p && uw_tables)
     uw_count(st, UW_STAT_NO_TABLES);
   __u64 ip0 = w.f->pc, sp0 = w.f->sp, bp0 = w.f->bp; /* the walk moves them */
-  bpf_loop(OFFCPU_MAX_STACK_DEPTH, other_task ? uw_step_other : uw_step_current,
-           &w, 0);
+  bpf_loop(OFFCPU_MAX_STACK_DEPTH + 1,
+           other_task ? uw_step_other : uw_step_current, &w, 0);
   if (st) {
     st->v[UW_STAT_FRAMES_TABLE] += w.f->by_table;
     st->v[UW_STAT_FRAMES_FP] += w.f->by_fp;
@@ -1073,7 +1075,10 @@ static __always_inline __u64 walk_user_stack_memo(struct task_struct *t,
   } else if (by_vma) {
     uw_request(tgid, map_count, st); /* its own tables, for later walks */
   }
-  __u64 id = store_stack_from(slot, s, (long)w.f->n * sizeof(__u64), true);
+  __u64 id = store_stack_from(
+      slot, s, (long)w.f->n * sizeof(__u64),
+      OFFCPU_STACK_USER |
+          (w.f->end == UW_STAT_TRUNCATED ? OFFCPU_STACK_TRUNCATED : 0));
   if (memo_stack != OFFCPU_STACK_MISSED && memo_stack != id)
     uw_count(st, UW_STAT_REUSE_MISMATCH);
   if (m && !w.note.bad && !w.f->partial && w.f->end != UW_STAT_READ_FAULT &&

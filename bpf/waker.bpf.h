@@ -63,7 +63,7 @@ static __always_inline __u64 waking_kernel_stack(void *ctx, __u32 *kind,
     return OFFCPU_STACK_MISSED;
   long bytes = bpf_get_stack(ctx, s->ips, stack_bytes(), 0);
   if (bytes <= 0 || !irqentry_start)
-    return store_stack(s, bytes, false);
+    return store_stack(s, bytes, 0);
   __u32 n = bytes / sizeof(__u64);
   for (__u32 i = 0; i < 48; i++) {
     __u64 idx = i;
@@ -77,7 +77,7 @@ static __always_inline __u64 waking_kernel_stack(void *ctx, __u32 *kind,
       break;
     }
   }
-  return store_stack(s, bytes, false);
+  return store_stack(s, bytes, 0);
 }
 
 /* Who is waking the task now (the current task, or an interrupt), stored

@@ -209,10 +209,16 @@ struct offcpu_value {
   __u64 runq_ns; /* --runqueue: the part spent runnable, waiting for a CPU */
 };
 
+/* offcpu_stack.flags; part of the stack's identity (and of its hash). */
+#define OFFCPU_STACK_USER 1u /* a user stack: kept apart from kernel ones */
+/* Cut at the depth limit (--perf-max-stack-depth): frames on its root side
+ * are missing. Set only when a walk reaches the limit with a caller left. */
+#define OFFCPU_STACK_TRUNCATED 2u
+
 /* A stored stack: frames leaf first, as the kernel returns them. */
 struct offcpu_stack {
   __u32 nr;
-  __u32 pad;
+  __u32 flags; /* OFFCPU_STACK_* */
   __u64 ips[OFFCPU_MAX_STACK_DEPTH];
 };
 

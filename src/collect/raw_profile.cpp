@@ -16,6 +16,8 @@ void read_stacks(int stacks_map_fd, const std::vector<uint64_t> &ids,
       continue;
     uint32_t nr = std::min<uint32_t>(stack.nr, OFFCPU_MAX_STACK_DEPTH);
     out.emplace(id, std::vector<uint64_t>(stack.ips, stack.ips + nr));
+    if (stack.flags & OFFCPU_STACK_TRUNCATED)
+      out.truncated.insert(id);
   }
 }
 

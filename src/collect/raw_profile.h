@@ -2,8 +2,10 @@
 #pragma once
 
 #include <array>
+#include <cstddef>
 #include <cstdint>
 #include <unordered_map>
+#include <unordered_set>
 #include <utility>
 #include <vector>
 
@@ -11,8 +13,13 @@
 
 namespace offcpu {
 
-// Stack id -> instruction pointers, leaf first.
-using StackTable = std::unordered_map<uint64_t, std::vector<uint64_t>>;
+// Stack id -> instruction pointers, leaf first; and the ids of the stacks
+// cut at the depth limit (OFFCPU_STACK_TRUNCATED), whose root-side frames
+// are missing. A map with that one set beside it: every reader of frames
+// stays as it was.
+struct StackTable : std::unordered_map<uint64_t, std::vector<uint64_t>> {
+  std::unordered_set<uint64_t> truncated;
+};
 
 // Copies the stacks with these ids out of a stacks map (see stack_store.bpf.h).
 void read_stacks(int stacks_map_fd, const std::vector<uint64_t> &ids,
@@ -31,6 +38,32 @@ kernel_addresses(const std::vector<std::pair<Key, Value>> &counts,
       out.insert(out.end(), it->second.begin(), it->second.end());
   }
   return out;
+}
+
+// The stacks of `counts` cut at the depth limit, and the waits on them.
+struct TruncatedStacks {
+  size_t stacks = 0;
+  uint64_t waits = 0;
+};
+template <typename Key, typename Value>
+TruncatedStacks
+truncated_stacks(const std::vector<std::pair<Key, Value>> &counts,
+                 const StackTable &stacks) {
+  TruncatedStacks t;
+  if (stacks.truncated.empty())
+    return t;
+  std::unordered_set<uint64_t> seen;
+  for (const auto &kv : counts) {
+    bool cut = false;
+    for (uint64_t id : {kv.first.user_stack, kv.first.kernel_stack})
+      if (stacks.truncated.count(id)) {
+        cut = true;
+        t.stacks += seen.insert(id).second;
+      }
+    if (cut)
+      t.waits += kv.second.count;
+  }
+  return t;
 }
 
 struct RawProfile {

@@ -255,6 +255,8 @@ void report(const RawProfile &raw, const Symbolizer &symbolizer,
             const Unwinder &unwinder, const CostReport &cost) {
   std::string losses =
       describe_losses(raw.lost, opts.stack_storage_size, opts.max_entries);
+  const TruncatedStacks cut = truncated_stacks(raw.counts, raw.stacks);
+  losses += describe_truncated(cut.stacks, cut.waits, opts.max_stack_depth);
   const auto walker = session.unwind_counters();
   if (session.plan().user_unwind_tables)
     losses += unwinder.describe_losses(walker);

@@ -37,6 +37,21 @@ std::string describe_losses(const std::array<uint64_t, OFFCPU_LOST_NR> &lost,
   return out;
 }
 
+std::string describe_truncated(size_t stacks, uint64_t waits, uint32_t depth) {
+  if (!stacks)
+    return "";
+  const std::string d = std::to_string(depth);
+  std::string fix =
+      depth < OFFCPU_MAX_STACK_DEPTH
+          ? "raise --perf-max-stack-depth (now " + d + ", at most " +
+                std::to_string(OFFCPU_MAX_STACK_DEPTH) + ")"
+          : d + " frames is the most offcpu keeps (--perf-max-stack-depth)";
+  return "offcpu: warning: " + std::to_string(stacks) + " stacks deeper than " +
+         d + " frames were cut (" + std::to_string(waits) +
+         " waits): their root-side frames are missing, marked [truncated]; " +
+         fix + "\n";
+}
+
 std::string symbolization_summary(const SymbolizeStats &st) {
   std::string line = "symbolization: " + std::to_string(st.named) +
                      " frames named, " + std::to_string(st.unnamed) +

@@ -16,6 +16,10 @@ namespace offcpu {
 std::string describe_losses(const std::array<uint64_t, OFFCPU_LOST_NR> &lost,
                             uint32_t stack_storage_size, uint32_t max_entries);
 
+// One line on the stacks cut at the depth limit (`depth`, the
+// --perf-max-stack-depth in force) and the waits on them; empty if none.
+std::string describe_truncated(size_t stacks, uint64_t waits, uint32_t depth);
+
 // -v: frames named and unnamed, and where the unnamed ones came from.
 std::string symbolization_summary(const SymbolizeStats &st);
 

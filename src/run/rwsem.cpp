@@ -5,6 +5,7 @@
 
 #include <cstdio>
 #include <memory>
+#include <unordered_set>
 
 #include "collect/rwsem_session.h"
 #include "output/render.h"
@@ -168,6 +169,7 @@ public:
           (opts_.duration_s && now - start >= *opts_.duration_s - 1e-3);
       RawLockWaits raw = final ? session_.stop_and_drain() : session_.drain();
       lost_ = raw.lost;
+      note_truncated(raw);
       name_kernel(raw, symbolizer_, on_kallsyms_, opts_.verbose);
       if (!report_interval(raw, now - last))
         return false;
@@ -190,10 +192,26 @@ public:
 
   const Symbolizer &symbolizer() const { return symbolizer_; }
   const std::array<uint64_t, OFFCPU_LOST_NR> &lost() const { return lost_; }
+  // Over every interval: the stacks cut at the depth limit, their waits.
+  size_t truncated_stacks() const { return cut_ids_.size(); }
+  uint64_t truncated_waits() const { return cut_waits_; }
 
 private:
   static double seconds_now() {
     return static_cast<double>(monotonic_ns()) / 1e9;
+  }
+
+  void note_truncated(const RawLockWaits &raw) {
+    for (const auto &[key, val] : raw.waits) {
+      bool cut = false;
+      for (uint64_t id : {key.user_stack, key.kernel_stack})
+        if (raw.stacks.truncated.count(id)) {
+          cut_ids_.insert(id);
+          cut = true;
+        }
+      if (cut)
+        cut_waits_ += val.count;
+    }
   }
 
   // Until the interval or the duration ends, or a stop; processes announced
@@ -259,6 +277,8 @@ private:
   const bool intervals_, whole_; // targets of each kind
   Profile whole_run_;
   std::array<uint64_t, OFFCPU_LOST_NR> lost_{};
+  std::unordered_set<uint64_t> cut_ids_;
+  uint64_t cut_waits_ = 0;
 };
 
 } // namespace
@@ -309,6 +329,8 @@ int run_rwsem(const RwsemOptions &opts) {
   outputs.commit();
   fputs(
       (describe_losses(run.lost(), opts.stack_storage_size, opts.max_entries) +
+       describe_truncated(run.truncated_stacks(), run.truncated_waits(),
+                          opts.max_stack_depth) +
        run.symbolizer().describe_losses())
           .c_str(),
       stderr);

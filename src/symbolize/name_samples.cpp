@@ -22,6 +22,12 @@ const std::vector<uint64_t> *find_stack(const StackTable &stacks, uint64_t id) {
   return it == stacks.end() ? nullptr : &it->second;
 }
 
+// The root end of a stack cut at the depth limit: what is below it is
+// missing, and says so in every output.
+Frame truncation_mark() {
+  return {"[truncated]", FrameKind::Marker, kNoModule, 0, kNoMapping, false};
+}
+
 uint32_t module_of(Profile &p, const ModuleInfo *m) {
   return m ? p.module(m->path, m->build_id) : kNoModule;
 }
@@ -35,9 +41,10 @@ uint32_t mapping_of(Profile &p, uint32_t tgid, const Mapping &range,
       {tgid, range.start, range.end, range.offset, module_of(p, m)});
 }
 
-// Kernel frames root first, without the tracer's leaf frames.
+// Kernel frames root first, without the tracer's leaf frames; `truncated`:
+// the stack was cut at the depth limit.
 std::vector<Frame> kernel_frames(Profile &p, const std::vector<uint64_t> &ips,
-                                 Symbolizer &sym) {
+                                 bool truncated, Symbolizer &sym) {
   std::vector<Frame> leaf_first;
   leaf_first.reserve(ips.size());
   for (size_t i = 0; i < ips.size(); i++) {
@@ -52,16 +59,20 @@ std::vector<Frame> kernel_frames(Profile &p, const std::vector<uint64_t> &ips,
       cut = i + 1;
   leaf_first.erase(leaf_first.begin(),
                    leaf_first.begin() + static_cast<long>(cut));
+  if (truncated)
+    leaf_first.push_back(truncation_mark());
   std::reverse(leaf_first.begin(), leaf_first.end());
   return leaf_first;
 }
 
 // User frames root first, named with the maps the stack was taken under.
 std::vector<Frame> user_frames(Profile &p, uint32_t tgid, uint64_t stack_id,
-                               const std::vector<uint64_t> &ips,
+                               const std::vector<uint64_t> &ips, bool cut,
                                Symbolizer &sym) {
   std::vector<Frame> root_first;
-  root_first.reserve(ips.size());
+  root_first.reserve(ips.size() + 1);
+  if (cut)
+    root_first.push_back(truncation_mark());
   sym.select_stack(tgid, stack_id);
   for (size_t i = ips.size(); i-- > 0;) {
     const ModuleInfo *m = nullptr;
@@ -85,13 +96,15 @@ Sample name_sample(Profile &p, uint32_t tgid, uint32_t tid, const char *comm,
   s.comm = valid_utf8({comm, strnlen(comm, comm_len)});
   if (show.user && user_stack != OFFCPU_NO_STACK) {
     if (const auto *ips = find_stack(stacks, user_stack))
-      s.user = user_frames(p, tgid, user_stack, *ips, sym);
+      s.user = user_frames(p, tgid, user_stack, *ips,
+                           stacks.truncated.count(user_stack), sym);
     else
       s.user_missed = true;
   }
   if (show.kernel && kernel_stack != OFFCPU_NO_STACK) {
     if (const auto *ips = find_stack(stacks, kernel_stack))
-      s.kernel = kernel_frames(p, *ips, sym);
+      s.kernel =
+          kernel_frames(p, *ips, stacks.truncated.count(kernel_stack), sym);
     else
       s.kernel_missed = true;
   }
@@ -167,7 +180,8 @@ Waker name_waker(Profile &p, uint64_t id,
   const offcpu_waker &rw = it->second;
   const auto *kips = find_stack(stacks, rw.kernel_stack);
   if (show.kernel && kips)
-    w.kernel = kernel_frames(p, *kips, sym);
+    w.kernel =
+        kernel_frames(p, *kips, stacks.truncated.count(rw.kernel_stack), sym);
   auto entry =
       std::find_if(w.kernel.begin(), w.kernel.end(),
                    [](const Frame &f) { return is_interrupt_entry(f.name); });
@@ -189,7 +203,8 @@ Waker name_waker(Profile &p, uint64_t id,
   w.comm = valid_utf8({rw.comm, strnlen(rw.comm, sizeof(rw.comm))});
   if (show.user && rw.user_stack != OFFCPU_NO_STACK) {
     if (const auto *uips = find_stack(stacks, rw.user_stack))
-      w.user = user_frames(p, rw.tgid, rw.user_stack, *uips, sym);
+      w.user = user_frames(p, rw.tgid, rw.user_stack, *uips,
+                           stacks.truncated.count(rw.user_stack), sym);
   }
   return w;
 }

@@ -95,6 +95,32 @@ TEST_F(SampleTest, MissedAndUnknownStacks) {
   EXPECT_TRUE(samples[1].kernel_missed);
 }
 
+// A stack cut at the depth limit ends, at its root, in a [truncated] frame;
+// counted once per stack, with the waits on it.
+TEST_F(SampleTest, TruncatedStacksAreMarkedAtTheRootAndCounted) {
+  RawProfile raw;
+  raw.stacks[100] = {0xffffffff81000410, 0xffffffff81000310};
+  raw.stacks[200] = {0x401000, 0x402000};
+  raw.stacks[300] = {0x403000};
+  raw.stacks.truncated = {100, 200};
+  raw.counts.push_back({key(5, 200, 100), {1000, 2, 0}});
+  raw.counts.push_back({key(6, 200, OFFCPU_NO_STACK), {1000, 3, 0}});
+  raw.counts.push_back({key(7, 300, OFFCPU_NO_STACK), {1000, 4, 0}});
+  auto samples = symbolize_profile(raw, *sym_, {});
+  ASSERT_EQ(samples.size(), 3u);
+  EXPECT_EQ(
+      names(samples[0].user),
+      (std::vector<std::string>{"[truncated]", "[unknown]", "[unknown]"}));
+  EXPECT_EQ(samples[0].user[0].kind, FrameKind::Marker);
+  EXPECT_EQ(
+      names(samples[0].kernel),
+      (std::vector<std::string>{"[truncated]", "schedule", "__schedule"}));
+  EXPECT_EQ(names(samples[2].user), std::vector<std::string>{"[unknown]"});
+  TruncatedStacks cut = truncated_stacks(raw.counts, raw.stacks);
+  EXPECT_EQ(cut.stacks, 2u);
+  EXPECT_EQ(cut.waits, 5u);
+}
+
 TEST_F(SampleTest, StackSelectionHidesParts) {
   RawProfile raw;
   raw.stacks[100] = {0xffffffff81000410};

@@ -1,0 +1,165 @@
+// Stacks deeper than the depth limit (--perf-max-stack-depth): the real
+// offcpu traces a thread blocked at the bottom of a recursion thousands of
+// frames deep (tests/workloads/deep.c). A cut stack keeps exactly the
+// limit's frames from the leaf, ends in a [truncated] frame at its root in
+// every output, and is counted on stderr; a stack that fits is whole.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <fstream>
+#include <memory>
+#include <sstream>
+
+#include "support/folded_parse.h"
+#include "support/process.h"
+
+namespace offcpu {
+namespace {
+
+using test::FoldedLine;
+
+// The deep workload, blocked at the bottom of `depth` levels.
+class DeepWorkload {
+public:
+  explicit DeepWorkload(int depth) {
+    proc_ = std::make_unique<test::Subprocess>(
+        std::vector<std::string>{WORKLOAD_DEEP, std::to_string(depth)});
+    auto line = proc_->read_line(10);
+    if (!line || line->rfind("ready ", 0) != 0)
+      throw std::runtime_error("deep workload did not start");
+    pid_ = std::stoi(line->substr(6));
+  }
+  std::string pid() const { return std::to_string(pid_); }
+
+private:
+  std::unique_ptr<test::Subprocess> proc_;
+  int pid_ = 0;
+};
+
+class DeepStack : public ::testing::Test {
+protected:
+  void SetUp() override {
+    if (geteuid() != 0)
+      GTEST_SKIP() << "integration tests load BPF programs: run as root";
+  }
+
+  // offcpu -U -f on the workload for 1 s, plus `extra`.
+  test::RunResult trace(const DeepWorkload &w,
+                        std::vector<std::string> extra = {}) {
+    std::vector<std::string> args = {OFFCPU_BIN, "-p", w.pid(), "-U", "-f"};
+    args.insert(args.end(), extra.begin(), extra.end());
+    args.push_back("1");
+    auto r = test::run(args, 60);
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_FALSE(r.timed_out);
+    return r;
+  }
+};
+
+// The heaviest folded line that blocks in deep_block; fails if none.
+FoldedLine blocked_line(const std::string &folded) {
+  FoldedLine best;
+  for (const FoldedLine &l : test::parse_folded(folded))
+    if (!l.frames.empty() && l.frames.back() == "deep_block" &&
+        l.value > best.value)
+      best = l;
+  EXPECT_FALSE(best.frames.empty()) << "no stack ends in deep_block:\n"
+                                    << folded.substr(0, 2000);
+  return best;
+}
+
+// comm;[truncated];descend x (limit-1);deep_block: the limit's frames from
+// the leaf, and the mark where the rest is missing.
+void expect_cut_at(const FoldedLine &l, size_t limit) {
+  ASSERT_GE(l.frames.size(), 2u);
+  EXPECT_EQ(l.frames[1], "[truncated]") << l.text.substr(0, 300);
+  EXPECT_EQ(l.frames.size(), 2 + limit) << l.text.substr(0, 300);
+  for (size_t i = 2; i + 1 < l.frames.size(); i++)
+    ASSERT_EQ(l.frames[i], "descend") << "frame " << i;
+  EXPECT_EQ(std::count(l.frames.begin(), l.frames.end(), "[truncated]"), 1);
+}
+
+void expect_counted(const std::string &err, size_t limit) {
+  EXPECT_NE(
+      err.find("deeper than " + std::to_string(limit) + " frames were cut"),
+      std::string::npos)
+      << err;
+  EXPECT_NE(err.find("--perf-max-stack-depth"), std::string::npos) << err;
+}
+
+TEST_F(DeepStack, TenThousandDeepIsCutAtTheDefaultLimitAndMarked) {
+  DeepWorkload w(10000);
+  // Through the unwind tables (auto) and by frame pointers alone.
+  for (const char *unwind : {"auto", "fp"}) {
+    SCOPED_TRACE(unwind);
+    auto r = trace(w, {"--user-unwind", unwind});
+    expect_cut_at(blocked_line(r.out), 127);
+    expect_counted(r.err, 127);
+    EXPECT_NE(r.err.find("the most offcpu keeps"), std::string::npos) << r.err;
+  }
+}
+
+TEST_F(DeepStack, LowerLimitCutsThereAndNamesTheOption) {
+  DeepWorkload w(10000);
+  auto r = trace(w, {"--perf-max-stack-depth", "40"});
+  expect_cut_at(blocked_line(r.out), 40);
+  expect_counted(r.err, 40);
+  EXPECT_NE(r.err.find("raise --perf-max-stack-depth (now 40"),
+            std::string::npos)
+      << r.err;
+}
+
+TEST_F(DeepStack, StackThatFitsIsWhole) {
+  DeepWorkload w(60); // deep_block, 60 x descend, main, libc's start: < 127
+  for (const char *depth : {"127", "100"}) {
+    SCOPED_TRACE(depth);
+    auto r = trace(w, {"--perf-max-stack-depth", depth});
+    FoldedLine l = blocked_line(r.out);
+    EXPECT_EQ(std::find(l.frames.begin(), l.frames.end(), "[truncated]"),
+              l.frames.end())
+        << l.text.substr(0, 300);
+    EXPECT_EQ(std::count(l.frames.begin(), l.frames.end(), "descend"), 60);
+    EXPECT_NE(std::find(l.frames.begin(), l.frames.end(), "main"),
+              l.frames.end())
+        << l.text.substr(0, 300);
+    EXPECT_EQ(r.err.find("were cut"), std::string::npos) << r.err;
+  }
+  // Cut one frame short of its depth: the limit is exact.
+  auto r = trace(w, {"--perf-max-stack-depth", "30"});
+  expect_cut_at(blocked_line(r.out), 30);
+}
+
+std::string slurp(const std::string &path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+TEST_F(DeepStack, MarkIsInEveryFormat) {
+  DeepWorkload w(10000);
+  char dir[] = "/tmp/offcpu-deep-XXXXXX";
+  ASSERT_NE(mkdtemp(dir), nullptr);
+  const std::string d = dir;
+  auto r = test::run({OFFCPU_BIN, "-p", w.pid(), "-o", d + "/out.svg", "-o",
+                      d + "/out.txt", "-o", d + "/out.pb.gz", "1"},
+                     60);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(slurp(d + "/out.svg").find("[truncated]"), std::string::npos);
+  const std::string text = slurp(d + "/out.txt");
+  EXPECT_NE(text.find("[truncated]"), std::string::npos);
+  // The text report lists frames leaf first: the mark right after the
+  // deepest descend kept.
+  EXPECT_NE(text.find("descend\n    [truncated]\n"), std::string::npos) << text;
+  // pprof: the mark is a function name in the (gzipped) string table.
+  test::run(
+      {"/bin/sh", "-c", "gzip -dc " + d + "/out.pb.gz > " + d + "/out.pb"}, 30);
+  EXPECT_NE(slurp(d + "/out.pb").find("[truncated]"), std::string::npos);
+  expect_counted(r.err, 127);
+  test::run({"/bin/rm", "-rf", d}, 30);
+}
+
+} // namespace
+} // namespace offcpu
