@@ -422,6 +422,11 @@ void OffcpuSession::stop() {
   stop_ns_ = monotonic_ns();
   if (planned_stop_ns_ && planned_stop_ns_ < stop_ns_)
     stop_ns_ = planned_stop_ns_; // the kernel closed the window on time
+  // Ctrl-C or SIGTERM: the window ended at the signal (its handler closed
+  // it in the kernel, see WindowEndOnSignal), not when the work in
+  // progress then was done.
+  if (uint64_t at = stop_signal_ns(); at && at < stop_ns_)
+    stop_ns_ = std::max(at, start_ns_);
   // From here on switch-ins end their waits at stop_ns and no wait opens.
   bss_of(h_)->stop_ns = stop_ns_;
   auto flush = [&] {
@@ -488,6 +493,12 @@ offcpu_charged OffcpuSession::charged() const {
     sum.held_waits += c.held_waits; // wraps back: one CPU's may be below 0
   }
   return sum;
+}
+
+volatile uint64_t *OffcpuSession::window_end_word() {
+  auto *word = &bss_of(h_)->stop_ns; // __u64: the same 8 bytes
+  static_assert(sizeof(*word) == sizeof(uint64_t));
+  return reinterpret_cast<volatile uint64_t *>(word);
 }
 
 OffcpuSession::Progress OffcpuSession::progress() const {

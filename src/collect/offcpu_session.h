@@ -42,6 +42,9 @@ public:
   // CLOCK_MONOTONIC ns.
   uint64_t window_start_ns() const { return start_ns_; }
   uint64_t planned_stop_ns() const { return planned_stop_ns_; }
+  // The programs' end of the window (their stop_ns), for a signal handler
+  // to close it at once (WindowEndOnSignal).
+  volatile uint64_t *window_end_word();
   // Waits until `deadline_ns` (CLOCK_MONOTONIC; 0: no limit) or until a
   // stop is requested,
   // handing each (process, user stack) seen for the first time to

@@ -15,6 +15,7 @@
 #include "util/clock.h"
 #include "util/error.h"
 #include "util/priority.h"
+#include "util/signals.h"
 
 namespace offcpu {
 namespace {
@@ -122,7 +123,8 @@ std::vector<uint32_t> Rewalker::take_requests() {
 void Rewalker::run() {
   PriorityBoost boost(kBurstNice);
   uint64_t last = 0;
-  while (!stopping_) {
+  // After a stop signal no pass is due: the window is closed.
+  while (!stopping_ && !stop_requested()) {
     // Due: now, or once the gap since the last pass is over.
     const uint64_t gap = request_due_   ? kRequestGapNs
                          : install_due_ ? kInstallGapNs

@@ -10,6 +10,7 @@
 
 #include "rwsem.skel.h"
 #include "util/error.h"
+#include "util/signals.h"
 
 namespace offcpu {
 namespace {
@@ -275,6 +276,9 @@ RawLockWaits RwsemSession::drain() {
 
 RawLockWaits RwsemSession::stop_and_drain() {
   uint64_t now = monotonic_ns();
+  // Ended by a signal: at its time, not when the loop got to it.
+  if (uint64_t at = stop_signal_ns(); at && at < now)
+    now = std::max(at, attached_ns_);
   stopped_ns_ = now;
   links_.clear(); // waits for programs in flight
   RawLockWaits out = drain();

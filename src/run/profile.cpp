@@ -387,6 +387,8 @@ int run_profile(const ProfileOptions &given) {
     note("interrupted before tracing started; nothing collected");
     return kExitInterrupted;
   }
+  // From here a signal closes the window in the kernel the moment it comes.
+  WindowEndOnSignal window_end(session->window_end_word());
   cost.watch(session->hook_programs());
   cost.start();
   announce_tracing(opts);
@@ -405,11 +407,25 @@ int run_profile(const ProfileOptions &given) {
   collect(*session, opts, symbolizer, unwinder, cost, finished);
   // The rest is a burst of work the user waits for (see kBurstNice).
   PriorityBoost finishing(kBurstNice);
+  const uint64_t t_collected = monotonic_ns();
   session->stop();
+  const uint64_t t_stopped = monotonic_ns();
   RawProfile raw = session->drain();
+  const uint64_t t_drained = monotonic_ns();
   Profile profile = build_profile(raw, symbolizer, opts, wall_start);
+  const uint64_t t_named = monotonic_ns();
   outputs.write_all(profile);
   report(raw, symbolizer, *session, opts, unwinder, cost.report(raw.window_ns));
+  if (opts.verbose) {
+    // What the end took: after a signal, the whole of it is the user's wait.
+    const uint64_t closed = session->window_start_ns() + raw.window_ns;
+    note("after the window: " +
+         ms_between(closed, std::max(closed, t_collected)) +
+         " ms to leave the loop, stop " + ms_between(t_collected, t_stopped) +
+         " ms, drain " + ms_between(t_stopped, t_drained) + " ms, naming " +
+         ms_between(t_drained, t_named) + " ms, output " +
+         ms_between(t_named, monotonic_ns()) + " ms");
+  }
   return command ? finish_command(*command) : kExitOk;
 }
 

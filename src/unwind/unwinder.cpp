@@ -13,6 +13,7 @@
 #include "util/clock.h"
 #include "util/parse.h"
 #include "util/safe_file.h"
+#include "util/signals.h"
 
 namespace offcpu {
 namespace {
@@ -189,7 +190,8 @@ bool Unwinder::take_installed() {
 
 bool Unwinder::work(uint64_t deadline_ns) {
   while (!queue_.empty()) {
-    if (monotonic_ns() >= deadline_ns)
+    // A stop ends the slice too: the run must end within a second of it.
+    if (monotonic_ns() >= deadline_ns || stop_requested())
       return false;
     uint32_t tgid = queue_.front();
     queue_.pop_front();

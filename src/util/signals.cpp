@@ -15,12 +15,30 @@ namespace {
 
 std::atomic<int> g_stops{0};
 std::atomic<int> g_stop_signal{0};
+std::atomic<uint64_t> g_stop_ns{0};
+std::atomic<volatile uint64_t *> g_window_end{nullptr};
+
+// clock_gettime is async-signal-safe (monotonic_ns may not be declared so).
+uint64_t now_in_handler() {
+  timespec ts{};
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<uint64_t>(ts.tv_sec) * 1000000000ull +
+         static_cast<uint64_t>(ts.tv_nsec);
+}
 constexpr int kCleanupSlots = 32;
 std::atomic<const char *> g_cleanup_paths[kCleanupSlots];
 
 void on_stop_signal(int sig) {
   int none = 0;
-  g_stop_signal.compare_exchange_strong(none, sig);
+  if (g_stop_signal.compare_exchange_strong(none, sig)) {
+    const uint64_t now = now_in_handler();
+    g_stop_ns.store(now);
+    // The window closes now: waits ending later are charged up to here and
+    // none opens (a planned end already earlier stays).
+    if (volatile uint64_t *end = g_window_end.load())
+      if (*end == 0 || *end > now)
+        *end = now;
+  }
   if (g_stops.fetch_add(1) >= 1 && sig == SIGINT) {
     for (auto &slot : g_cleanup_paths)
       if (const char *path = slot.load())
@@ -50,6 +68,22 @@ bool stop_requested() {
 
 int stop_signal() {
   return g_stop_signal.load();
+}
+
+uint64_t stop_signal_ns() {
+  return g_stop_ns.load();
+}
+
+WindowEndOnSignal::WindowEndOnSignal(volatile uint64_t *word) {
+  g_window_end.store(word);
+  // A signal before the registration: close the window at its time now.
+  if (uint64_t at = stop_signal_ns())
+    if (*word == 0 || *word > at)
+      *word = at;
+}
+
+WindowEndOnSignal::~WindowEndOnSignal() {
+  g_window_end.store(nullptr);
 }
 
 int add_cleanup_path(const char *path) {
