@@ -131,6 +131,33 @@ TEST_F(DeepStack, StackThatFitsIsWhole) {
   expect_cut_at(blocked_line(r.out), 30);
 }
 
+// Kernel stacks too: the nanosleep path is 7 frames deep, so a limit of 4
+// cuts it, in the ORC walker (auto) as in the kernel's own walk at
+// switch-out (whose count includes the tracer's frames, left out after).
+TEST_F(DeepStack, KernelStackCutAtTheLimitIsMarked) {
+  DeepWorkload w(10);
+  for (const char *unwind : {"auto", "switch-out"}) {
+    SCOPED_TRACE(unwind);
+    auto r =
+        test::run({OFFCPU_BIN, "-p", w.pid(), "-K", "-f", "--kernel-unwind",
+                   unwind, "--perf-max-stack-depth", "4", "1"},
+                  60);
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    FoldedLine best;
+    for (const FoldedLine &l : test::parse_folded(r.out))
+      if (l.frames.size() > 1 && l.frames[0] == "offcpu_deep" &&
+          l.value > best.value)
+        best = l;
+    ASSERT_GE(best.frames.size(), 3u) << r.out;
+    EXPECT_EQ(best.frames[1], "[truncated]") << best.text;
+    EXPECT_EQ(best.frames.back(), "__schedule") << best.text;
+    if (std::string(unwind) == "auto") {
+      EXPECT_EQ(best.frames.size(), 2u + 4) << best.text;
+    }
+    expect_counted(r.err, 4);
+  }
+}
+
 std::string slurp(const std::string &path) {
   std::ifstream in(path, std::ios::binary);
   std::stringstream ss;
