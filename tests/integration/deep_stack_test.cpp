@@ -13,6 +13,7 @@
 #include <sstream>
 
 #include "support/folded_parse.h"
+#include "support/hostile_fixture.h"
 #include "support/process.h"
 
 namespace offcpu {
@@ -20,33 +21,30 @@ namespace {
 
 using test::FoldedLine;
 
-// The deep workload, blocked at the bottom of `depth` levels.
-class DeepWorkload {
-public:
-  explicit DeepWorkload(int depth) {
-    proc_ = std::make_unique<test::Subprocess>(
-        std::vector<std::string>{WORKLOAD_DEEP, std::to_string(depth)});
-    auto line = proc_->read_line(10);
-    if (!line || line->rfind("ready ", 0) != 0)
-      throw std::runtime_error("deep workload did not start");
-    pid_ = std::stoi(line->substr(6));
-  }
-  std::string pid() const { return std::to_string(pid_); }
-
-private:
-  std::unique_ptr<test::Subprocess> proc_;
-  int pid_ = 0;
-};
-
-class DeepStack : public ::testing::Test {
+// As an unprivileged user the test creates (a process of someone else's is
+// what a deep stack would be in practice): the deep workload, copied where
+// that user can run it.
+class DeepStack : public test::HostileFiles {
 protected:
+  static std::string deep() { return bin_dir_ + "/deep"; }
+
   void SetUp() override {
-    if (geteuid() != 0)
-      GTEST_SKIP() << "integration tests load BPF programs: run as root";
+    HostileFiles::SetUp();
+    if (IsSkipped())
+      return;
+    if (access(deep().c_str(), X_OK) != 0) {
+      ASSERT_TRUE(test::ok(test::run({"/bin/cp", WORKLOAD_DEEP, deep()}, 30)) &&
+                  chmod(deep().c_str(), 0755) == 0);
+    }
+  }
+
+  // Blocked at the bottom of `depth` levels of recursion.
+  test::Workload deep_workload(int depth) {
+    return start({deep(), std::to_string(depth)});
   }
 
   // offcpu -U -f on the workload for 1 s, plus `extra`.
-  test::RunResult trace(const DeepWorkload &w,
+  test::RunResult trace(const test::Workload &w,
                         std::vector<std::string> extra = {}) {
     std::vector<std::string> args = {OFFCPU_BIN, "-p", w.pid(), "-U", "-f"};
     args.insert(args.end(), extra.begin(), extra.end());
@@ -90,7 +88,8 @@ void expect_counted(const std::string &err, size_t limit) {
 }
 
 TEST_F(DeepStack, TenThousandDeepIsCutAtTheDefaultLimitAndMarked) {
-  DeepWorkload w(10000);
+  test::Workload w = deep_workload(10000);
+  ASSERT_TRUE(w.ready()) << w.error();
   // Through the unwind tables (auto) and by frame pointers alone.
   for (const char *unwind : {"auto", "fp"}) {
     SCOPED_TRACE(unwind);
@@ -102,7 +101,8 @@ TEST_F(DeepStack, TenThousandDeepIsCutAtTheDefaultLimitAndMarked) {
 }
 
 TEST_F(DeepStack, LowerLimitCutsThereAndNamesTheOption) {
-  DeepWorkload w(10000);
+  test::Workload w = deep_workload(10000);
+  ASSERT_TRUE(w.ready()) << w.error();
   auto r = trace(w, {"--perf-max-stack-depth", "40"});
   expect_cut_at(blocked_line(r.out), 40);
   expect_counted(r.err, 40);
@@ -112,7 +112,8 @@ TEST_F(DeepStack, LowerLimitCutsThereAndNamesTheOption) {
 }
 
 TEST_F(DeepStack, StackThatFitsIsWhole) {
-  DeepWorkload w(60); // deep_block, 60 x descend, main, libc's start: < 127
+  test::Workload w =
+      deep_workload(60); // deep_block, 60 x descend, main, libc's start: < 127
   for (const char *depth : {"127", "100"}) {
     SCOPED_TRACE(depth);
     auto r = trace(w, {"--perf-max-stack-depth", depth});
@@ -135,7 +136,8 @@ TEST_F(DeepStack, StackThatFitsIsWhole) {
 // cuts it, in the ORC walker (auto) as in the kernel's own walk at
 // switch-out (whose count includes the tracer's frames, left out after).
 TEST_F(DeepStack, KernelStackCutAtTheLimitIsMarked) {
-  DeepWorkload w(10);
+  test::Workload w = deep_workload(10);
+  ASSERT_TRUE(w.ready()) << w.error();
   for (const char *unwind : {"auto", "switch-out"}) {
     SCOPED_TRACE(unwind);
     auto r =
@@ -145,7 +147,7 @@ TEST_F(DeepStack, KernelStackCutAtTheLimitIsMarked) {
     ASSERT_EQ(r.exit_code, 0) << r.err;
     FoldedLine best;
     for (const FoldedLine &l : test::parse_folded(r.out))
-      if (l.frames.size() > 1 && l.frames[0] == "offcpu_deep" &&
+      if (l.frames.size() > 1 && l.frames[0] == "deep" &&
           l.value > best.value)
         best = l;
     ASSERT_GE(best.frames.size(), 3u) << r.out;
@@ -158,24 +160,16 @@ TEST_F(DeepStack, KernelStackCutAtTheLimitIsMarked) {
   }
 }
 
-std::string slurp(const std::string &path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
 TEST_F(DeepStack, MarkIsInEveryFormat) {
-  DeepWorkload w(10000);
-  char dir[] = "/tmp/offcpu-deep-XXXXXX";
-  ASSERT_NE(mkdtemp(dir), nullptr);
-  const std::string d = dir;
+  test::Workload w = deep_workload(10000);
+  ASSERT_TRUE(w.ready()) << w.error();
+  const std::string &d = dir_; // the fixture's, removed after the test
   auto r = test::run({OFFCPU_BIN, "-p", w.pid(), "-o", d + "/out.svg", "-o",
                       d + "/out.txt", "-o", d + "/out.pb.gz", "1"},
                      60);
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  EXPECT_NE(slurp(d + "/out.svg").find("[truncated]"), std::string::npos);
-  const std::string text = slurp(d + "/out.txt");
+  EXPECT_NE(test::slurp(d + "/out.svg").find("[truncated]"), std::string::npos);
+  const std::string text = test::slurp(d + "/out.txt");
   EXPECT_NE(text.find("[truncated]"), std::string::npos);
   // The text report lists frames leaf first: the mark right after the
   // deepest descend kept.
@@ -183,9 +177,8 @@ TEST_F(DeepStack, MarkIsInEveryFormat) {
   // pprof: the mark is a function name in the (gzipped) string table.
   test::run(
       {"/bin/sh", "-c", "gzip -dc " + d + "/out.pb.gz > " + d + "/out.pb"}, 30);
-  EXPECT_NE(slurp(d + "/out.pb").find("[truncated]"), std::string::npos);
+  EXPECT_NE(test::slurp(d + "/out.pb").find("[truncated]"), std::string::npos);
   expect_counted(r.err, 127);
-  test::run({"/bin/rm", "-rf", d}, 30);
 }
 
 } // namespace

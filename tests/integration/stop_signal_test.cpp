@@ -12,6 +12,7 @@
 #include <regex>
 
 #include "support/folded_parse.h"
+#include "support/hostile_fixture.h"
 #include "support/process.h"
 
 namespace offcpu {
@@ -24,23 +25,33 @@ uint64_t monotonic_now_ns() {
          static_cast<uint64_t>(ts.tv_nsec);
 }
 
-class StopSignal : public ::testing::TestWithParam<int> {
+// The storm runs as an unprivileged user the test creates, from a copy of
+// the workload that user can run.
+class StopSignal : public test::HostileFiles,
+                   public ::testing::WithParamInterface<int> {
 protected:
+  static std::string storm() { return bin_dir_ + "/storm"; }
+
   void SetUp() override {
-    if (geteuid() != 0)
-      GTEST_SKIP() << "integration tests load BPF programs: run as root";
+    HostileFiles::SetUp();
+    if (IsSkipped())
+      return;
+    if (access(storm().c_str(), X_OK) != 0) {
+      ASSERT_TRUE(
+          test::ok(test::run({"/bin/cp", WORKLOAD_STORM, storm()}, 30)) &&
+          chmod(storm().c_str(), 0755) == 0);
+    }
   }
 };
 
 TEST_P(StopSignal, EndsWithinASecondWithTheWindowClosedAtTheSignal) {
   const int sig = GetParam();
   // Far more children than the run sees: the storm lasts past the signal.
-  test::Subprocess storm({WORKLOAD_STORM, "exec", "1000000", "20", "2"});
-  auto ready = storm.read_line(10);
-  ASSERT_TRUE(ready && ready->rfind("ready ", 0) == 0);
+  test::Workload storm_run = start({storm(), "exec", "1000000", "20", "2"});
+  ASSERT_TRUE(storm_run.ready()) << storm_run.error();
 
-  const std::string pid = ready->substr(6);
-  test::Subprocess offcpu({OFFCPU_BIN, "-p", pid, "--children", "-f", "-v"});
+  test::Subprocess offcpu(
+      {OFFCPU_BIN, "-p", storm_run.pid(), "--children", "-f", "-v"});
   test::sleep_seconds(3.0); // attached (a second or so) and tracing
   const uint64_t signal_ns = monotonic_now_ns();
   const double signal_s = test::now_seconds();
