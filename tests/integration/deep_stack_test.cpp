@@ -147,8 +147,7 @@ TEST_F(DeepStack, KernelStackCutAtTheLimitIsMarked) {
     ASSERT_EQ(r.exit_code, 0) << r.err;
     FoldedLine best;
     for (const FoldedLine &l : test::parse_folded(r.out))
-      if (l.frames.size() > 1 && l.frames[0] == "deep" &&
-          l.value > best.value)
+      if (l.frames.size() > 1 && l.frames[0] == "deep" && l.value > best.value)
         best = l;
     ASSERT_GE(best.frames.size(), 3u) << r.out;
     EXPECT_EQ(best.frames[1], "[truncated]") << best.text;
