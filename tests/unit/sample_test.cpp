@@ -2,6 +2,7 @@
 
 #include <cstring>
 
+#include "run/report.h"
 #include "support/fake_files.h"
 #include "support/model_builder.h"
 #include "symbolize/name_samples.h"
@@ -119,6 +120,25 @@ TEST_F(SampleTest, TruncatedStacksAreMarkedAtTheRootAndCounted) {
   TruncatedStacks cut = truncated_stacks(raw.counts, raw.stacks);
   EXPECT_EQ(cut.stacks, 2u);
   EXPECT_EQ(cut.waits, 5u);
+}
+
+// One line, naming the option: to raise below the maximum, or that 127 is
+// the most at it.
+TEST(TruncatedReport, NamesTheOptionThatRaisesTheLimit) {
+  EXPECT_EQ(describe_truncated(0, 0, 127), "");
+  std::string at_max = describe_truncated(2, 9, 127);
+  EXPECT_EQ(at_max.find('\n'), at_max.size() - 1) << at_max;
+  EXPECT_NE(at_max.find("2 stacks deeper than 127 frames were cut (9 waits)"),
+            std::string::npos)
+      << at_max;
+  EXPECT_NE(at_max.find("127 frames is the most offcpu keeps "
+                        "(--perf-max-stack-depth)"),
+            std::string::npos)
+      << at_max;
+  std::string lower = describe_truncated(1, 1, 40);
+  EXPECT_NE(lower.find("raise --perf-max-stack-depth (now 40, at most 127)"),
+            std::string::npos)
+      << lower;
 }
 
 TEST_F(SampleTest, StackSelectionHidesParts) {
