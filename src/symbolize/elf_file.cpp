@@ -13,6 +13,7 @@
 
 #include "symbolize/elf_common.h"
 #include "symbolize/symbol_versions.h"
+#include "util/clock.h"
 #include "util/fd.h"
 #include "util/safe_file.h"
 
@@ -21,12 +22,10 @@ namespace {
 
 // Caps on what one file may make us hold; real binaries are far below.
 constexpr size_t kMaxSections = 1u << 16;
-constexpr size_t kMaxSymbols = 1u << 22;
 constexpr size_t kMaxSymbolName = 4096;
 constexpr size_t kMaxMiniDebugInfo = size_t{64} << 20;
-// A symbol table (and its strings) larger than this is not read: it would
-// be held in memory whole. kMaxSymbols entries of 24 bytes fit well below.
-constexpr uint64_t kMaxTableBytes = uint64_t{512} << 20;
+// The clock is read every this many symbols.
+constexpr size_t kClockEvery = 1024;
 
 bool is_function(const GElf_Sym &sym) {
   int type = GELF_ST_TYPE(sym.st_info);
@@ -42,29 +41,122 @@ bool section_at_most(Elf *elf, size_t index, uint64_t limit) {
   return scn && gelf_getshdr(scn, &shdr) && shdr.sh_size <= limit;
 }
 
-void read_symbols(Elf *elf, Elf_Scn *scn, const GElf_Shdr &shdr,
-                  std::vector<ElfSymbol> &out) {
-  if (shdr.sh_size > kMaxTableBytes ||
-      !section_at_most(elf, shdr.sh_link, kMaxTableBytes))
-    return;
-  Elf_Data *data = elf_getdata(scn, nullptr);
-  if (!data || shdr.sh_entsize == 0)
-    return;
-  size_t count = data->d_size / shdr.sh_entsize;
-  count = std::min(count, kMaxSymbols);
-  for (size_t i = 0; i < count && out.size() < kMaxSymbols; i++) {
-    GElf_Sym sym;
-    if (!gelf_getsym(data, static_cast<int>(i), &sym) || !is_function(sym))
-      continue;
-    const char *name = elf_strptr(elf, shdr.sh_link, sym.st_name);
-    if (!name || !*name)
-      continue;
-    size_t len = strnlen(name, kMaxSymbolName);
-    out.push_back({sym.st_value, sym.st_size, std::string(name, len)});
-  }
-}
+// A symbol as read, before its name is copied.
+struct RawSymbol {
+  uint64_t addr, size;
+  uint32_t name; // offset into the string table
+};
 
 } // namespace
+
+// Function symbols of one table, within the limits: entries first (cheap),
+// then each distinct name copied once, then the views.
+void ElfFile::read_symbols(void *handle, void *scn_handle,
+                           const SymbolLimits &limits, SymbolRunBudget *run,
+                           uint64_t start_ns) {
+  Elf *elf = static_cast<Elf *>(handle);
+  Elf_Scn *scn = static_cast<Elf_Scn *>(scn_handle);
+  auto cut = [&](SymbolLoss why) {
+    if (loss_ == SymbolLoss::None)
+      loss_ = why;
+  };
+  auto late = [&] { return monotonic_ns() - start_ns > limits.max_ns; };
+  GElf_Shdr shdr;
+  if (!gelf_getshdr(scn, &shdr) || shdr.sh_entsize == 0)
+    return;
+  if (shdr.sh_size > kMaxSymbolTableBytes ||
+      !section_at_most(elf, shdr.sh_link, kMaxSymbolTableBytes)) {
+    cut(SymbolLoss::TableTooLarge);
+    return;
+  }
+  Elf_Data *data = elf_getdata(scn, nullptr);
+  Elf_Scn *str_scn = elf_getscn(elf, shdr.sh_link);
+  Elf_Data *str = str_scn ? elf_getdata(str_scn, nullptr) : nullptr;
+  if (!data || !str || !str->d_buf || str->d_size == 0)
+    return;
+  const char *strings = static_cast<const char *>(str->d_buf);
+  const size_t strings_size = str->d_size;
+
+  std::vector<RawSymbol> raw;
+  size_t count = data->d_size / shdr.sh_entsize;
+  for (size_t i = 0; i < count; i++) {
+    if (i % kClockEvery == kClockEvery - 1 && late()) {
+      cut(SymbolLoss::Time);
+      break;
+    }
+    GElf_Sym sym;
+    if (!gelf_getsym(data, static_cast<int>(i), &sym) || !is_function(sym) ||
+        sym.st_name == 0 || sym.st_name >= strings_size)
+      continue;
+    if (raw.size() >= limits.max_symbols) {
+      cut(SymbolLoss::Symbols);
+      break;
+    }
+    if (run && raw.size() >= run->symbols_left) {
+      cut(SymbolLoss::RunBudget);
+      break;
+    }
+    raw.push_back({sym.st_value, sym.st_size, sym.st_name});
+  }
+
+  // Each distinct name once, in offset order; a symbol whose name would go
+  // past a budget is dropped (its frames show as [module]).
+  std::vector<uint32_t> offsets;
+  offsets.reserve(raw.size());
+  for (const RawSymbol &r : raw)
+    offsets.push_back(r.name);
+  std::sort(offsets.begin(), offsets.end());
+  offsets.erase(std::unique(offsets.begin(), offsets.end()), offsets.end());
+  struct Span {
+    size_t pos = 0, len = 0;
+  };
+  std::vector<Span> spans(offsets.size());
+  std::vector<char> names;
+  for (size_t k = 0; k < offsets.size(); k++) {
+    if (k % kClockEvery == kClockEvery - 1 && late()) {
+      cut(SymbolLoss::Time);
+      break;
+    }
+    const char *name = strings + offsets[k];
+    size_t len =
+        strnlen(name, std::min(kMaxSymbolName, strings_size - offsets[k]));
+    if (run && len > run->name_bytes_left) {
+      cut(SymbolLoss::RunBudget);
+      break;
+    }
+    if (run)
+      run->name_bytes_left -= len;
+    spans[k] = {names.size(), len};
+    names.insert(names.end(), name, name + len);
+  }
+
+  // The views, charged per use of each name.
+  symbols_.clear();
+  symbols_.reserve(raw.size());
+  uint64_t name_bytes = 0;
+  for (size_t i = 0; i < raw.size(); i++) {
+    if (i % kClockEvery == kClockEvery - 1 && late()) {
+      cut(SymbolLoss::Time);
+      break;
+    }
+    size_t k = static_cast<size_t>(
+        std::lower_bound(offsets.begin(), offsets.end(), raw[i].name) -
+        offsets.begin());
+    const Span &sp = spans[k];
+    if (sp.len == 0)
+      continue;
+    if (name_bytes + sp.len > limits.max_name_bytes) {
+      cut(SymbolLoss::NameBytes);
+      break;
+    }
+    name_bytes += sp.len;
+    symbols_.push_back({raw[i].addr, raw[i].size,
+                        std::string_view(names.data() + sp.pos, sp.len)});
+  }
+  if (run)
+    run->symbols_left -= std::min<uint64_t>(run->symbols_left, symbols_.size());
+  names_ = std::move(names); // the views stay valid: a vector moves its bytes
+}
 
 std::unique_ptr<ElfFile> ElfFile::open(const std::string &path) {
   FilePolicy any;
@@ -74,7 +166,8 @@ std::unique_ptr<ElfFile> ElfFile::open(const std::string &path) {
   return f ? open_fd(f.fd.get()) : nullptr;
 }
 
-std::unique_ptr<ElfFile> ElfFile::open_fd(int fd) {
+std::unique_ptr<ElfFile> ElfFile::open_fd(int fd, const SymbolLimits &limits,
+                                          SymbolRunBudget *run) {
   if (!libelf_ready())
     return nullptr;
   struct stat st {};
@@ -87,16 +180,18 @@ std::unique_ptr<ElfFile> ElfFile::open_fd(int fd) {
   ElfHandle elf(elf_begin(fd, ELF_C_READ, nullptr));
   if (!elf || elf_kind(elf.get()) != ELF_K_ELF)
     return nullptr;
-  return from_elf(elf.get());
+  return from_elf(elf.get(), limits, run);
 }
 
-std::unique_ptr<ElfFile> ElfFile::open_memory(std::string image) {
+std::unique_ptr<ElfFile> ElfFile::open_memory(std::string image,
+                                              const SymbolLimits &limits,
+                                              SymbolRunBudget *run) {
   if (!libelf_ready() || image.empty())
     return nullptr;
   ElfHandle elf(elf_memory(image.data(), image.size()));
   if (!elf || elf_kind(elf.get()) != ELF_K_ELF)
     return nullptr;
-  return from_elf(elf.get());
+  return from_elf(elf.get(), limits, run);
 }
 
 void ElfFile::read_segments(void *handle) {
@@ -138,11 +233,14 @@ void ElfFile::read_named_section(void *scn_handle, const char *name) {
     read_debuglink(data->d_buf, data->d_size);
 }
 
-std::unique_ptr<ElfFile> ElfFile::from_elf(void *handle) {
+std::unique_ptr<ElfFile> ElfFile::from_elf(void *handle,
+                                           const SymbolLimits &limits,
+                                           SymbolRunBudget *run) {
+  const uint64_t start_ns = monotonic_ns();
   Elf *elf = static_cast<Elf *>(handle); // borrowed: the caller ends it
   auto file = std::unique_ptr<ElfFile>(new ElfFile());
   file->read_segments(elf);
-  std::vector<ElfSymbol> symtab, dynsym;
+  Elf_Scn *symtab = nullptr, *dynsym = nullptr;
   size_t shstrndx = 0;
   if (elf_getshdrstrndx(elf, &shstrndx) != 0 ||
       !section_at_most(elf, shstrndx, kMaxElfNoteBytes))
@@ -154,10 +252,10 @@ std::unique_ptr<ElfFile> ElfFile::from_elf(void *handle) {
     GElf_Shdr shdr;
     if (!gelf_getshdr(scn, &shdr))
       continue;
-    if (shdr.sh_type == SHT_SYMTAB)
-      read_symbols(elf, scn, shdr, symtab);
-    else if (shdr.sh_type == SHT_DYNSYM)
-      read_symbols(elf, scn, shdr, dynsym);
+    if (shdr.sh_type == SHT_SYMTAB && !symtab)
+      symtab = scn;
+    else if (shdr.sh_type == SHT_DYNSYM && !dynsym)
+      dynsym = scn;
     else if (shdr.sh_type == SHT_NOTE && file->build_id_.empty() &&
              shdr.sh_size <= kMaxElfNoteBytes)
       file->build_id_ = gnu_build_id(scn);
@@ -165,29 +263,37 @@ std::unique_ptr<ElfFile> ElfFile::from_elf(void *handle) {
              shdr.sh_size <= kMaxMiniDebugInfo)
       file->read_named_section(scn, elf_strptr(elf, shstrndx, shdr.sh_name));
   }
-  // .symtab is a superset of .dynsym when present.
-  file->has_symtab_ = !symtab.empty();
-  file->symbols_ = std::move(file->has_symtab_ ? symtab : dynsym);
+  // .symtab is a superset of .dynsym when present: one table is read, and
+  // .dynsym only if .symtab gives nothing.
+  if (symtab)
+    file->read_symbols(elf, symtab, limits, run, start_ns);
+  file->has_symtab_ = !file->symbols_.empty();
+  if (!file->has_symtab_ && dynsym)
+    file->read_symbols(elf, dynsym, limits, run, start_ns);
   file->finish_symbols();
   return file;
 }
 
 void ElfFile::finish_symbols() {
-  // By address; among aliases, the sized one first so find() prefers it,
-  // then the name people know (symbol_versions.h).
+  // By address, the sized symbol first; then one per address: among the
+  // largest at it, the name people know (symbol_versions.h). Names are
+  // compared within an address only, so a file with many aliases of long
+  // names costs each name a few scans, not one per comparison of a sort.
   std::sort(symbols_.begin(), symbols_.end(),
             [](const ElfSymbol &a, const ElfSymbol &b) {
-              if (a.addr != b.addr)
-                return a.addr < b.addr;
-              if (a.size != b.size)
-                return a.size > b.size;
-              return better_alias(a, b);
+              return a.addr != b.addr ? a.addr < b.addr : a.size > b.size;
             });
-  symbols_.erase(std::unique(symbols_.begin(), symbols_.end(),
-                             [](const ElfSymbol &a, const ElfSymbol &b) {
-                               return a.addr == b.addr;
-                             }),
-                 symbols_.end());
+  size_t out = 0;
+  for (size_t i = 0; i < symbols_.size();) {
+    size_t best = i, j = i + 1;
+    for (; j < symbols_.size() && symbols_[j].addr == symbols_[i].addr; j++)
+      if (symbols_[j].size == symbols_[i].size &&
+          better_alias(symbols_[j], symbols_[best]))
+        best = j;
+    symbols_[out++] = symbols_[best];
+    i = j;
+  }
+  symbols_.resize(out);
   drop_symbol_versions(symbols_);
 }
 
@@ -195,7 +301,9 @@ void ElfFile::adopt_symbols(ElfFile &&debug) {
   if (debug.symbols_.empty())
     return;
   symbols_ = std::move(debug.symbols_);
+  names_ = std::move(debug.names_);
   has_symtab_ = has_symtab_ || debug.has_symtab_;
+  loss_ = debug.loss_;
   finish_symbols();
 }
 

@@ -7,6 +7,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace offcpu {
@@ -14,7 +15,39 @@ namespace offcpu {
 struct ElfSymbol {
   uint64_t addr = 0;
   uint64_t size = 0;
-  std::string name; // as in the file (mangled)
+  // As in the file (mangled), held by the ElfFile: names are copied once per
+  // string-table offset, however many symbols share one.
+  std::string_view name;
+};
+
+// A symbol table or its string table larger than this is not read: libelf
+// holds a section whole while it is read (2^22 entries fit well below).
+constexpr uint64_t kMaxSymbolTableBytes = uint64_t{128} << 20;
+
+// What reading one file's symbols may cost (issue #26). A symbol's name
+// counts in full for each symbol that uses it: sorting and naming touch it
+// that often, even when it is held once.
+struct SymbolLimits {
+  size_t max_symbols = size_t{1} << 21;          // function symbols kept
+  uint64_t max_name_bytes = uint64_t{128} << 20; // sum of their names
+  uint64_t max_ns = 500000000;                   // reading and sorting
+};
+
+// The run's share, spent by every file read with it.
+struct SymbolRunBudget {
+  uint64_t symbols_left = uint64_t{1} << 23;
+  uint64_t name_bytes_left = uint64_t{512} << 20; // names held
+};
+
+// Why a file's symbols were read in part (the rest unnamed) or not at all.
+enum class SymbolLoss {
+  None,
+  TableTooLarge, // a symbol or string table over kMaxSymbolTableBytes
+  Symbols,       // over SymbolLimits::max_symbols
+  NameBytes,     // over SymbolLimits::max_name_bytes
+  Time,          // over SymbolLimits::max_ns
+  RunBudget,     // the run's share was spent by other files
+  Count
 };
 
 class ElfFile {
@@ -24,9 +57,14 @@ public:
   static std::unique_ptr<ElfFile> open(const std::string &path);
   // An ELF file already opened (and checked: util/safe_file.h). Read with
   // pread only: the owner truncating it meanwhile cannot crash us.
-  static std::unique_ptr<ElfFile> open_fd(int fd);
+  // `run`, if given, is charged for the symbols kept.
+  static std::unique_ptr<ElfFile> open_fd(int fd,
+                                          const SymbolLimits &limits = {},
+                                          SymbolRunBudget *run = nullptr);
   // An ELF image in memory (MiniDebugInfo); the bytes are not kept.
-  static std::unique_ptr<ElfFile> open_memory(std::string image);
+  static std::unique_ptr<ElfFile> open_memory(std::string image,
+                                              const SymbolLimits &limits = {},
+                                              SymbolRunBudget *run = nullptr);
 
   // Virtual address (as the ELF file numbers them) for an offset into the
   // file, as /proc/PID/maps reports mappings; nullopt outside PT_LOAD.
@@ -37,8 +75,10 @@ public:
   // wrong neighbour.
   const ElfSymbol *find(uint64_t vaddr) const;
 
-  // Adds the symbols of a separate debug file for this one.
+  // Takes the symbols of a separate debug file for this one.
   void adopt_symbols(ElfFile &&debug);
+  // Why symbols are missing, if a budget cut them.
+  SymbolLoss symbol_loss() const { return loss_; }
 
   bool has_symtab() const { return has_symtab_; }
   std::size_t symbol_count() const { return symbols_.size(); }
@@ -56,13 +96,21 @@ private:
   void finish_symbols();
   // The helpers take libelf's Elf * and Elf_Scn * as void *, to keep
   // libelf's header out of this one.
-  static std::unique_ptr<ElfFile> from_elf(void *elf); // not owned
+  static std::unique_ptr<ElfFile> from_elf(void *elf, // not owned
+                                           const SymbolLimits &limits,
+                                           SymbolRunBudget *run);
+  void read_symbols(void *elf, void *scn, const SymbolLimits &limits,
+                    SymbolRunBudget *run, uint64_t start_ns);
   void read_segments(void *elf);
   void read_named_section(void *scn, const char *name);
   void read_debuglink(const void *bytes, size_t size);
 
   std::vector<Segment> segments_;
   std::vector<ElfSymbol> symbols_;
+  // The names symbols_ point into (a vector: moving it keeps the bytes in
+  // place, as a short std::string would not).
+  std::vector<char> names_;
+  SymbolLoss loss_ = SymbolLoss::None;
   bool has_symtab_ = false;
   std::string build_id_;
   std::string debuglink_;

@@ -53,9 +53,9 @@ void drop_symbol_versions(std::vector<ElfSymbol> &symbols) {
     keep[i] = it != current.end() && it->second != s.addr;
   }
   for (size_t i = 0; i < symbols.size(); i++) {
-    std::string &name = symbols[i].name;
+    std::string_view &name = symbols[i].name;
     if (!keep[i])
-      name.resize(unversioned(name).size());
+      name = unversioned(name);
   }
 }
 

@@ -1,8 +1,11 @@
 #include "symbolize/symbolizer.h"
 
+#include <sys/auxv.h>
+
 #include <algorithm>
 #include <cinttypes>
 #include <cstdio>
+#include <iterator>
 
 #include "symbolize/demangle.h"
 #include "symbolize/xz.h"
@@ -23,7 +26,14 @@ constexpr uint64_t kMaxPerfMapBytes = uint64_t{256} << 20;
 constexpr uint64_t kDebugFileFloor = uint64_t{64} << 20;
 constexpr uint64_t kDebugFileRatio = 32;
 constexpr uint64_t kMaxDebugFileBytes = uint64_t{4} << 30;
-constexpr uint64_t kMaxCrcNs = 1000000000; // per debug file
+constexpr uint64_t kMaxCrcNs = 1000000000;       // per debug file
+constexpr uint64_t kMaxCrcNsPerRun = 2000000000; // all of them
+// MiniDebugInfo, decompressed: real ones are well under a MiB.
+constexpr size_t kMaxMiniDebugInfoImage = size_t{64} << 20;
+// A vDSO is a few pages; distinct images beyond these (processes that
+// rewrote theirs) are not parsed.
+constexpr uint64_t kMaxVdsoBytes = 1u << 20;
+constexpr size_t kMaxVdsoImages = 16;
 
 // From /proc/PID/status: the PID in the process's own namespace (the number
 // a JIT in a container puts in its perf map's name: last field of NSpid)
@@ -115,6 +125,11 @@ struct Symbolizer::Process {
   std::vector<uint64_t> perf_wanted; // sorted addresses to name from it
   std::optional<std::unordered_map<uint64_t, std::string>> perf_names;
   bool gone = false; // no maps of its own or inherited: counted once
+  // Its [vdso] image, read while it lives (it may have rewritten it), and
+  // the symbols that name it once looked up.
+  std::optional<std::string> vdso_image;
+  bool vdso_resolved = false;
+  ElfFile *vdso = nullptr;
 };
 
 struct Symbolizer::FileEntry {
@@ -123,6 +138,7 @@ struct Symbolizer::FileEntry {
   uint64_t size = 0;
   RootRef root; // the mapping process's root, for debug files inside it
   std::optional<Credentials> creds;
+  uid_t owner = 0; // of the file: its debug files must be root's or theirs
   std::unique_ptr<ElfFile> elf;
   bool parsed = false;
 };
@@ -130,7 +146,7 @@ struct Symbolizer::FileEntry {
 Symbolizer::Symbolizer(const FileReader &files, KernelSymbols kernel,
                        std::string proc_root)
     : files_(files), kernel_(std::move(kernel)),
-      proc_root_(std::move(proc_root)) {}
+      proc_root_(std::move(proc_root)), crc_ns_left_(kMaxCrcNsPerRun) {}
 
 Symbolizer::~Symbolizer() = default;
 
@@ -290,6 +306,7 @@ void Symbolizer::capture_files(uint32_t tgid, Process &p) {
       continue;
     }
     f.size = static_cast<uint64_t>(opened.st.st_size);
+    f.owner = opened.st.st_uid;
     f.fd = std::move(opened.fd);
     to_parse_.push_back(&f);
   }
@@ -328,6 +345,26 @@ void Symbolizer::note_user_stack(uint32_t tgid, uint64_t stack_id,
     capture_perf_map(tgid, p); // a JIT may have started writing one
   }
   p.stack_reading[stack_id] = p.readings.size() - 1;
+  capture_vdso(tgid, p, ips);
+}
+
+// The process's [vdso] image, once, if one of its frames is in it: read now,
+// while it lives, so that it is named from what it really ran.
+void Symbolizer::capture_vdso(uint32_t tgid, Process &p,
+                              const std::vector<uint64_t> &ips) {
+  if (p.vdso_image || p.vdso_resolved || p.readings.empty())
+    return;
+  for (const Mapping &m : p.readings.back()) {
+    if (m.path != "[vdso]" || m.end - m.start > kMaxVdsoBytes)
+      continue;
+    for (uint64_t ip : ips)
+      if (ip > m.start && ip <= m.end) {
+        p.vdso_image =
+            files_.read_at(proc_root_ + "/" + std::to_string(tgid) + "/mem",
+                           m.start, m.end - m.start);
+        return;
+      }
+  }
 }
 
 // ---- parsing ----
@@ -348,7 +385,7 @@ void Symbolizer::parse(FileEntry &f) {
     return;
   f.parsed = true;
   if (f.fd) {
-    f.elf = ElfFile::open_fd(f.fd.get());
+    f.elf = read_elf(f.fd.get());
     if (f.elf) {
       stats_.elf_files_parsed++;
       if (!f.elf->has_symtab())
@@ -358,16 +395,46 @@ void Symbolizer::parse(FileEntry &f) {
   f.fd.reset();
 }
 
-bool Symbolizer::adopt_debug(ElfFile &file, CheckedFile debug, bool check_crc) {
+void Symbolizer::count_loss(const ElfFile *elf) {
+  if (elf && elf->symbol_loss() != SymbolLoss::None)
+    stats_.symbol_losses[static_cast<size_t>(elf->symbol_loss())]++;
+}
+
+std::unique_ptr<ElfFile> Symbolizer::read_elf(int fd) {
+  auto elf = ElfFile::open_fd(fd, SymbolLimits{}, &symbol_budget_);
+  count_loss(elf.get());
+  return elf;
+}
+
+std::unique_ptr<ElfFile> Symbolizer::read_elf_image(std::string image) {
+  auto elf =
+      ElfFile::open_memory(std::move(image), SymbolLimits{}, &symbol_budget_);
+  count_loss(elf.get());
+  return elf;
+}
+
+bool Symbolizer::adopt_debug(FileEntry &f, CheckedFile debug, bool check_crc) {
   if (!debug) {
     refuse(FileKind::DebugFile, debug.failure);
     return false;
   }
+  // A debug file speaks for its binary only if its owner could have
+  // written the binary itself: the file may be mapped by other users'
+  // processes too (one entry per device and inode), whose frames it names.
+  if (debug.st.st_uid != 0 && debug.st.st_uid != f.owner) {
+    stats_.debug_files_untrusted++;
+    return false;
+  }
+  ElfFile &file = *f.elf;
   uint64_t size = static_cast<uint64_t>(debug.st.st_size);
   if (check_crc) {
     uint64_t start = monotonic_ns();
-    auto crc = file_crc32(debug.fd.get(), size,
-                          [&] { return monotonic_ns() - start > kMaxCrcNs; });
+    uint64_t limit = std::min(kMaxCrcNs, crc_ns_left_);
+    auto crc =
+        limit == 0 ? std::nullopt : file_crc32(debug.fd.get(), size, [&] {
+          return monotonic_ns() - start > limit;
+        });
+    crc_ns_left_ -= std::min(crc_ns_left_, monotonic_ns() - start);
     if (!crc) {
       stats_.debug_files_skipped++;
       return false;
@@ -375,7 +442,7 @@ bool Symbolizer::adopt_debug(ElfFile &file, CheckedFile debug, bool check_crc) {
     if (*crc != file.debuglink_crc())
       return false;
   }
-  auto elf = ElfFile::open_fd(debug.fd.get());
+  auto elf = read_elf(debug.fd.get());
   if (!elf || !elf->has_symtab())
     return false;
   if (!elf->build_id().empty() && !file.build_id().empty() &&
@@ -402,11 +469,10 @@ struct Symbolizer::DebugPolicies {
 };
 
 // Adopts the debug file if it opened and fits; counts one that was too big.
-bool Symbolizer::try_debug_file(ElfFile &file, CheckedFile c, bool crc) {
+bool Symbolizer::try_debug_file(FileEntry &f, CheckedFile c, bool crc) {
   if (c.failure == OpenFailure::TooLarge)
     stats_.debug_files_skipped++;
-  return c.failure != OpenFailure::Missing &&
-         adopt_debug(file, std::move(c), crc);
+  return c.failure != OpenFailure::Missing && adopt_debug(f, std::move(c), crc);
 }
 
 // 1. By build id, in each debug root, ours and the process's.
@@ -418,12 +484,12 @@ bool Symbolizer::debug_by_build_id(FileEntry &f, const DebugPolicies &pol) {
       "/.build-id/" + id.substr(0, 2) + "/" + id.substr(2) + ".debug";
   for (const std::string &dir : debug_dirs_) {
     UniqueFd dir_fd = open_root_dir(dir);
-    if (dir_fd && try_debug_file(
-                      *f.elf, open_in_root(dir_fd.get(), rel, pol.ours), false))
+    if (dir_fd &&
+        try_debug_file(f, open_in_root(dir_fd.get(), rel, pol.ours), false))
       return true;
     if (f.root &&
-        try_debug_file(
-            *f.elf, open_in_root(f.root->get(), dir + rel, pol.theirs), false))
+        try_debug_file(f, open_in_root(f.root->get(), dir + rel, pol.theirs),
+                       false))
       return true;
   }
   return false;
@@ -443,15 +509,14 @@ bool Symbolizer::debug_by_link(FileEntry &f, const DebugPolicies &pol) {
     std::string in_debug = dir;
     in_debug.append("/.debug/").append(link);
     for (const std::string *path : {&beside, &in_debug})
-      if (try_debug_file(*f.elf, open_in_root(f.root->get(), *path, pol.theirs),
+      if (try_debug_file(f, open_in_root(f.root->get(), *path, pol.theirs),
                          true))
         return true;
   }
   for (const std::string &d : debug_dirs_) {
     UniqueFd dir_fd = open_root_dir(d);
     if (dir_fd &&
-        try_debug_file(*f.elf, open_in_root(dir_fd.get(), beside, pol.ours),
-                       true))
+        try_debug_file(f, open_in_root(dir_fd.get(), beside, pol.ours), true))
       return true;
   }
   return false;
@@ -462,10 +527,11 @@ bool Symbolizer::debug_by_link(FileEntry &f, const DebugPolicies &pol) {
 void Symbolizer::debug_from_minidebuginfo(ElfFile &file) {
   if (file.minidebuginfo().empty())
     return;
-  std::string image = xz_decompress(file.minidebuginfo(), 256u << 20);
+  std::string image =
+      xz_decompress(file.minidebuginfo(), kMaxMiniDebugInfoImage);
   if (image.empty())
     return;
-  auto mini = ElfFile::open_memory(std::move(image));
+  auto mini = read_elf_image(std::move(image));
   if (mini && mini->has_symtab()) {
     stats_.elf_files_parsed++;
     file.adopt_symbols(std::move(*mini));
@@ -530,23 +596,59 @@ const std::string *Symbolizer::perf_map_name(Process &p, uint64_t addr) {
   return it == p.perf_names->end() ? nullptr : &it->second;
 }
 
-// The process's own [vdso] image, read from its memory (root only): the
-// kernel builds it, there is no file.
+// The kernel's own vDSO image: ours, which nobody else can write.
+const std::string *Symbolizer::kernel_vdso() {
+  if (!kernel_vdso_read_) {
+    kernel_vdso_read_ = true;
+    uint64_t base = getauxval(AT_SYSINFO_EHDR);
+    auto maps = files_.read("/proc/self/maps", kMaxMapsBytes);
+    std::vector<Mapping> own;
+    if (base && maps)
+      own = parse_proc_maps(*maps);
+    const Mapping *m = find_mapping(own, base);
+    if (m && m->path == "[vdso]" && m->start == base &&
+        m->end - m->start <= kMaxVdsoBytes)
+      kernel_vdso_.emplace(reinterpret_cast<const char *>(base),
+                           m->end - m->start);
+  }
+  return kernel_vdso_ ? &*kernel_vdso_ : nullptr;
+}
+
+// The process's own [vdso] image (root only: the kernel builds it, there
+// is no file), as read while it lived, or now. Named by its content: the
+// kernel's image if it is that (the usual case, parsed once), else its
+// own, which can only ever name this process's frames and those of
+// processes that hold the very same bytes.
 ElfFile *Symbolizer::vdso_for(uint32_t tgid, const Mapping &m) {
+  Process &p = process(tgid);
+  if (p.vdso_resolved)
+    return p.vdso;
   uint64_t size = m.end - m.start;
-  if (size == 0 || size > (1u << 20))
+  if (size == 0 || size > kMaxVdsoBytes)
     return nullptr;
-  auto it = vdso_cache_.find(size);
-  if (it != vdso_cache_.end())
-    return it->second.get();
-  auto image = files_.read_at(proc_root_ + "/" + std::to_string(tgid) + "/mem",
-                              m.start, size);
-  if (!image)
-    return nullptr; // not cached: another process may still provide it
-  std::unique_ptr<ElfFile> elf = ElfFile::open_memory(std::move(*image));
-  if (elf)
-    stats_.elf_files_parsed++;
-  return vdso_cache_.emplace(size, std::move(elf)).first->second.get();
+  if (!p.vdso_image)
+    p.vdso_image = files_.read_at(
+        proc_root_ + "/" + std::to_string(tgid) + "/mem", m.start, size);
+  if (!p.vdso_image)
+    return nullptr; // gone before it was read: unnamed, never guessed
+  p.vdso_resolved = true;
+  auto it = vdso_by_content_.find(*p.vdso_image);
+  if (it == vdso_by_content_.end()) {
+    const std::string *kernel = kernel_vdso();
+    bool own = kernel && *kernel == *p.vdso_image;
+    if (!own && vdso_by_content_.size() >= kMaxVdsoImages) {
+      stats_.vdso_images_skipped++;
+      p.vdso_image.reset();
+      return nullptr;
+    }
+    std::unique_ptr<ElfFile> elf = read_elf_image(*p.vdso_image);
+    if (elf)
+      stats_.elf_files_parsed++;
+    it = vdso_by_content_.emplace(*p.vdso_image, std::move(elf)).first;
+  }
+  p.vdso_image.reset(); // the map holds the bytes
+  p.vdso = it->second.get();
+  return p.vdso;
 }
 
 Symbolizer::FileEntry *Symbolizer::file_for(const Mapping &m) {
@@ -592,11 +694,12 @@ std::optional<std::string> Symbolizer::symbol_at(const ElfFile &elf,
   if (!sym)
     return std::nullopt;
   stats_.named++;
+  std::string name(sym->name);
   if (!demangled)
-    return sym->name;
-  auto d = demangled_.find(sym->name);
+    return name;
+  auto d = demangled_.find(name);
   if (d == demangled_.end())
-    d = demangled_.emplace(sym->name, demangle(sym->name)).first;
+    d = demangled_.emplace(name, demangle(name)).first;
   return d->second;
 }
 
@@ -715,8 +818,39 @@ std::string Symbolizer::describe_losses() const {
   }
   if (stats_.debug_files_skipped)
     line(std::to_string(stats_.debug_files_skipped) +
-         " debug files skipped: implausibly large for their binary, or their "
-         "CRC took over 1 s");
+         " debug files skipped: implausibly large for their binary (over 32 "
+         "times its size and 64 MiB), or their CRC took over 1 s (2 s for all "
+         "of a run's)");
+  if (stats_.debug_files_untrusted)
+    line(std::to_string(stats_.debug_files_untrusted) +
+         " debug files not used: owned by neither root nor the owner of "
+         "their binary, so not trusted to name it");
+  static const char *const kLossCause[] = {
+      "",
+      "a symbol table over 128 MiB",
+      "over 2M function symbols",
+      "over 128 MiB of symbol names",
+      "over 0.5 s of reading",
+      "the run's share spent (8M symbols, 512 MiB of names)",
+  };
+  static_assert(std::size(kLossCause) ==
+                static_cast<size_t>(SymbolLoss::Count));
+  std::string causes;
+  uint64_t cut = 0;
+  for (size_t why = 1; why < stats_.symbol_losses.size(); why++)
+    if (uint64_t n = stats_.symbol_losses[why]) {
+      cut += n;
+      causes += (causes.empty() ? "" : ", ") + std::to_string(n) + " " +
+                kLossCause[why];
+    }
+  if (cut)
+    line(std::to_string(cut) +
+         " files' symbols read in part, past a budget per file (" + causes +
+         "); frames they would name show as [module]");
+  if (stats_.vdso_images_skipped)
+    line(std::to_string(stats_.vdso_images_skipped) +
+         " rewritten vDSO images not read (over 16 distinct images); their "
+         "frames show as [vdso]");
   if (stats_.perf_maps_truncated)
     line(std::to_string(stats_.perf_maps_truncated) +
          " perf maps over 256 MiB read in part");

@@ -55,8 +55,16 @@ struct SymbolizeStats {
              static_cast<size_t>(FileKind::Count)>
       refused{};
   // Debug files whose size made them implausible for their binary, or
-  // whose CRC took longer than allowed.
+  // whose CRC took longer than allowed (per file, or the run's share).
   uint64_t debug_files_skipped = 0;
+  // Debug files owned by neither root nor their binary's owner: not allowed
+  // to name the binary's frames (another process may map the same file).
+  uint64_t debug_files_untrusted = 0;
+  // Files (binaries, debug files, vDSO images) whose symbols were read in
+  // part or not at all, by the budget they went past (elf_file.h).
+  std::array<uint64_t, static_cast<size_t>(SymbolLoss::Count)> symbol_losses{};
+  // Rewritten vDSO images beyond the run's share: their frames unnamed.
+  uint64_t vdso_images_skipped = 0;
   uint64_t perf_maps_truncated = 0;
 };
 
@@ -135,6 +143,12 @@ private:
   ElfFile *elf_for(uint32_t tgid, const Mapping &m);
   void parse(FileEntry &f);
   ElfFile *vdso_for(uint32_t tgid, const Mapping &m);
+  void capture_vdso(uint32_t tgid, Process &p,
+                    const std::vector<uint64_t> &ips);
+  const std::string *kernel_vdso();
+  std::unique_ptr<ElfFile> read_elf(int fd);
+  std::unique_ptr<ElfFile> read_elf_image(std::string image);
+  void count_loss(const ElfFile *elf);
   const ModuleInfo *module_info(const std::string &path,
                                 const std::string &build_id);
   struct DebugPolicies;
@@ -142,8 +156,8 @@ private:
   bool debug_by_build_id(FileEntry &f, const DebugPolicies &policies);
   bool debug_by_link(FileEntry &f, const DebugPolicies &policies);
   void debug_from_minidebuginfo(ElfFile &file);
-  bool try_debug_file(ElfFile &file, CheckedFile c, bool crc);
-  bool adopt_debug(ElfFile &file, CheckedFile debug, bool check_crc);
+  bool try_debug_file(FileEntry &f, CheckedFile c, bool crc);
+  bool adopt_debug(FileEntry &f, CheckedFile debug, bool check_crc);
   const std::string *perf_map_name(Process &p, uint64_t addr);
   std::string name_user_address(uint32_t tgid, uint64_t lookup,
                                 const ModuleInfo **where);
@@ -167,8 +181,16 @@ private:
   std::unordered_map<std::string, std::string> demangled_;
   std::map<std::string, std::unique_ptr<ModuleInfo>> modules_;
   std::vector<std::string> debug_dirs_{"/usr/lib/debug"};
-  // vDSO images by size: one per kernel ABI (64-bit, 32-bit compat...).
-  std::map<uint64_t, std::unique_ptr<ElfFile>> vdso_cache_;
+  // vDSO images by content, never by size: a process can rewrite its own
+  // (through /proc/self/mem) and must not rename another's frames. The
+  // kernel's own image is ours (kernel_vdso_).
+  std::map<std::string, std::unique_ptr<ElfFile>> vdso_by_content_;
+  std::optional<std::string> kernel_vdso_;
+  bool kernel_vdso_read_ = false;
+  // What every file's symbols may cost, together (elf_file.h).
+  SymbolRunBudget symbol_budget_;
+  // CRCs of debug files, all together: each may take up to 1 s.
+  uint64_t crc_ns_left_ = 0;
   SymbolizeStats stats_;
   bool symbolize_user_ = true;
 };

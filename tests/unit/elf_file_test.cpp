@@ -6,8 +6,10 @@
 #include <sys/auxv.h>
 #include <unistd.h>
 
+#include <functional>
 #include <map>
 
+#include "support/elf_writer.h"
 #include "support/process.h"
 #include "symbolize/elf_file.h"
 #include "symbolize/symbolizer.h"
@@ -155,6 +157,156 @@ TEST(ElfFile, StrippedLibcUsesDebugFileByBuildId) {
   ASSERT_TRUE(debug);
   EXPECT_TRUE(debug->has_symtab());
   EXPECT_GT(debug->symbol_count(), elf->symbol_count());
+}
+
+// Symbol budgets (issue #26), on files the ELF writer makes: what one file
+// may cost is bounded however its symbols are shaped.
+
+// `count` one-byte functions from 0x10000 on, named by `name_of(i)`, which
+// returns an offset into `names`.
+std::string many_symbols(size_t count, test::StringTable &names,
+                         const std::function<uint32_t(size_t)> &name_of,
+                         const char *table = ".symtab") {
+  test::ElfWriter w;
+  uint16_t text = w.add_text(0x10000, std::string(count + 16, '\xcc'));
+  std::vector<test::ElfSymbol> syms;
+  for (size_t i = 0; i < count; i++)
+    syms.push_back({name_of(i), 0x10000 + i, 1,
+                    ELF64_ST_INFO(STB_GLOBAL, STT_FUNC), STV_DEFAULT, text});
+  w.add_symbols(table, table == std::string(".dynsym") ? ".dynstr" : ".strtab",
+                syms, names);
+  return w.bytes();
+}
+
+TEST(SymbolBudget, OneNameSharedByManySymbolsIsHeldOnce) {
+  test::StringTable names;
+  uint32_t shared = names.add(std::string(4096, 'A'));
+  SymbolLimits roomy;
+  roomy.max_name_bytes = uint64_t{1} << 40;
+  roomy.max_ns = uint64_t{60} * 1000000000;
+  auto elf = ElfFile::open_memory(
+      many_symbols(100000, names, [&](size_t) { return shared; }), roomy);
+  ASSERT_TRUE(elf);
+  EXPECT_EQ(elf->symbol_loss(), SymbolLoss::None);
+  ASSERT_EQ(elf->symbol_count(), 100000u);
+  for (const ElfSymbol &s : elf->symbols()) {
+    ASSERT_EQ(s.name.size(), 4096u);
+    ASSERT_EQ(s.name.data(), elf->symbols()[0].name.data()); // one copy
+  }
+  EXPECT_EQ(elf->find(0x10000 + 777)->name, std::string(4096, 'A'));
+}
+
+TEST(SymbolBudget, NameBytesAreCountedPerUse) {
+  test::StringTable names;
+  uint32_t shared = names.add(std::string(100, 'B'));
+  SymbolLimits limits;
+  limits.max_name_bytes = 10000;
+  auto elf = ElfFile::open_memory(
+      many_symbols(1000, names, [&](size_t) { return shared; }), limits);
+  ASSERT_TRUE(elf);
+  EXPECT_EQ(elf->symbol_loss(), SymbolLoss::NameBytes);
+  EXPECT_EQ(elf->symbol_count(), 100u);
+}
+
+TEST(SymbolBudget, SymbolCountIsCapped) {
+  test::StringTable names;
+  std::vector<uint32_t> offs;
+  for (int i = 0; i < 5000; i++)
+    offs.push_back(names.add("fn_" + std::to_string(i)));
+  SymbolLimits limits;
+  limits.max_symbols = 1000;
+  auto elf = ElfFile::open_memory(
+      many_symbols(5000, names, [&](size_t i) { return offs[i]; }), limits);
+  ASSERT_TRUE(elf);
+  EXPECT_EQ(elf->symbol_loss(), SymbolLoss::Symbols);
+  EXPECT_EQ(elf->symbol_count(), 1000u);
+  // What was kept is named right; what was not is in no symbol.
+  EXPECT_EQ(elf->find(0x10000 + 10)->name, "fn_10");
+  EXPECT_EQ(elf->find(0x10000 + 4000), nullptr);
+}
+
+TEST(SymbolBudget, TimeIsCheckedInsideTheLoop) {
+  test::StringTable names;
+  uint32_t shared = names.add("slow");
+  SymbolLimits limits;
+  limits.max_ns = 0;
+  auto elf = ElfFile::open_memory(
+      many_symbols(5000, names, [&](size_t) { return shared; }), limits);
+  ASSERT_TRUE(elf);
+  EXPECT_EQ(elf->symbol_loss(), SymbolLoss::Time);
+  EXPECT_LT(elf->symbol_count(), 5000u);
+}
+
+TEST(SymbolBudget, TheRunsShareIsSpentAcrossFiles) {
+  test::StringTable names;
+  uint32_t shared = names.add("shared_fn");
+  std::string image = many_symbols(3000, names, [&](size_t) { return shared; });
+  SymbolRunBudget run;
+  run.symbols_left = 5000;
+  auto first = ElfFile::open_memory(image, SymbolLimits{}, &run);
+  ASSERT_TRUE(first);
+  EXPECT_EQ(first->symbol_count(), 3000u);
+  EXPECT_EQ(first->symbol_loss(), SymbolLoss::None);
+  auto second = ElfFile::open_memory(image, SymbolLimits{}, &run);
+  ASSERT_TRUE(second);
+  EXPECT_EQ(second->symbol_count(), 2000u);
+  EXPECT_EQ(second->symbol_loss(), SymbolLoss::RunBudget);
+  EXPECT_EQ(run.symbols_left, 0u);
+}
+
+TEST(SymbolBudget, NamesStopAtTheStringTablesEnd) {
+  // A name offset inside the table whose string runs to its end without a
+  // terminator: read up to the end, never past it.
+  test::ElfWriter w;
+  uint16_t text = w.add_text(0x10000, std::string(64, '\xcc'));
+  test::StringTable names;
+  names.add("unterminated_at_the_end");
+  std::string strtab = names.bytes();
+  strtab.pop_back(); // the last NUL
+  test::ElfSection str;
+  str.name = ".strtab";
+  str.type = SHT_STRTAB;
+  str.content = strtab;
+  uint16_t stri = w.add_section(str);
+  test::ElfSection sym;
+  sym.name = ".symtab";
+  sym.type = SHT_SYMTAB;
+  sym.entsize = sizeof(Elf64_Sym);
+  sym.link = stri;
+  sym.info = 1;
+  Elf64_Sym entries[2] = {};
+  entries[1].st_name = 1;
+  entries[1].st_info = ELF64_ST_INFO(STB_GLOBAL, STT_FUNC);
+  entries[1].st_shndx = text;
+  entries[1].st_value = 0x10000;
+  entries[1].st_size = 8;
+  sym.content.assign(reinterpret_cast<const char *>(entries), sizeof(entries));
+  w.add_section(sym);
+  auto elf = ElfFile::open_memory(w.bytes());
+  ASSERT_TRUE(elf);
+  ASSERT_EQ(elf->symbol_count(), 1u);
+  EXPECT_EQ(elf->symbols()[0].name, "unterminated_at_the_end");
+}
+
+TEST(SymbolBudget, DynsymIsReadOnlyWithoutSymtab) {
+  test::StringTable names;
+  uint32_t a = names.add("from_symtab");
+  test::StringTable dyn;
+  uint32_t b = dyn.add("from_dynsym");
+  test::ElfWriter w;
+  uint16_t text = w.add_text(0x10000, std::string(64, '\xcc'));
+  auto fn = [&](uint32_t name) {
+    return test::ElfSymbol{name,        0x10000,
+                           8,           ELF64_ST_INFO(STB_GLOBAL, STT_FUNC),
+                           STV_DEFAULT, text};
+  };
+  w.add_symbols(".dynsym", ".dynstr", {fn(b)}, dyn);
+  w.add_symbols(".symtab", ".strtab", {fn(a)}, names);
+  auto elf = ElfFile::open_memory(w.bytes());
+  ASSERT_TRUE(elf);
+  EXPECT_TRUE(elf->has_symtab());
+  ASSERT_EQ(elf->symbol_count(), 1u);
+  EXPECT_EQ(elf->symbols()[0].name, "from_symtab");
 }
 
 } // namespace

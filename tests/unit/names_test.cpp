@@ -66,7 +66,7 @@ std::set<std::string> demangled_names(const std::string &path) {
   auto elf = ElfFile::open(path);
   if (elf)
     for (const ElfSymbol &s : elf->symbols())
-      out.insert(demangle(s.name));
+      out.insert(demangle(std::string(s.name)));
   return out;
 }
 
