@@ -844,8 +844,8 @@ std::string Symbolizer::describe_losses() const {
                 kLossCause[why];
     }
   if (cut)
-    line(std::to_string(cut) +
-         " files' symbols read in part, past a budget per file (" + causes +
+    line("symbols of " + std::to_string(cut) +
+         " files read in part, past a budget per file (" + causes +
          "); frames they would name show as [module]");
   if (stats_.vdso_images_skipped)
     line(std::to_string(stats_.vdso_images_skipped) +
