@@ -21,6 +21,11 @@ for f in /bin/true /lib/x86_64-linux-gnu/libz.so.1 "$src/build/tests/fixture_pie
          "$src/build/tests/libfixture.so"; do
   [ -f "$f" ] && head -c 200000 "$f" > "$out/corpus_elf/$(basename "$f")"
 done
+# And the shapes of hostile files (issue #26), written by the tests' ELF
+# writer: many symbols sharing one long name, overlapping names, lying sizes.
+clang++ -g -O1 -std=c++17 -I"$src/tests" -o "$out/elf_seeds" \
+  "$src/tests/fuzz/elf_seeds.cpp" "$src/tests/support/elf_writer.cpp"
+"$out/elf_seeds" "$out/corpus_elf"
 cat /proc/self/maps > "$out/corpus_text/maps"
 head -c 20000 /proc/kallsyms > "$out/corpus_text/kallsyms"
 printf '7f0000001000 20 LazyCompile:*foo\n7f0000000000 100 Interpreter\n' > "$out/corpus_text/perfmap"

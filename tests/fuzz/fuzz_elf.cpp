@@ -25,5 +25,18 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   }
   (void)elf->build_id();
   (void)elf->debuglink();
+  // Again within tight budgets, as if the run's share were nearly spent:
+  // every way of cutting a table short.
+  offcpu::SymbolLimits tight;
+  tight.max_symbols = 64;
+  tight.max_name_bytes = 2048;
+  offcpu::SymbolRunBudget run;
+  run.symbols_left = 48;
+  run.name_bytes_left = 1024;
+  auto cut = offcpu::ElfFile::open_memory(
+      std::string(reinterpret_cast<const char *>(data), size), tight, &run);
+  if (cut)
+    for (uint64_t a = 0; a < 0x4000; a += 0x101)
+      cut->find(a);
   return 0;
 }
