@@ -78,7 +78,12 @@ void ElfFile::read_symbols(void *handle, void *scn_handle,
   const size_t strings_size = str->d_size;
 
   std::vector<RawSymbol> raw;
-  size_t count = data->d_size / shdr.sh_entsize;
+  // Entries as libelf reads them, whatever sh_entsize claims (1 would make
+  // a loop of one step per byte).
+  size_t entry = gelf_fsize(elf, ELF_T_SYM, 1, EV_CURRENT);
+  if (entry == 0)
+    return;
+  size_t count = data->d_size / entry;
   for (size_t i = 0; i < count; i++) {
     if (i % kClockEvery == kClockEvery - 1 && late()) {
       cut(SymbolLoss::Time);
