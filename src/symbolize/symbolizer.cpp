@@ -445,8 +445,13 @@ bool Symbolizer::adopt_debug(FileEntry &f, CheckedFile debug, bool check_crc) {
   auto elf = read_elf(debug.fd.get());
   if (!elf || !elf->has_symtab())
     return false;
-  if (!elf->build_id().empty() && !file.build_id().empty() &&
-      elf->build_id() != file.build_id())
+  // Found by build id, it must carry that id: one without could be any
+  // root-owned ELF a user's namespace put at that path. Found by debuglink,
+  // the CRC vouched for it.
+  bool same_id = elf->build_id() == file.build_id();
+  if (check_crc
+          ? !same_id && !elf->build_id().empty() && !file.build_id().empty()
+          : !same_id)
     return false;
   stats_.elf_files_parsed++;
   file.adopt_symbols(std::move(*elf));

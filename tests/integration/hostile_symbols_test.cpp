@@ -271,51 +271,72 @@ TEST_F(HostileSymbols, SameBuildIdCopyDoesNotRenameRootsFrames) {
 
 // The same, through a debug file: the user maps root's stripped binary
 // (the same file: one entry per device and inode) from a private mount
-// namespace whose /usr/lib/debug holds a debug file for its build id.
-TEST_F(HostileSymbols, DebugFileFromUsersNamespaceDoesNotNameRootsBinary) {
-  if (access("/usr/bin/unshare", X_OK) != 0 ||
-      !ok(run_as_user({"/usr/bin/unshare", "-Urm", "/bin/true"})))
-    GTEST_SKIP() << "unprivileged user namespaces are not available";
-  const std::string id = "\x62\x62\x62\x62\x62\x62\x62\x62\x62\x62"
-                         "\x62\x62\x62\x62\x62\x62\x62\x62\x62\x62";
-  std::string original = dir_ + "/stripped.so";
-  SymbolFile root_spec;
-  root_spec.table = ".dynsym";
-  root_spec.build_id = id;
-  ASSERT_TRUE(write_elf(original, root_spec));
+// namespace whose /usr/lib/debug holds a debug file for its build id:
+// one of the user's own, or a root-owned ELF without a build id.
+class HostileDebugNamespace : public HostileSymbols {
+protected:
+  // `debug`: what the workload puts at the build id's path ("bind:PATH"
+  // to mount a file as it is).
+  void attack(const std::string &debug, const std::string &forged_name,
+              const std::string &expected_loss) {
+    if (access("/usr/bin/unshare", X_OK) != 0 ||
+        !ok(run_as_user({"/usr/bin/unshare", "-Urm", "/bin/true"})))
+      GTEST_SKIP() << "unprivileged user namespaces are not available";
+    const std::string id = "\x62\x62\x62\x62\x62\x62\x62\x62\x62\x62"
+                           "\x62\x62\x62\x62\x62\x62\x62\x62\x62\x62";
+    std::string original = dir_ + "/stripped.so";
+    SymbolFile root_spec;
+    root_spec.table = ".dynsym";
+    root_spec.build_id = id;
+    ASSERT_TRUE(write_elf(original, root_spec));
+    std::string hex;
+    for (unsigned char c : id) {
+      char b[3];
+      snprintf(b, sizeof(b), "%02x", c);
+      hex += b;
+    }
+    Workload attacker =
+        start({"/usr/bin/unshare", "-Urm", hostile_elf(), "nsmap", debug, hex,
+               "attacker", "0", kFrameOffset, original});
+    ASSERT_TRUE(attacker.ready()) << attacker.error();
+    std::string victim_pid;
+    auto victim = start_root(
+        {hostile_elf(), "map", "victim", "1000", kFrameOffset, original},
+        victim_pid);
+    ASSERT_FALSE(victim_pid.empty());
+    Timed t =
+        run_offcpu({"-p", attacker.pid() + "," + victim_pid, "-f", "3"}, 3);
+    expect_clean_run(t, 3, "a debug file in the user's namespace");
+    EXPECT_TRUE(has_frame(t.r.out, "victim", "true_name"))
+        << frames_of(t.r.out, "victim");
+    EXPECT_FALSE(has_frame(t.r.out, "victim", forged_name))
+        << "the user's debug file renamed root's frames:\n"
+        << frames_of(t.r.out, "victim");
+    if (!expected_loss.empty()) {
+      EXPECT_NE(t.r.err.find(expected_loss), std::string::npos) << t.r.err;
+    }
+  }
+};
 
+TEST_F(HostileDebugNamespace, UsersOwnDebugFileIsNotTrusted) {
   std::string scratch = user_scratch_dir();
   ASSERT_FALSE(scratch.empty());
   std::string forged = scratch + "/forged.debug";
   SymbolFile debug_spec;
-  debug_spec.build_id = id;
+  debug_spec.build_id = std::string(20, '\x62');
   debug_spec.fn_name = "forged_debug_name";
   ASSERT_TRUE(write_elf(forged, debug_spec));
   ASSERT_EQ(chown(forged.c_str(), uid_, gid_), 0);
+  attack(forged, "forged_debug_name", "debug files not used");
+}
 
-  std::string hex;
-  for (unsigned char c : id) {
-    char b[3];
-    snprintf(b, sizeof(b), "%02x", c);
-    hex += b;
-  }
-  Workload attacker =
-      start({"/usr/bin/unshare", "-Urm", hostile_elf(), "nsmap", forged, hex,
-             "attacker", "0", kFrameOffset, original});
-  ASSERT_TRUE(attacker.ready()) << attacker.error();
-  std::string victim_pid;
-  auto victim = start_root(
-      {hostile_elf(), "map", "victim", "1000", kFrameOffset, original},
-      victim_pid);
-  ASSERT_FALSE(victim_pid.empty());
-  Timed t = run_offcpu({"-p", attacker.pid() + "," + victim_pid, "-f", "3"}, 3);
-  expect_clean_run(t, 3, "a debug file in the user's namespace");
-  EXPECT_TRUE(has_frame(t.r.out, "victim", "true_name"))
-      << frames_of(t.r.out, "victim");
-  EXPECT_FALSE(has_frame(t.r.out, "victim", "forged_debug_name"))
-      << "the user's debug file renamed root's frames:\n"
-      << frames_of(t.r.out, "victim");
-  EXPECT_NE(t.r.err.find("debug files not used"), std::string::npos) << t.r.err;
+TEST_F(HostileDebugNamespace, RootOwnedFileWithoutTheBuildIdIsNotUsed) {
+  // Root's, readable by all, but the debug file of nothing.
+  std::string other = dir_ + "/other.so";
+  SymbolFile other_spec;
+  other_spec.fn_name = "root_owned_other";
+  ASSERT_TRUE(write_elf(other, other_spec));
+  attack("bind:" + other, "root_owned_other", "");
 }
 
 // 4. The vDSO: a process that rewrites its own (through /proc/self/mem)
