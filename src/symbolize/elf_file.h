@@ -35,8 +35,8 @@ struct SymbolLimits {
 
 // The run's share, spent by every file read with it.
 struct SymbolRunBudget {
-  uint64_t symbols_left = uint64_t{1} << 23;
-  uint64_t name_bytes_left = uint64_t{512} << 20; // names held
+  uint64_t symbols_left = uint64_t{1} << 22;
+  uint64_t name_bytes_left = uint64_t{256} << 20; // names held
 };
 
 // Why a file's symbols were read in part (the rest unnamed) or not at all.

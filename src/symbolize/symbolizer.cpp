@@ -836,7 +836,7 @@ std::string Symbolizer::describe_losses() const {
       "over 2M function symbols",
       "over 128 MiB of symbol names",
       "over 0.5 s of reading",
-      "the run's share spent (8M symbols, 512 MiB of names)",
+      "the run's share spent (4M symbols, 256 MiB of names)",
   };
   static_assert(std::size(kLossCause) ==
                 static_cast<size_t>(SymbolLoss::Count));
