@@ -475,8 +475,10 @@ struct Symbolizer::DebugPolicies {
 
 // Adopts the debug file if it opened and fits; counts one that was too big.
 bool Symbolizer::try_debug_file(FileEntry &f, CheckedFile c, bool crc) {
-  if (c.failure == OpenFailure::TooLarge)
-    stats_.debug_files_skipped++;
+  if (c.failure == OpenFailure::TooLarge) {
+    stats_.debug_files_skipped++; // its own line, not also a refusal
+    return false;
+  }
   return c.failure != OpenFailure::Missing && adopt_debug(f, std::move(c), crc);
 }
 
