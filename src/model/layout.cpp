@@ -71,6 +71,10 @@ std::vector<Frame> lay_out(const Sample &s, const LayoutOptions &opts) {
     out.push_back({s.cgroup, FrameKind::Group, kNoModule, 0});
   out.push_back(
       {thread_frame_name(s, opts.thread), FrameKind::Thread, kNoModule, 0});
+  // The state classes the whole wait: it splits a flame graph's towers
+  // right under the thread, as the text report's per-state totals do.
+  if (s.state)
+    out.push_back(annotation(std::string("[") + s.state + "]"));
   if (s.user_missed)
     out.push_back({"[Missed User Stack]", FrameKind::Marker, kNoModule, 0});
   out.insert(out.end(), s.user.begin(), s.user.end());
@@ -87,8 +91,6 @@ std::vector<Frame> lay_out(const Sample &s, const LayoutOptions &opts) {
         {s.lock->write ? "write" : "read", FrameKind::Lock, kNoModule, 0});
     out.push_back({s.lock->lock, FrameKind::Lock, kNoModule, 0});
   }
-  if (s.state)
-    out.push_back(annotation(std::string("[") + s.state + "]"));
   if (s.waker)
     add_waker(*s.waker, out);
   return out;

@@ -1,9 +1,9 @@
 // The one place that decides how a sample's frames line up, root first:
-//   thread; [Missed User Stack] or user frames; delimiter (-d, when both
-//   parts exist); [Missed Kernel Stack] or kernel frames; for a lock wait,
-//   its side (write/read) and the lock; the state it waited in ([D],
-//   --show-state); then, with --wakers, "--" and the waker's part leaf
-//   first, its comm last (BCC offwaketime's layout).
+//   cgroup (--per-cgroup); thread; the state it waited in ([D],
+//   --show-state); [Missed User Stack] or user frames; delimiter (-d, when
+//   both parts exist); [Missed Kernel Stack] or kernel frames; for a lock
+//   wait, its side (write/read) and the lock; then, with --wakers, "--" and
+//   the waker's part leaf first, its comm last (BCC offwaketime's layout).
 // Every format (folded, text, SVG, pprof) draws this sequence; a new part
 // of a sample is added here once.
 #pragma once

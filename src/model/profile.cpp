@@ -2,12 +2,13 @@
 
 namespace offcpu {
 
-uint32_t Profile::module(const std::string &path, const std::string &build_id) {
+uint32_t Profile::module(const std::string &path, const std::string &build_id,
+                         const std::string &debug_file) {
   auto it = module_index_.find(path);
   if (it != module_index_.end())
     return it->second;
   uint32_t index = static_cast<uint32_t>(modules.size());
-  modules.push_back({path, build_id});
+  modules.push_back({path, build_id, debug_file});
   module_index_.emplace(path, index);
   return index;
 }
@@ -15,7 +16,7 @@ uint32_t Profile::module(const std::string &path, const std::string &build_id) {
 void Profile::append(const Profile &other) {
   std::vector<uint32_t> modules_to, mappings_to;
   for (const Module &m : other.modules)
-    modules_to.push_back(module(m.path, m.build_id));
+    modules_to.push_back(module(m.path, m.build_id, m.debug_file));
   for (MappedRange r : other.mappings) {
     r.module = r.module < modules_to.size() ? modules_to[r.module] : kNoModule;
     mappings_to.push_back(mapping(r));

@@ -29,6 +29,10 @@ enum class FrameKind {
 struct Module {
   std::string path;
   std::string build_id; // lowercase hex, may be empty
+  // A separate debug file on this host holding the module's DWARF, for
+  // readers that name code only from DWARF in the file a mapping names
+  // (go tool pprof, with --no-symbolize). Empty if none was found.
+  std::string debug_file;
 };
 constexpr uint32_t kNoModule = UINT32_MAX;
 
@@ -132,7 +136,8 @@ struct Profile {
 
   // The index of the module with this path (added on first use; the first
   // build id given for a path stays).
-  uint32_t module(const std::string &path, const std::string &build_id);
+  uint32_t module(const std::string &path, const std::string &build_id,
+                  const std::string &debug_file = "");
   // The index of this mapped range (added on first use).
   uint32_t mapping(const MappedRange &range);
   // Adds another profile's samples (one interval of a longer run), their

@@ -3,6 +3,7 @@
 #include <zlib.h>
 
 #include <algorithm>
+#include <cctype>
 #include <map>
 #include <stdexcept>
 #include <tuple>
@@ -89,6 +90,9 @@ struct RangeSpec {
   uint64_t start = 0, limit = 0, file_offset = 0;
   const Module *module = nullptr;
   bool has_functions = true;
+  // The file the reader is to name the range's code from, if not the
+  // module's own (its separate debug file).
+  const std::string *name_from = nullptr;
 };
 
 class ProfileBuilder {
@@ -116,7 +120,8 @@ public:
     w.uint_field(field::kMemoryStart, r.start);
     w.uint_field(field::kMemoryLimit, r.limit);
     w.uint_field(field::kFileOffset, r.file_offset);
-    w.uint_field(field::kFilename, str(r.module->path));
+    w.uint_field(field::kFilename,
+                 str(r.name_from ? *r.name_from : r.module->path));
     w.uint_field(field::kBuildId, str(r.module->build_id));
     w.uint_field(field::kHasFunctions, r.has_functions ? 1 : 0);
     mapping_msgs_.push_back(w.data());
@@ -226,8 +231,11 @@ public:
   }
 
 private:
-  uint64_t function(const std::string &name, const std::string &file) {
-    auto key = std::make_pair(name, file);
+  // Functions of one name in two modules stay apart, but the module is not
+  // their filename: pprof reads that as the source file (-list would print
+  // the binary as text), and frames carry no source file.
+  uint64_t function(const std::string &name, const std::string &module) {
+    auto key = std::make_pair(name, module);
     auto it = functions_.find(key);
     if (it != functions_.end())
       return it->second;
@@ -237,7 +245,6 @@ private:
     w.uint_field(field::kFuncId, id);
     w.uint_field(field::kName, str(name));
     w.uint_field(field::kSystemName, str(name));
-    w.uint_field(field::kFuncFilename, str(file));
     function_msgs_.push_back(w.data());
     return id;
   }
@@ -252,6 +259,22 @@ private:
 };
 
 constexpr uint64_t kPage = 4096;
+
+// A shared library's path, as pprof's heuristic tells them from
+// executables: the file name has ".so" at its end or before a version.
+bool library_path(const std::string &path) {
+  const std::string name = path.substr(path.rfind('/') + 1);
+  for (size_t at = name.find(".so"); at != std::string::npos;
+       at = name.find(".so", at + 1)) {
+    const size_t after = at + 3;
+    if (after == name.size() ||
+        ((name[after] == '.' || name[after] == '_') &&
+         after + 1 < name.size() &&
+         std::isdigit(static_cast<unsigned char>(name[after + 1]))))
+      return true;
+  }
+  return false;
+}
 
 // Where each frame goes in pprof's terms: its Mapping and address.
 class Placer {
@@ -293,8 +316,14 @@ public:
       const MappedRange &m = p_.mappings[f.mapping];
       // Only code in a file can be named later, from the file.
       named = p_.user_symbolized || file.empty() || file[0] != '/';
-      mapping_id = b_.mapping(f.mapping, {m.start, m.limit, m.file_offset,
-                                          &p_.modules[m.module], named});
+      // go tool pprof names code only from DWARF in the file a mapping
+      // names: a stripped file's separate debug file has it (same build
+      // id, same program headers; other readers take it as well).
+      const Module &mod = p_.modules[m.module];
+      const std::string *name_from =
+          !named && !mod.debug_file.empty() ? &mod.debug_file : nullptr;
+      mapping_id = b_.mapping(
+          f.mapping, {m.start, m.limit, m.file_offset, &mod, named, name_from});
     } else if (f.kind == FrameKind::Kernel) {
       auto it = kernel_.find(f.module);
       if (it != kernel_.end())
@@ -346,17 +375,28 @@ std::vector<uint64_t> sample_values(const Profile &p, const Sample &s) {
 std::string encode_pprof(const Profile &profile, const LayoutOptions &layout) {
   ProfileBuilder b;
   Placer place(profile, b);
-  // pprof calls the first mapping the profile's main file: user code first.
-  for (const Sample &s : profile.samples)
-    for (const Frame &f : s.user)
-      place.location(f);
+  // pprof calls the first mapping the profile's main file ("File:"): an
+  // executable's first, as pprof's own heuristic finds it (not a .so),
+  // then the rest of the user code.
+  std::vector<bool> library(profile.modules.size());
+  for (size_t i = 0; i < library.size(); i++)
+    library[i] = library_path(profile.modules[i].path);
+  for (bool libraries : {false, true})
+    for (const Sample &s : profile.samples)
+      for (const Frame &f : s.user)
+        if (f.kind == FrameKind::User &&
+            (f.module >= library.size() || library[f.module]) == libraries)
+          place.location(f);
   for (const Sample &s : profile.samples) {
     // Locations leaf first, the thread as the root, as in the folded output;
-    // no delimiter: pprof's own views tell user from kernel code.
+    // no delimiter, not even one read from -d folded text: pprof's views
+    // tell user from kernel code, and a "-" function in every stack would
+    // top them at 100%.
     std::vector<Frame> frames = lay_out(s, LayoutOptions{false, layout.thread});
     std::vector<uint64_t> locs;
     for (auto it = frames.rbegin(); it != frames.rend(); ++it)
-      locs.push_back(place.location(*it));
+      if (it->kind != FrameKind::Delimiter)
+        locs.push_back(place.location(*it));
     b.sample(locs, s, sample_values(profile, s));
   }
   return b.finish(profile, sample_types(profile));

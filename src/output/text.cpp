@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cinttypes>
 #include <cstdio>
+#include <unordered_map>
 
 #include "model/layout.h"
 
@@ -11,25 +12,6 @@ namespace {
 
 std::string us(uint64_t ns) {
   return std::to_string((ns + 500) / 1000) + " us";
-}
-
-// The samples in report order. Off-CPU samples that round to 0 us are left
-// out; lock waits are all shown (a contention is news at any length).
-std::vector<const Sample *> report_order(const Profile &p) {
-  std::vector<const Sample *> order;
-  const bool locks = p.kind == ProfileKind::LockWaits;
-  for (const Sample &s : p.samples)
-    if (locks || s.total_ns >= 500)
-      order.push_back(&s);
-  std::sort(order.begin(), order.end(),
-            [locks](const Sample *a, const Sample *b) {
-              if (a->total_ns != b->total_ns)
-                return a->total_ns < b->total_ns;
-              if (locks || a->tid != b->tid)
-                return a->tid < b->tid;
-              return a->comm < b->comm;
-            });
-  return order;
 }
 
 // "comm (tid)", or the thread frame of --per-pid / --per-thread (which
@@ -48,20 +30,32 @@ std::string thread_line(const Sample &s, const std::string &thread,
   return line + "\n";
 }
 
-std::string totals_line(const Sample &s, bool runqueue) {
-  const char *waits = s.count == 1 ? " wait" : " waits";
+// What the samples printed alike add up to.
+struct Totals {
+  uint64_t total_ns = 0, count = 0, runq_ns = 0, max_ns = 0;
+
+  void add(const Sample &s) {
+    total_ns += s.total_ns;
+    count += s.count;
+    runq_ns += std::min(s.runq_ns, s.total_ns);
+    if (s.lock)
+      max_ns = std::max(max_ns, s.lock->max_ns);
+  }
+};
+
+std::string totals_line(const Sample &s, const Totals &t, bool runqueue) {
+  const char *waits = t.count == 1 ? " wait" : " waits";
   if (s.lock) {
-    uint64_t avg = s.count ? s.total_ns / s.count : 0;
-    return "        " + std::to_string(s.count) + waits + ", total " +
-           us(s.total_ns) + ", max " + us(s.lock->max_ns) + ", avg " + us(avg) +
-           "\n";
+    uint64_t avg = t.count ? t.total_ns / t.count : 0;
+    return "        " + std::to_string(t.count) + waits + ", total " +
+           us(t.total_ns) + ", max " + us(t.max_ns) + ", avg " + us(avg) + "\n";
   }
   std::string line =
-      "        " + us(s.total_ns) + " in " + std::to_string(s.count) + waits;
+      "        " + us(t.total_ns) + " in " + std::to_string(t.count) + waits;
   if (runqueue) {
-    uint64_t runq = std::min(s.runq_ns, s.total_ns);
+    uint64_t runq = std::min(t.runq_ns, t.total_ns);
     line +=
-        ": " + us(s.total_ns - runq) + " blocked, " + us(runq) + " runnable";
+        ": " + us(t.total_ns - runq) + " blocked, " + us(runq) + " runnable";
   }
   return line + "\n";
 }
@@ -79,7 +73,8 @@ std::string waker_lines(const Sample &s, const std::vector<Frame> &part) {
   return out;
 }
 
-std::string entry(const Sample &s, const LayoutOptions &layout, bool runqueue) {
+// A sample's lines but its totals: what the reader sees of its stacks.
+std::string stack_lines(const Sample &s, const LayoutOptions &layout) {
   std::vector<Frame> frames = lay_out(s, layout);
   auto waker = std::find_if(frames.begin(), frames.end(), [](const Frame &f) {
     return f.kind == FrameKind::WakerDelimiter;
@@ -100,7 +95,48 @@ std::string entry(const Sample &s, const LayoutOptions &layout, bool runqueue) {
   out += thread_line(s, thread, layout.thread);
   if (s.waker && waker != frames.end())
     out += waker_lines(s, std::vector<Frame>(waker + 1, frames.end()));
-  return out + totals_line(s, runqueue) + "\n";
+  return out;
+}
+
+// Samples whose printed lines are the same are one entry: their raw keys
+// differ (two user stack ids symbolized alike, frames past the depth
+// limit) but the reader cannot tell them apart.
+struct Entry {
+  const Sample *first = nullptr;
+  std::string lines;
+  Totals totals;
+};
+
+// The entries in report order. Off-CPU entries that round to 0 us are left
+// out; lock waits are all shown (a contention is news at any length).
+std::vector<Entry> report_entries(const Profile &p,
+                                  const LayoutOptions &layout) {
+  std::vector<Entry> entries;
+  std::unordered_map<std::string, size_t> index;
+  for (const Sample &s : p.samples) {
+    std::string lines = stack_lines(s, layout);
+    auto [it, fresh] = index.try_emplace(lines, entries.size());
+    if (fresh)
+      entries.push_back({&s, std::move(lines), {}});
+    entries[it->second].totals.add(s);
+  }
+  const bool locks = p.kind == ProfileKind::LockWaits;
+  entries.erase(std::remove_if(entries.begin(), entries.end(),
+                               [locks](const Entry &e) {
+                                 return !locks && e.totals.total_ns < 500;
+                               }),
+                entries.end());
+  std::sort(entries.begin(), entries.end(),
+            [locks](const Entry &a, const Entry &b) {
+              if (a.totals.total_ns != b.totals.total_ns)
+                return a.totals.total_ns < b.totals.total_ns;
+              if (locks || a.first->tid != b.first->tid)
+                return a.first->tid < b.first->tid;
+              if (a.first->comm != b.first->comm)
+                return a.first->comm < b.first->comm;
+              return a.lines < b.lines;
+            });
+  return entries;
 }
 
 // The state classes of offcpu_state_class, in its order.
@@ -137,8 +173,8 @@ std::string state_summary(const std::vector<uint64_t> &state_ns) {
 
 std::string render_text(const Profile &profile, const LayoutOptions &layout) {
   std::string out;
-  for (const Sample *s : report_order(profile))
-    out += entry(*s, layout, profile.runqueue);
+  for (const Entry &e : report_entries(profile, layout))
+    out += e.lines + totals_line(*e.first, e.totals, profile.runqueue) + "\n";
   return out + state_summary(profile.state_ns);
 }
 

@@ -29,7 +29,7 @@ Frame truncation_mark() {
 }
 
 uint32_t module_of(Profile &p, const ModuleInfo *m) {
-  return m ? p.module(m->path, m->build_id) : kNoModule;
+  return m ? p.module(m->path, m->build_id, m->debug_file) : kNoModule;
 }
 
 // The process's range a user frame came from, for pprof.

@@ -8,6 +8,7 @@
 #include <iterator>
 
 #include "symbolize/demangle.h"
+#include "symbolize/exec_path.h"
 #include "symbolize/xz.h"
 #include "util/clock.h"
 #include "util/parse.h"
@@ -81,6 +82,18 @@ ProcStatus parse_status(const std::string &status) {
   return out;
 }
 
+std::string basename_of(const std::string &path) {
+  size_t slash = path.rfind('/');
+  return slash == std::string::npos ? path : path.substr(slash + 1);
+}
+
+// What a mapping's file is named by: the path the process was run by for
+// its executable run through a symlink (exec_path.h), else maps' path.
+std::string shown_path(const std::optional<ExecPath> &exec, const Mapping &m) {
+  std::string path = m.real_path();
+  return exec ? exec->name_for(path) : path;
+}
+
 std::string dirname_of(const std::string &path) {
   size_t slash = path.rfind('/');
   return slash == std::string::npos ? "." : path.substr(0, slash);
@@ -130,6 +143,7 @@ struct Symbolizer::Process {
   std::optional<std::string> vdso_image;
   bool vdso_resolved = false;
   ElfFile *vdso = nullptr;
+  std::optional<ExecPath> exec; // the path it was run by, read once
 };
 
 struct Symbolizer::FileEntry {
@@ -141,6 +155,7 @@ struct Symbolizer::FileEntry {
   uid_t owner = 0; // of the file: its debug files must be root's or theirs
   std::unique_ptr<ElfFile> elf;
   bool parsed = false;
+  std::string debug_file; // found by build id in a debug root of ours
 };
 
 Symbolizer::Symbolizer(const FileReader &files, KernelSymbols kernel,
@@ -156,10 +171,13 @@ void Symbolizer::refuse(FileKind kind, OpenFailure why) {
 }
 
 const ModuleInfo *Symbolizer::module_info(const std::string &path,
-                                          const std::string &build_id) {
+                                          const std::string &build_id,
+                                          const std::string &debug_file) {
   auto &slot = modules_[path];
   if (!slot)
-    slot = std::make_unique<ModuleInfo>(ModuleInfo{path, build_id});
+    slot = std::make_unique<ModuleInfo>(ModuleInfo{path, build_id, {}});
+  if (slot->debug_file.empty())
+    slot->debug_file = debug_file;
   return slot.get();
 }
 
@@ -254,6 +272,11 @@ bool Symbolizer::read_maps(uint32_t tgid, Process &p) {
   p.readings.push_back(parse_proc_maps(*text));
   capture_files(tgid, p);
   capture_perf_map(tgid, p);
+  if (!p.exec) {
+    capture_process(tgid, p);
+    p.exec = exec_path_of(files_, proc_root_ + "/" + std::to_string(tgid),
+                          p.root && *p.root ? p.root->get() : -1);
+  }
   return true;
 }
 
@@ -492,8 +515,10 @@ bool Symbolizer::debug_by_build_id(FileEntry &f, const DebugPolicies &pol) {
   for (const std::string &dir : debug_dirs_) {
     UniqueFd dir_fd = open_root_dir(dir);
     if (dir_fd &&
-        try_debug_file(f, open_in_root(dir_fd.get(), rel, pol.ours), false))
+        try_debug_file(f, open_in_root(dir_fd.get(), rel, pol.ours), false)) {
+      f.debug_file = dir + rel;
       return true;
+    }
     if (f.root &&
         try_debug_file(f, open_in_root(f.root->get(), dir + rel, pol.theirs),
                        false))
@@ -744,10 +769,13 @@ std::string Symbolizer::raw_user_address(uint32_t tgid, uint64_t addr,
   if (!m || !m->is_file())
     return name_user_address(tgid, lookup, where);
   ElfFile *elf = elf_for(tgid, *m);
-  *where = module_info(m->real_path(), elf ? elf->build_id() : "");
+  const std::string path = shown_path(process(tgid).exec, *m);
+  const FileEntry *f = file_for(*m);
+  *where =
+      module_info(path, elf ? elf->build_id() : "", f ? f->debug_file : "");
   char offset[32];
   snprintf(offset, sizeof(offset), "+0x%" PRIx64, addr - m->start + m->offset);
-  return m->display_name() + offset;
+  return basename_of(path) + offset;
 }
 
 // In order: the process gone before its maps were read; JIT code outside
@@ -778,9 +806,12 @@ std::string Symbolizer::name_user_address(uint32_t tgid, uint64_t lookup,
         return *name;
     }
   }
+  const std::string path = shown_path(p.exec, *m);
   if (file) {
     ElfFile *elf = elf_for(tgid, *m);
-    *where = module_info(m->real_path(), elf ? elf->build_id() : "");
+    const FileEntry *f = file_for(*m);
+    *where =
+        module_info(path, elf ? elf->build_id() : "", f ? f->debug_file : "");
     if (elf)
       if (auto name = symbol_at(*elf, *m, lookup, true))
         return *name;
@@ -788,7 +819,7 @@ std::string Symbolizer::name_user_address(uint32_t tgid, uint64_t lookup,
       return *jit;
   }
   std::string label =
-      m->path.empty() ? "[anon]" : "[" + m->display_name() + "]";
+      m->path.empty() ? "[anon]" : "[" + basename_of(path) + "]";
   if (m->path.size() > 1 && m->path[0] == '[')
     label = m->path;
   if (!*where)

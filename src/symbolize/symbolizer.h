@@ -72,6 +72,10 @@ struct SymbolizeStats {
 struct ModuleInfo {
   std::string path; // "/usr/lib/.../libc.so.6", "[kernel.kallsyms]", "[nfs]"
   std::string build_id; // lowercase hex, may be empty
+  // A separate debug file of ours (--debug-dir, /usr/lib/debug) found by
+  // build id: readers that name code only from DWARF (go tool pprof) are
+  // pointed there by --no-symbolize pprof. Empty if none.
+  std::string debug_file;
 };
 
 class Symbolizer {
@@ -150,7 +154,8 @@ private:
   std::unique_ptr<ElfFile> read_elf_image(std::string image);
   void count_loss(const ElfFile *elf);
   const ModuleInfo *module_info(const std::string &path,
-                                const std::string &build_id);
+                                const std::string &build_id,
+                                const std::string &debug_file = "");
   struct DebugPolicies;
   void find_debug_file(FileEntry &f);
   bool debug_by_build_id(FileEntry &f, const DebugPolicies &policies);

@@ -5,6 +5,7 @@
 
 #include <map>
 
+#include "output/folded.h"
 #include "output/pprof.h"
 #include "support/model_builder.h"
 
@@ -238,6 +239,109 @@ TEST(Pprof, UnsymbolizedUserFramesCarryAddressesOnly) {
   EXPECT_TRUE(address);
   EXPECT_FALSE(line);
   EXPECT_FALSE(has_functions);
+}
+
+// A Function's filename is its source file to pprof (-list prints it):
+// the binary's path there made it print ELF bytes as source. Two modules'
+// functions of one name stay two Functions.
+TEST(Pprof, FunctionsNameNoBinaryAsTheirSourceFile) {
+  Profile p;
+  uint32_t app = p.module("/opt/app", "feed");
+  uint32_t lib = p.module("/usr/lib/libx.so", "beef");
+  Sample s = test::sample("app", {"main", "helper"}, {}, 5000, 11, 2);
+  Sample t = test::sample("app", {"main", "helper"}, {}, 7000, 11, 2);
+  s.user[0].module = s.user[1].module = app;
+  t.user[0].module = app;
+  t.user[1].module = lib;
+  s.user[0].address = t.user[0].address = 0x401000;
+  s.user[1].address = 0x402000;
+  t.user[1].address = 0x7f0000001000;
+  p.samples = {s, t};
+  size_t functions = 0;
+  for (const Field &f : fields(encode_pprof(p))) {
+    if (f.number != 5)
+      continue;
+    functions++;
+    for (const Field &x : fields(f.bytes))
+      EXPECT_NE(x.number, 4) << "Function.filename set";
+  }
+  // main, helper in /opt/app, helper in libx; the thread frame "app".
+  EXPECT_EQ(functions, 4u);
+}
+
+// Folded text made with -d keeps its "-" between user and kernel frames;
+// pprof gets no "-" function (in every stack, it would top every view).
+TEST(Pprof, DelimiterOfFoldedInputIsNoFunction) {
+  Profile p = read_folded("t;main;read;-;ksys_read;schedule 5\n"
+                          "t;main;poll;-;do_poll;schedule 7\n",
+                          nullptr, "us");
+  std::vector<std::string> table;
+  for (const Field &f : fields(encode_pprof(p)))
+    if (f.number == 6)
+      table.push_back(f.bytes);
+  size_t functions = 0;
+  for (const Field &f : fields(encode_pprof(p))) {
+    if (f.number != 5)
+      continue;
+    functions++;
+    for (const Field &x : fields(f.bytes)) {
+      if (x.number == 2) {
+        EXPECT_NE(table.at(x.varint), "-");
+      }
+    }
+  }
+  // t, main, read, ksys_read, schedule, poll, do_poll.
+  EXPECT_EQ(functions, 7u);
+}
+
+// The first mapping is pprof's "File:": the executable, not the library
+// the first stack's leaf is in. --no-symbolize points a stripped file's
+// mapping at its separate debug file (go tool pprof names code from DWARF
+// in the named file only).
+TEST(Pprof, ExecutableMapsFirstAndDebugFilesNameStrippedCode) {
+  Profile p;
+  p.user_symbolized = false;
+  uint32_t libc = p.module("/usr/lib/x86_64-linux-gnu/libc.so.6", "93ac",
+                           "/usr/lib/debug/.build-id/93/ac.debug");
+  uint32_t exe = p.module("/usr/bin/redis-server", "feed");
+  Sample s = test::sample("redis", {"redis-server+0x10", "libc.so.6+0x20"}, {},
+                          5000, 11, 2);
+  s.user[0].module = exe;
+  s.user[0].address = 0x401010;
+  s.user[0].mapping = p.mapping({11, 0x401000, 0x402000, 0x1000, exe});
+  s.user[1].module = libc;
+  s.user[1].address = 0x7f0000026020;
+  s.user[1].mapping =
+      p.mapping({11, 0x7f0000026000, 0x7f0000100000, 0x26000, libc});
+  p.samples = {s};
+  std::vector<std::string> table;
+  std::vector<std::string> mappings;
+  const std::string encoded = encode_pprof(p);
+  for (const Field &f : fields(encoded))
+    if (f.number == 6)
+      table.push_back(f.bytes);
+  for (const Field &f : fields(encoded))
+    if (f.number == 3)
+      for (const Field &x : fields(f.bytes))
+        if (x.number == 5)
+          mappings.push_back(table.at(x.varint));
+  EXPECT_EQ(mappings,
+            (std::vector<std::string>{"/usr/bin/redis-server",
+                                      "/usr/lib/debug/.build-id/93/ac.debug"}));
+  // Named here: the mapping keeps the file (its functions are written).
+  p.user_symbolized = true;
+  mappings.clear();
+  table.clear();
+  const std::string named = encode_pprof(p);
+  for (const Field &f : fields(named))
+    if (f.number == 6)
+      table.push_back(f.bytes);
+  for (const Field &f : fields(named))
+    if (f.number == 3)
+      for (const Field &x : fields(f.bytes))
+        if (x.number == 5)
+          mappings.push_back(table.at(x.varint));
+  EXPECT_EQ(mappings.at(1), "/usr/lib/x86_64-linux-gnu/libc.so.6");
 }
 
 TEST(Pprof, GzipRoundTrips) {

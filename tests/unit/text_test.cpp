@@ -1,5 +1,6 @@
 #include <gtest/gtest.h>
 
+#include "output/folded.h"
 #include "output/text.h"
 #include "support/model_builder.h"
 
@@ -53,6 +54,85 @@ TEST(Text, LockWaitsNameTheLockAndTheirStatistics) {
                  "    -                db (9) write wait on mmap_lock\n"
                  "        2 waits, total 3000 us, max 2000 us, avg 1500 us\n"
                  "\n");
+}
+
+// Two raw stacks that symbolize alike (two call sites in one function, a
+// waker's two stacks) print as one entry with both totals; other threads
+// and other wakers stay apart.
+TEST(Text, EntriesThatPrintAlikeAreOne) {
+  Sample a =
+      test::sample("redis", {"main", "aeMain"}, {"schedule"}, 33000, 5, 33);
+  a.user[1].address = 0x1000;
+  Sample b = a;
+  b.user[1].address = 0x1040;
+  b.total_ns = 2488000;
+  b.count = 2488;
+  Sample other_thread = a;
+  other_thread.tid = 6;
+  std::string out =
+      render_text(test::profile({a, b, other_thread}), LayoutOptions{});
+  EXPECT_EQ(out, "    schedule\n"
+                 "    aeMain\n"
+                 "    main\n"
+                 "    -                redis (6)\n"
+                 "        33 us in 33 waits\n"
+                 "\n"
+                 "    schedule\n"
+                 "    aeMain\n"
+                 "    main\n"
+                 "    -                redis (5)\n"
+                 "        2521 us in 2521 waits\n"
+                 "\n");
+
+  Sample w1 = a, w2 = a;
+  w1.waker = Waker{Waker::Kind::Task, 5, 8, "io", {}, {}};
+  w2.waker = Waker{Waker::Kind::Task, 5, 9, "io", {}, {}};
+  Sample w3 = w2;
+  w3.total_ns = 1000;
+  w3.count = 1;
+  out = render_text(test::profile({w1, w2, w3}), LayoutOptions{});
+  EXPECT_NE(out.find("-                io (8)\n        33 us in 33 waits"),
+            std::string::npos)
+      << out;
+  EXPECT_NE(out.find("-                io (9)\n        34 us in 34 waits"),
+            std::string::npos)
+      << out;
+}
+
+// Lock waits merged: counts and totals add up, the max is the largest.
+TEST(Text, MergedLockWaitsKeepTheirMax) {
+  Sample s = test::sample("db", {"flush"}, {"down_write"}, 3000000, 9, 2);
+  s.lock = LockWait{2000000, true, "mmap_lock"};
+  Sample t = s;
+  t.user[0].address = 0x10;
+  t.total_ns = 1000000;
+  t.count = 1;
+  t.lock->max_ns = 1000000;
+  std::string out = render_text(test::profile({s, t}, ProfileKind::LockWaits),
+                                LayoutOptions{});
+  EXPECT_NE(out.find("3 waits, total 4000 us, max 2000 us, avg 1333 us"),
+            std::string::npos)
+      << out;
+}
+
+// --show-state: the state under the thread (the README's order) in every
+// format that lays out frames.
+TEST(Text, StateSitsUnderTheThread) {
+  Sample s = test::sample("db", {"main", "poll"}, {"schedule"}, 5000, 9);
+  s.state = 'D';
+  std::string text = render_text(test::profile({s}), LayoutOptions{});
+  EXPECT_EQ(text, "    schedule\n"
+                  "    poll\n"
+                  "    main\n"
+                  "    [D]\n"
+                  "    -                db (9)\n"
+                  "        5 us in 1 wait\n"
+                  "\n");
+  EXPECT_EQ(render_folded(test::profile({s}), LayoutOptions{}),
+            "db;[D];main;poll;schedule 5\n");
+  s.cgroup = "app.service";
+  EXPECT_EQ(render_folded(test::profile({s}), LayoutOptions{}),
+            "app.service;db;[D];main;poll;schedule 5\n");
 }
 
 } // namespace
