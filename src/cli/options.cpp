@@ -3,12 +3,14 @@
 #include <sys/stat.h>
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <cctype>
 #include <cerrno>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
 
+#include "cli/suggest.h"
 #include "offcpu/shared.h"
 #include "util/error.h"
 
@@ -118,6 +120,22 @@ CLI::Validator not_empty(const char *what) {
         return value.empty() ? message : std::string();
       },
       "");
+}
+
+// Target selection: what -p, -t and -n were given, in the user's terms.
+
+// -n is matched against the comm, never a path: name what would match.
+void check_process_name(const std::string &name, const char *option) {
+  if (name.find('/') != std::string::npos) {
+    std::string base = name.substr(name.rfind('/') + 1).substr(0, 15);
+    throw usage_error(std::string(option) +
+                      " takes the process name (comm), not a path: use " +
+                      option + " " + (base.empty() ? "NAME" : base));
+  }
+  if (name.size() > 15)
+    throw usage_error("process names are at most 15 characters (the kernel's "
+                      "comm), got '" +
+                      name + "'");
 }
 
 // CLI11 messages can span lines; keep the first.
@@ -542,10 +560,7 @@ void finish_rwsem(RwsemOptions &r, RwsemArgs &a, const TaskExists &exists) {
   if (r.name.empty() && r.pids.empty())
     throw usage_error(
         "rwsem needs a process NAME or -p PID (see offcpu rwsem --help)");
-  if (r.name.size() > 15)
-    throw usage_error("process names are at most 15 characters (the kernel's "
-                      "comm), got '" +
-                      r.name + "'");
+  check_process_name(r.name, "rwsem");
   r.attach = rwsem_attach(a.attach);
   check_tasks(r.pids, "PID", exists);
 }
@@ -573,10 +588,7 @@ void finish_profile(ProfileOptions &o, ProfileArgs &a,
                                     : AttachChoice::Auto;
   check_tasks(o.pids, "PID", exists);
   check_tasks(o.tids, "TID", exists);
-  if (o.name.size() > 15)
-    throw usage_error("process names are at most 15 characters (the kernel's "
-                      "comm), got '" +
-                      o.name + "'");
+  check_process_name(o.name, "-n");
   if (!o.command.empty()) {
     if (!o.pids.empty() || !o.tids.empty() || !o.name.empty())
       throw usage_error("with a command after --, offcpu traces that command "
@@ -591,6 +603,60 @@ void finish_profile(ProfileOptions &o, ProfileArgs &a,
     if (o.follow_children && o.pids.empty())
       throw usage_error("--children follows the processes of -p PID");
   }
+}
+
+// Every long option any command knows, without its dashes.
+std::vector<std::string> long_names(CLI::App &app) {
+  std::vector<std::string> names;
+  auto add = [&names](CLI::App *a) {
+    for (const CLI::Option *opt : a->get_options())
+      for (const std::string &n : opt->get_lnames())
+        names.push_back(n);
+  };
+  add(&app);
+  for (CLI::App *sub : app.get_subcommands([](CLI::App *) { return true; }))
+    add(sub);
+  return names;
+}
+
+std::string option_name(const char *arg, size_t dashes) {
+  std::string name = arg + dashes;
+  return name.substr(0, name.find('='));
+}
+
+// "-pid 1234" would be -p with "id" as its value: a long option written
+// with one dash is told so before CLI11 splits it.
+void check_single_dash(const std::vector<const char *> &args,
+                       const std::vector<std::string> &known) {
+  for (size_t i = 1; i < args.size(); i++) {
+    const char *a = args[i];
+    if (a[0] != '-' || a[1] == '-' || std::strlen(a) < 3 ||
+        std::isdigit(static_cast<unsigned char>(a[1])))
+      continue;
+    std::string name = option_name(a, 1);
+    if (std::find(known.begin(), known.end(), name) != known.end())
+      throw usage_error(std::string(a) +
+                        ": long options take two dashes: did you mean --" +
+                        name + "?");
+  }
+}
+
+// After CLI11 refused the command line: a mistyped long option gets the
+// known one it is closest to.
+std::string did_you_mean(const std::vector<const char *> &args,
+                         const std::vector<std::string> &known) {
+  for (size_t i = 1; i < args.size(); i++) {
+    if (std::strncmp(args[i], "--", 2) != 0)
+      continue;
+    std::string name = option_name(args[i], 2);
+    if (name.empty() ||
+        std::find(known.begin(), known.end(), name) != known.end())
+      continue;
+    std::string best = closest_name(name, known);
+    if (!best.empty())
+      return "unknown option --" + name + ": did you mean --" + best + "?";
+  }
+  return {};
 }
 
 } // namespace
@@ -624,6 +690,8 @@ CommandLine parse_command_line(int argc, const char *const *argv,
   CLI::App *rw = setup_rwsem(app, cl.rwsem, rwsem_args);
   CLI::App *fga = setup_flamegraph(app, cl.flamegraph, flamegraph_args);
 
+  const std::vector<std::string> known = long_names(app);
+  check_single_dash(ours, known);
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp &) {
@@ -637,7 +705,9 @@ CommandLine parse_command_line(int argc, const char *const *argv,
     cl.help_text = std::string("offcpu ") + OFFCPU_VERSION + "\n";
     return cl;
   } catch (const CLI::ParseError &e) {
-    throw usage_error(one_line(e.what()) + " (see offcpu --help)");
+    std::string hint = did_you_mean(ours, known);
+    throw usage_error((hint.empty() ? one_line(e.what()) : hint) +
+                      " (see offcpu --help)");
   }
 
   if ((fga->parsed() || rw->parsed()) && !cl.profile.command.empty())

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <map>
 #include <memory>
 
@@ -62,6 +63,41 @@ std::string target_description(const ProfileOptions &o) {
   if (o.kernel_threads_only)
     s += " (kernel threads only)";
   return s;
+}
+
+// -p takes processes: the filter matches a thread's process (its tgid), so
+// a thread's id given there would match nothing, silently.
+void check_pids_are_processes(const std::vector<uint32_t> &pids) {
+  for (uint32_t pid : pids) {
+    const std::string id = std::to_string(pid);
+    auto status = system_files().read("/proc/" + id + "/status", 4096);
+    size_t at = status ? status->find("\nTgid:") : std::string::npos;
+    if (at == std::string::npos)
+      continue; // gone: the filter finds nothing either way
+    const unsigned long tgid =
+        std::strtoul(status->c_str() + at + 6, nullptr, 10);
+    if (tgid != 0 && tgid != pid)
+      throw usage_error("-p " + id + ": " + id + " is a thread of process " +
+                        std::to_string(tgid) + ": use -t " + id +
+                        " for this thread, or -p " + std::to_string(tgid) +
+                        " for the whole process");
+  }
+}
+
+// -n that matched nothing the whole run says so: an empty report is
+// otherwise the same as a mistyped name.
+void report_unmatched_name(const ProfileOptions &opts, const RawProfile &raw) {
+  if (opts.name.empty())
+    return;
+  auto listed = [](const std::vector<uint32_t> &ids, uint32_t id) {
+    return std::find(ids.begin(), ids.end(), id) != ids.end();
+  };
+  for (const auto &[key, value] : raw.counts)
+    if (!listed(opts.pids, key.tgid) && !listed(opts.tids, key.pid))
+      return;
+  warn("no process named '" + opts.name +
+       "' waited off CPU during the run: -n matches the process name "
+       "exactly as `ps -e -o comm` shows it");
 }
 
 std::string ms_between(uint64_t a, uint64_t b) {
@@ -362,6 +398,7 @@ int finish_command(TracedCommand &cmd) {
 } // namespace
 
 int run_profile(const ProfileOptions &given) {
+  check_pids_are_processes(given.pids);
   prepare_tracing(given.verbose, {given.stack_storage_size, given.max_entries,
                                   sizeof(offcpu_key) + sizeof(offcpu_value)});
   ProfileOptions opts = given;
@@ -426,6 +463,7 @@ int run_profile(const ProfileOptions &given) {
          ms_between(t_drained, t_named) + " ms, output " +
          ms_between(t_named, monotonic_ns()) + " ms");
   }
+  report_unmatched_name(opts, raw);
   return command ? finish_command(*command) : kExitOk;
 }
 

@@ -3,6 +3,7 @@
 #include <set>
 
 #include "cli/options.h"
+#include "cli/suggest.h"
 #include "util/error.h"
 
 namespace offcpu {
@@ -258,6 +259,63 @@ TEST(Cli, DurationMessageIsClear) {
   EXPECT_NE(msg.find("duration must be a positive number of seconds"),
             std::string::npos)
       << msg;
+}
+
+TEST(Cli, MistypedLongOptionGetsTheOneMeant) {
+  std::string msg;
+  EXPECT_EQ(usage_exit({"--wakerz", "1"}, &msg), kExitUsage);
+  EXPECT_NE(msg.find("unknown option --wakerz: did you mean --wakers?"),
+            std::string::npos)
+      << msg;
+  usage_exit({"--perpid"}, &msg);
+  EXPECT_NE(msg.find("did you mean --per-pid?"), std::string::npos) << msg;
+  usage_exit({"rwsem", "x", "--raed"}, &msg);
+  EXPECT_NE(msg.find("did you mean --read?"), std::string::npos) << msg;
+  // Nothing close: CLI11's own message.
+  usage_exit({"--completely-unknown"}, &msg);
+  EXPECT_EQ(msg.find("did you mean"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("--completely-unknown"), std::string::npos) << msg;
+}
+
+// "-pid 1234" was -p with the value "id".
+TEST(Cli, LongOptionWithOneDashIsNamed) {
+  std::string msg;
+  EXPECT_EQ(usage_exit({"-pid", "150"}, &msg), kExitUsage);
+  EXPECT_NE(msg.find("-pid: long options take two dashes: did you mean --pid?"),
+            std::string::npos)
+      << msg;
+  EXPECT_EQ(usage_exit({"-wakers"}, &msg), kExitUsage);
+  EXPECT_NE(msg.find("--wakers?"), std::string::npos) << msg;
+  // Short options together and negative numbers are not long options.
+  EXPECT_EQ(parse({"-fd", "1"}).profile.output.format, OutputFormat::Folded);
+  EXPECT_EQ(usage_exit({"-m", "-5"}, &msg), kExitUsage);
+  EXPECT_EQ(msg.find("two dashes"), std::string::npos) << msg;
+}
+
+TEST(Cli, PathGivenAsProcessNameAsksForTheComm) {
+  std::string msg;
+  EXPECT_EQ(usage_exit({"-n", "/usr/bin/redis-server"}, &msg), kExitUsage);
+  EXPECT_NE(msg.find("-n takes the process name (comm), not a path: use -n "
+                     "redis-server"),
+            std::string::npos)
+      << msg;
+  EXPECT_EQ(usage_exit({"rwsem", "/usr/sbin/mysqld"}, &msg), kExitUsage);
+  EXPECT_NE(msg.find("use rwsem mysqld"), std::string::npos) << msg;
+  EXPECT_EQ(parse({"-n", "redis-server"}).profile.name, "redis-server");
+}
+
+TEST(Suggest, EditDistanceAndClosestName) {
+  EXPECT_EQ(edit_distance("wakers", "wakerz"), 1u);
+  EXPECT_EQ(edit_distance("wakers", "wakres"), 1u); // a swap
+  EXPECT_EQ(edit_distance("", "pid"), 3u);
+  EXPECT_EQ(edit_distance("kitten", "sitting"), 3u);
+  const std::vector<std::string> known = {"pid", "tid", "wakers", "per-pid",
+                                          "show-state"};
+  EXPECT_EQ(closest_name("wakerz", known), "wakers");
+  EXPECT_EQ(closest_name("showstate", known), "show-state");
+  EXPECT_EQ(closest_name("pdi", known), "pid");
+  EXPECT_EQ(closest_name("x", known), "");
+  EXPECT_EQ(closest_name("bogus", known), "");
 }
 
 } // namespace
