@@ -79,6 +79,11 @@ ExecPath exec_path_of(const FileReader &files, const std::string &pid_dir,
   std::string run = addr ? read_string(files, pid_dir + "/mem", addr) : "";
   if (run.empty() || basename_of(run) == basename_of(e.mapped))
     return e;
+  // A name with control characters would break lines of the text report
+  // (maps escapes them; this string is raw).
+  for (unsigned char c : run)
+    if (c < 0x20 || c == 0x7f)
+      return e;
   if (run[0] != '/') { // relative to where it was run from, if still there
     while (run.rfind("./", 0) == 0)
       run.erase(0, 2);

@@ -4,10 +4,15 @@
 //                     sites of nanosleep: two user stacks that print alike.
 //                     A thread "helper" sleeps in helper_wait().
 // Prints "ready PID HELPER_TID".
+//   usability execfn PATH
+//                     the same, but first writes PATH over the string the
+//                     kernel handed it as execve's filename (AT_EXECFN), as
+//                     a hostile process may; prints "ready PID".
 #define _GNU_SOURCE
 #include <pthread.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/auxv.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -46,15 +51,28 @@ static void *helper(void *arg) {
 }
 
 int main(int argc, char **argv) {
-  if (argc != 2 || strcmp(argv[1], "sites") != 0) {
-    fprintf(stderr, "usage: usability sites\n");
+  const int sites = argc == 2 && strcmp(argv[1], "sites") == 0;
+  const int execfn = argc == 3 && strcmp(argv[1], "execfn") == 0;
+  if (!sites && !execfn) {
+    fprintf(stderr, "usage: usability sites | usability execfn PATH\n");
     return 2;
+  }
+  if (execfn) {
+    char *run = (char *)getauxval(AT_EXECFN);
+    if (!run || strlen(argv[2]) > strlen(run)) {
+      fprintf(stderr, "run me by a path at least as long as %s\n", argv[2]);
+      return 2;
+    }
+    strcpy(run, argv[2]);
   }
   pthread_t t;
   pthread_create(&t, NULL, helper, NULL);
   while (!helper_tid)
     usleep(1000);
-  printf("ready %d %d\n", getpid(), (int)helper_tid);
+  if (execfn)
+    printf("ready %d\n", getpid());
+  else
+    printf("ready %d %d\n", getpid(), (int)helper_tid);
   fflush(stdout);
   wait_twice();
   return 0;
