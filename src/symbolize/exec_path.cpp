@@ -14,6 +14,7 @@ namespace {
 
 constexpr size_t kMaxAuxv = 4096; // ~50 entries of 16 bytes on x86-64
 constexpr uint64_t kPage = 4096;
+constexpr size_t kCommLen = 15; // TASK_COMM_LEN less its NUL
 
 std::string basename_of(const std::string &path) {
   size_t slash = path.rfind('/');
@@ -71,9 +72,17 @@ ExecPath exec_path_of(const FileReader &files, const std::string &pid_dir,
                       int root_fd) {
   ExecPath e;
   e.mapped = read_link(pid_dir + "/exe");
+  if (e.mapped.empty() || root_fd < 0)
+    return e;
+  // Most processes were run by their file's own name, which comm (the
+  // kernel's copy of what was run, 15 bytes) shows: nothing more to read.
+  auto comm = files.read(pid_dir + "/comm", 64);
+  if (comm && !comm->empty() && comm->back() == '\n')
+    comm->pop_back();
+  if (comm && *comm == basename_of(e.mapped).substr(0, kCommLen))
+    return e;
   struct stat exe {};
-  if (e.mapped.empty() || root_fd < 0 ||
-      ::stat((pid_dir + "/exe").c_str(), &exe) != 0)
+  if (::stat((pid_dir + "/exe").c_str(), &exe) != 0)
     return e;
   const uint64_t addr = execfn_address(files, pid_dir);
   std::string run = addr ? read_string(files, pid_dir + "/mem", addr) : "";

@@ -21,10 +21,12 @@ struct ExecPath {
   }
 };
 
-// Reads /proc/PID/exe and AT_EXECFN (auxv, then at most 4 KiB of the
-// process's memory) and keeps the path run only if it leads, inside the
-// process's root (`root_fd`), to the very file exe is: the string is the
-// process's to change. Costs two small reads and one confined path walk.
+// Reads /proc/PID/exe and comm; where comm is not the exe's name (run by
+// another name), AT_EXECFN (auxv, then at most 4 KiB of the process's
+// memory), and keeps the path run only if it leads, inside the process's
+// root (`root_fd`), to the very file exe is: the string is the process's
+// to change. Costs a readlink and a read of comm per process, and for the
+// few run by another name two small reads and one confined path walk.
 ExecPath exec_path_of(const FileReader &files, const std::string &pid_dir,
                       int root_fd);
 
