@@ -198,6 +198,17 @@ TEST_F(Usability, PprofListShowsNoBinaryAsSource) {
   EXPECT_EQ(list.out.find("ELF"), std::string::npos)
       << "pprof printed the binary as source:\n"
       << list.out.substr(0, 2000);
+  // Named again from the binary's DWARF, pprof finds the real source, both
+  // call sites with their own time.
+  auto forced =
+      go_pprof({"-symbolize=force", "-source_path", OFFCPU_SOURCE_DIR "/tests",
+                "-list", "^wait_twice$", pb});
+  EXPECT_TRUE(std::regex_search(forced.out,
+                                std::regex("ms +[0-9]+: +nap\\(2000000\\);")))
+      << forced.out;
+  EXPECT_TRUE(std::regex_search(forced.out,
+                                std::regex("ms +[0-9]+: +nap\\(3000000\\);")))
+      << forced.out;
 }
 
 // The separate debug file of the libc a process maps (Debian's libc6-dbg),
