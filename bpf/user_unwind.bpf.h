@@ -223,9 +223,19 @@ static __always_inline void uw_rule_in(struct uw_query *q, __u32 fidx,
   __u64 rel = q->pc - base;
   __u64 page = rel >> UW_PAGE_SHIFT;
   q->where = UW_AT_TABLE; /* rule NONE unless a row says otherwise */
-  if (page >= f->n_pages)
-    return;
-  __u32 pidx = f->page_base + (__u32)page;
+  __u32 pidx = 0;
+  bool in_run = false;
+#pragma unroll
+  for (int i = 0; i < UW_FILE_RUNS; i++) {
+    struct uw_page_run *r = &f->runs[i];
+    if (page >= r->first_page && page - r->first_page < r->n_pages) {
+      pidx = r->page_base + (__u32)(page - r->first_page);
+      in_run = true;
+      break;
+    }
+  }
+  if (!in_run)
+    return; /* between the runs: no row covers it */
   __u64 *pg = bpf_map_lookup_elem(&uw_pages, &pidx);
   if (!pg)
     return;

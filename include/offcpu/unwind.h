@@ -13,7 +13,8 @@
  *   rules cover a whole system), so a row is 4 bytes: its offset in a 4 KiB
  *   page of the file's code and a rule id. Rows live in one array
  *   (uw_rows, 16 per element); each file has a run of page descriptors
- *   (uw_pages: first row, row count) so a lookup is one page read and a
+ *   (uw_pages: first row, row count; in up to UW_FILE_RUNS runs, gaps
+ *   between functions left out) so a lookup is one page read and a
  *   binary search of ~50 rows (6 steps), not a search of the whole file.
  *   OpenTelemetry's profiler uses 64 KiB pages (a search of ~1,000 rows);
  *   4 KiB pages cost 2 bytes per KiB of code more and make each search
@@ -121,10 +122,19 @@ struct uw_proc {
   struct uw_mapping maps[UW_MAX_MAPPINGS];
 };
 
-/* A file's run of page descriptors in uw_pages. */
+/* A file's pages are a few runs of page descriptors in uw_pages: pages
+ * that have rows or lie under a rule, the gaps between runs left out, so a
+ * file's index costs its rows, not the span of its addresses (two FDEs
+ * 2^47 apart are two runs of one page). Read inline with the file entry:
+ * no more map reads per lookup than one run. */
+#define UW_FILE_RUNS 4
+struct uw_page_run {
+  __u64 first_page; /* page number in the file's table (address >> 12) */
+  __u32 n_pages;    /* 0: unused */
+  __u32 page_base;  /* uw_pages index of the run's first page */
+};
 struct uw_file {
-  __u32 page_base;
-  __u32 n_pages;
+  struct uw_page_run runs[UW_FILE_RUNS]; /* sorted by first_page */
 };
 
 /* uw_pages element: first row (index in uw_rows' row space) | count << 32.

@@ -56,11 +56,24 @@ uint64_t map_bytes(const MapDemand &d) {
          d.aggregation * (d.aggregation_item + kElementOverhead);
 }
 
-void check_map_budget(const MapDemand &d, const FileReader &files) {
+namespace {
+
+uint64_t budget_cap(const FileReader &files) {
   uint64_t avail = available_memory(files);
   if (avail == 0)
     avail = UINT64_MAX;
-  const uint64_t cap = std::min(avail / 8, kMaxMapBytes);
+  return std::min(avail / 8, kMaxMapBytes);
+}
+
+} // namespace
+
+uint64_t map_budget_room(const MapDemand &d, const FileReader &files) {
+  const uint64_t cap = budget_cap(files), need = map_bytes(d);
+  return cap > need ? cap - need : 0;
+}
+
+void check_map_budget(const MapDemand &d, const FileReader &files) {
+  const uint64_t cap = budget_cap(files);
   const uint64_t need = map_bytes(d);
   if (need <= cap)
     return;

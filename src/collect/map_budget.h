@@ -24,4 +24,14 @@ uint64_t map_bytes(const MapDemand &d);
 // Machines whose /proc/meminfo cannot be read get the 1 GiB cap.
 void check_map_budget(const MapDemand &d, const FileReader &files);
 
+// What the same cap leaves for the user unwind tables once `d`'s maps are
+// counted: their kernel memory is held to it as well as to
+// --unwind-memory.
+uint64_t map_budget_room(const MapDemand &d, const FileReader &files);
+
+// How warnings name that cap.
+inline constexpr const char *kMapBudgetName =
+    "the map budget (an eighth of available memory, at most 1 GiB, less "
+    "--stack-storage-size and --max-entries)";
+
 } // namespace offcpu

@@ -413,6 +413,11 @@ int run_profile(const ProfileOptions &given) {
   }
   Unwinder unwinder(system_files(), opts.output.debug_dirs,
                     uint64_t{opts.unwind_memory_mib} << 20);
+  unwinder.limit_memory(
+      map_budget_room({opts.stack_storage_size, opts.max_entries,
+                       sizeof(offcpu_key) + sizeof(offcpu_value)},
+                      system_files()),
+      kMapBudgetName);
   SelfCost cost; // the kernel's run-time statistics, on while offcpu runs
   // From the load on: on a saturated host the verifier at nice 0 took
   // seconds. The command, forked above, keeps its own priority.

@@ -307,6 +307,12 @@ int run_rwsem(const RwsemOptions &opts) {
   // User unwind tables, sized for the named PIDs (else the whole system:
   // processes are matched by name as they come).
   Unwinder unwinder(system_files(), opts.output.debug_dirs, uint64_t{64} << 20);
+  unwinder.limit_memory(uint64_t{64} << 20, "rwsem's fixed 64 MiB");
+  unwinder.limit_memory(
+      map_budget_room({opts.stack_storage_size, opts.max_entries,
+                       sizeof(rwsem_key) + sizeof(rwsem_value)},
+                      system_files()),
+      kMapBudgetName);
   RwsemConfig config = opts;
   config.unwind_sizes = unwinder.plan(opts.pids);
   auto session = RwsemSession::load(config, rwsem_plans(features, opts.attach),
@@ -331,6 +337,7 @@ int run_rwsem(const RwsemOptions &opts) {
       (describe_losses(run.lost(), opts.stack_storage_size, opts.max_entries) +
        describe_truncated(run.truncated_stacks(), run.truncated_waits(),
                           opts.max_stack_depth) +
+       (session->unwind_tables() ? unwinder.describe_losses({}) : "") +
        run.symbolizer().describe_losses())
           .c_str(),
       stderr);

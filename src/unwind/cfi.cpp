@@ -3,8 +3,11 @@
 #include <algorithm>
 #include <cstring>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
+
+#include "util/clock.h"
 
 namespace offcpu::unwind {
 namespace {
@@ -147,6 +150,41 @@ private:
   bool bad_ = false;
 };
 
+// Counts what one file's CFI costs against its budget; once over, every
+// later charge fails and the parse stops.
+class Meter {
+public:
+  Meter(const CfiBudget &b, CfiStats &st) : b_(b), st_(st) {}
+  bool ok() const { return st_.over == OverBudget::None; }
+  bool step() {
+    if (!ok())
+      return false;
+    if (++st_.steps > b_.max_steps)
+      return over(OverBudget::Steps);
+    // The clock is read every 4096 steps: a few microseconds apart.
+    if (b_.deadline_ns && (st_.steps & 4095) == 0 &&
+        monotonic_ns() >= b_.deadline_ns)
+      return over(OverBudget::Time);
+    return true;
+  }
+  bool row() {
+    if (!ok())
+      return false;
+    return ++rows_ <= b_.max_rows || over(OverBudget::Rows);
+  }
+
+private:
+  bool over(OverBudget why) {
+    st_.over = why;
+    return false;
+  }
+  const CfiBudget &b_;
+  CfiStats &st_;
+  uint64_t rows_ = 0;
+};
+
+struct State;
+
 struct Cie {
   uint64_t code_align = 1;
   int64_t data_align = -8;
@@ -155,6 +193,10 @@ struct Cie {
   bool has_z = false;
   bool signal = false;
   std::string_view instructions;
+  // The state after the initial instructions, run once for every FDE of
+  // this CIE (a long CIE shared by many FDEs costs its length once).
+  std::shared_ptr<const State> initial;
+  bool initial_bad = false;
 };
 
 // How a register is recovered, as far as this walker cares.
@@ -296,8 +338,9 @@ struct FdeRows {
 // (DW_CFA_restore goes back to it). False on malformed input.
 class Interpreter {
 public:
-  Interpreter(const Cie &cie, uint64_t section_vaddr, bool eh_frame)
-      : cie_(cie), vaddr_(section_vaddr), eh_(eh_frame) {}
+  Interpreter(const Cie &cie, uint64_t section_vaddr, bool eh_frame,
+              Meter &meter)
+      : cie_(cie), vaddr_(section_vaddr), eh_(eh_frame), meter_(meter) {}
 
   bool run(std::string_view code, State &s, const State *initial, uint64_t &loc,
            FdeRows *out) {
@@ -305,7 +348,7 @@ public:
     std::vector<State> saved;
     size_t steps = 0;
     while (!r.at_end()) {
-      if (++steps > kMaxInstructions)
+      if (++steps > kMaxInstructions || !meter_.step())
         return false;
       uint8_t op = r.fixed<uint8_t>();
       uint8_t low = op & 0x3f;
@@ -444,7 +487,7 @@ private:
     Row row{loc, to_rule(s, cie_.signal)};
     if (!out->rows.empty() && out->rows.back().pc == loc)
       out->rows.back() = row;
-    else
+    else if (meter_.row())
       out->rows.push_back(row);
   }
   void set_offset(State &s, uint64_t reg, int64_t off) {
@@ -476,16 +519,18 @@ private:
   const Cie &cie_;
   uint64_t vaddr_;
   bool eh_;
+  Meter &meter_;
 };
 
 class Parser {
 public:
-  Parser(const CfiSection &s, CfiStats &st) : sec_(s), st_(st) {}
+  Parser(const CfiSection &s, CfiStats &st, Meter &meter)
+      : sec_(s), st_(st), meter_(meter) {}
 
   std::vector<FdeRows> run() {
     std::vector<FdeRows> fdes;
     Reader r(sec_.data);
-    while (!r.at_end()) {
+    while (!r.at_end() && meter_.step()) { // an entry costs a step
       size_t start = r.pos();
       uint64_t len = r.fixed<uint32_t>();
       bool dwarf64 = len == 0xffffffffu;
@@ -530,7 +575,7 @@ public:
   }
 
 private:
-  const Cie *cie_at(uint64_t off) {
+  Cie *cie_at(uint64_t off) {
     auto it = cies_.find(off);
     if (it != cies_.end())
       return it->second ? &*it->second : nullptr;
@@ -601,7 +646,7 @@ private:
   }
 
   bool parse_fde(Reader &e, uint64_t cie_off, FdeRows &out) {
-    const Cie *cie = cie_at(cie_off);
+    Cie *cie = cie_at(cie_off);
     if (!cie)
       return false;
     uint8_t enc = sec_.eh_frame ? cie->fde_enc : 0x00;
@@ -617,21 +662,30 @@ private:
     out.begin = begin;
     out.end = begin + range;
 
-    Interpreter in(*cie, sec_.vaddr, sec_.eh_frame);
-    State initial;
-    uint64_t loc = begin;
-    if (!in.run(cie->instructions, initial, nullptr, loc, nullptr))
+    Interpreter in(*cie, sec_.vaddr, sec_.eh_frame, meter_);
+    if (!cie->initial && !cie->initial_bad) {
+      auto initial = std::make_shared<State>();
+      uint64_t cie_loc = 0;
+      if (in.run(cie->instructions, *initial, nullptr, cie_loc, nullptr))
+        cie->initial = std::move(initial);
+      else
+        cie->initial_bad = true;
+    }
+    if (!cie->initial)
       return false;
+    const State &initial = *cie->initial;
     State s = initial;
-    loc = begin;
+    uint64_t loc = begin;
     if (!in.run(code, s, &initial, loc, &out))
       return false;
     if (loc < out.end) {
       Row last{loc, to_rule(s, cie->signal)};
       if (!out.rows.empty() && out.rows.back().pc == loc)
         out.rows.back() = last;
-      else
+      else if (meter_.row())
         out.rows.push_back(last);
+      else
+        return false;
     }
     // Rows past the FDE's end (bad advance) are dropped.
     while (!out.rows.empty() && out.rows.back().pc >= out.end)
@@ -641,15 +695,20 @@ private:
 
   const CfiSection &sec_;
   CfiStats &st_;
+  Meter &meter_;
   std::map<uint64_t, std::optional<Cie>> cies_;
 };
 
 } // namespace
 
-std::vector<Row> parse_cfi(const CfiSection &section, CfiStats *stats) {
+std::vector<Row> parse_cfi(const CfiSection &section, CfiStats *stats,
+                           const CfiBudget &budget) {
   CfiStats local;
   CfiStats &st = stats ? *stats : local;
-  std::vector<FdeRows> fdes = Parser(section, st).run();
+  Meter meter(budget, st);
+  std::vector<FdeRows> fdes = Parser(section, st, meter).run();
+  if (!meter.ok())
+    return {};
   std::sort(fdes.begin(), fdes.end(), [](const FdeRows &a, const FdeRows &b) {
     return a.begin < b.begin;
   });
@@ -675,6 +734,50 @@ std::vector<Row> parse_cfi(const CfiSection &section, CfiStats *stats) {
   }
   if (!out.empty())
     push(Row{covered_to, Rule{}});
+  return out;
+}
+
+std::vector<Row> clip_rows(const std::vector<Row> &rows,
+                           std::vector<std::pair<uint64_t, uint64_t>> ranges,
+                           uint64_t *dropped) {
+  std::sort(ranges.begin(), ranges.end());
+  std::vector<std::pair<uint64_t, uint64_t>> merged;
+  for (const auto &r : ranges) {
+    if (r.second <= r.first)
+      continue;
+    if (!merged.empty() && r.first <= merged.back().second)
+      merged.back().second = std::max(merged.back().second, r.second);
+    else
+      merged.push_back(r);
+  }
+  std::vector<Row> out;
+  auto push = [&](uint64_t pc, const Rule &rule) {
+    if (!out.empty() && out.back().pc == pc)
+      out.back().rule = rule;
+    else if (out.empty() || out.back().rule != rule)
+      out.push_back(Row{pc, rule});
+  };
+  size_t k = 0; // the first range that may still meet a row
+  for (size_t i = 0; i < rows.size(); i++) {
+    if (rows[i].rule.kind == UW_RULE_NONE)
+      continue; // gaps need no rows: each piece below ends itself
+    const uint64_t lo = rows[i].pc;
+    const uint64_t hi = i + 1 < rows.size() ? rows[i + 1].pc : lo;
+    while (k < merged.size() && merged[k].second <= lo)
+      k++;
+    bool kept = false;
+    for (size_t j = k; j < merged.size() && merged[j].first < hi; j++) {
+      uint64_t a = std::max(lo, merged[j].first);
+      uint64_t b = std::min(hi, merged[j].second);
+      if (a >= b)
+        continue;
+      push(a, rows[i].rule);
+      push(b, Rule{});
+      kept = true;
+    }
+    if (!kept && dropped)
+      (*dropped)++;
+  }
   return out;
 }
 

@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "offcpu/unwind.h"
@@ -37,14 +38,37 @@ struct CfiSection {
   bool eh_frame = true; // else .debug_frame: other CIE ids, absolute addresses
 };
 
+// Why a file's CFI was given up (the whole file: frame pointers there).
+enum class OverBudget : uint8_t { None, Rows, Steps, Time };
+
+// What one file's CFI may cost. Each interpreter step reads at least one
+// byte and a CIE's initial instructions run once per CIE, so steps are
+// bounded by the section's size; these caps bound it further.
+struct CfiBudget {
+  uint64_t max_rows = uint64_t{2} << 20; // 8 MiB of kernel rows
+  uint64_t max_steps = uint64_t{16} << 20;
+  uint64_t deadline_ns = 0; // CLOCK_MONOTONIC; 0: none
+};
+
 struct CfiStats {
   uint64_t fdes = 0;
   uint64_t bad_entries = 0;      // malformed CIE/FDE, skipped
   uint64_t unsupported_rows = 0; // rows the walker cannot follow
+  uint64_t steps = 0;            // interpreter steps, CIEs' included
+  OverBudget over = OverBudget::None;
 };
 
 // The rows of every FDE, sorted by address, consecutive equal rules merged.
-std::vector<Row> parse_cfi(const CfiSection &section, CfiStats *stats);
+// Empty, with stats->over set, when the budget ran out.
+std::vector<Row> parse_cfi(const CfiSection &section, CfiStats *stats,
+                           const CfiBudget &budget = {});
+
+// `rows` restricted to `ranges` ([begin, end) file addresses, the file's
+// executable PT_LOAD segments): a rule never reaches outside them. Rules
+// that lie wholly outside are dropped and counted in `*dropped`.
+std::vector<Row> clip_rows(const std::vector<Row> &rows,
+                           std::vector<std::pair<uint64_t, uint64_t>> ranges,
+                           uint64_t *dropped);
 
 // Bytes of code the rows give a rule for.
 uint64_t covered_bytes(const std::vector<Row> &rows);

@@ -29,14 +29,32 @@ private:
   uint64_t overflowed_ = 0;
 };
 
+struct PageRun {
+  uint64_t first_page = 0; // page number from base
+  uint32_t n_pages = 0;
+  uint32_t first_index = 0; // its first page's index in `pages`
+};
+
 struct FileTable {
   uint64_t base = 0; // file address of page 0's start
-  // Per page: first row (index into rows) | row count << 32.
+  // At most UW_FILE_RUNS, sorted; pages outside them have no rows.
+  std::vector<PageRun> runs;
+  // Per page of the runs, in order: first row (index into rows) | row
+  // count << 32.
   std::vector<uint64_t> pages;
   std::vector<uint32_t> rows; // offset in page << 16 | rule id
 };
 
-// `rows` sorted by address, as parse_cfi returns them.
+// Pages a table of these rows needs (the runs' total), computed from the
+// rows alone; nothing is allocated.
+uint64_t table_pages(const std::vector<Row> &rows);
+
+// What a file's table may have: pages beyond this mean its rows are spread
+// over far more code than they describe (a hostile file): no table.
+uint64_t page_allowance(uint64_t rows);
+
+// `rows` sorted by address, as parse_cfi returns them. Empty when the rows
+// need more than page_allowance() pages.
 FileTable build_table(const std::vector<Row> &rows, RuleTable &rules);
 
 // The rule the table gives for a file address, as the BPF walker finds it

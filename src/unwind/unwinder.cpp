@@ -27,8 +27,28 @@ constexpr double kRowsPerCodeByte = 0.05;
 // Room for what is mapped after start (dlopen, new processes).
 constexpr uint64_t kSpareRowsTraced = 64u << 10;
 constexpr uint64_t kSpareRowsSystem = 1u << 20;
+// A debug file may be this many times its binary (at least the floor), as
+// the symbolizer allows: a link to a 4 GiB sparse file is not read.
 constexpr uint64_t kMaxDebugFileBytes = uint64_t{4} << 30;
-constexpr uint64_t kMaxCrcNs = 1000000000;
+constexpr uint64_t kDebugFileFloor = uint64_t{64} << 20;
+constexpr uint64_t kDebugFileRatio = 32;
+// Per file: the time to read its CFI, check its debug file and build its
+// table (checked inside the loops). Real libraries take milliseconds.
+constexpr uint64_t kFileBudgetNs = 500000000;
+// Per run: CFI interpreter steps over every file (a real system's files
+// take a few million; each step reads at least one byte).
+constexpr uint64_t kRunSteps = uint64_t{256} << 20;
+// The most one file's mappings count in the estimate that sizes the rows
+// array (the largest real binaries have ~200 MiB of code): a 1 TiB sparse
+// file mapped executable does not size the arrays.
+constexpr uint64_t kMaxCodePerFile = uint64_t{256} << 20;
+// Page descriptors per row in the arrays' sizes: real code has 30-80 rows
+// per page; hostile files are held to unwind::page_allowance().
+constexpr uint64_t kRowsPerPageSlot = 8;
+constexpr uint64_t kSparePages = 8192;
+// Distinct vDSO images kept (one per kernel, really; more are processes
+// that rewrote their own).
+constexpr size_t kMaxVdsoImages = 8;
 
 std::string pid_dir(const std::string &root, uint32_t tgid) {
   return root + "/" + std::to_string(tgid);
@@ -112,7 +132,6 @@ std::string mib(uint64_t bytes) {
 struct Unwinder::File {
   uint32_t id = UW_FILE_NONE;
   uint64_t table_base = 0;
-  std::vector<unwind::ElfCfi::Segment> loads;
   std::string build_id;
   unwind::ElfCfi cfi_headers; // for vaddr_of_offset
 
@@ -124,6 +143,17 @@ struct Unwinder::File {
   }
 };
 
+// The file's executable segments as file-address ranges: where its rows
+// may apply.
+std::vector<std::pair<uint64_t, uint64_t>>
+exec_ranges(const std::vector<unwind::ElfCfi::Segment> &loads) {
+  std::vector<std::pair<uint64_t, uint64_t>> out;
+  for (const auto &s : loads)
+    if (s.exec && s.filesz > 0 && s.vaddr + s.filesz > s.vaddr)
+      out.emplace_back(s.vaddr, s.vaddr + s.filesz);
+  return out;
+}
+
 uint64_t UnwindSizes::bytes() const {
   return uint64_t{files} * sizeof(uw_file) + uint64_t{pages} * 8 +
          uint64_t{row_chunks} * sizeof(uw_chunk) +
@@ -133,8 +163,15 @@ uint64_t UnwindSizes::bytes() const {
 Unwinder::Unwinder(const FileReader &files, std::vector<std::string> debug_dirs,
                    uint64_t memory_cap, std::string proc_root)
     : files_(files), debug_dirs_(std::move(debug_dirs)), cap_(memory_cap),
-      proc_root_(std::move(proc_root)) {
+      run_steps_left_(kRunSteps), proc_root_(std::move(proc_root)) {
   debug_dirs_.push_back("/usr/lib/debug");
+}
+
+void Unwinder::limit_memory(uint64_t bytes, std::string name) {
+  if (bytes <= cap_) {
+    cap_ = bytes;
+    cap_name_ = std::move(name);
+  }
 }
 
 Unwinder::~Unwinder() = default;
@@ -142,16 +179,19 @@ Unwinder::~Unwinder() = default;
 UnwindSizes Unwinder::plan(const std::vector<uint32_t> &pids) {
   const bool system = pids.empty();
   uint64_t code_bytes = 0;
-  std::set<std::tuple<uint32_t, uint32_t, uint64_t>> seen;
+  std::map<std::tuple<uint32_t, uint32_t, uint64_t>, uint64_t> per_file;
   for (uint32_t tgid : system ? all_processes(proc_root_) : pids) {
     auto text = files_.read(pid_dir(proc_root_, tgid) + "/maps", kMaxMapsBytes);
     if (!text)
       continue;
     for (const Mapping &m : parse_proc_maps(*text))
-      if (m.executable && m.is_file() &&
-          seen.insert({m.dev_major, m.dev_minor, m.inode}).second)
-        code_bytes += m.end - m.start;
+      if (m.executable && m.is_file()) {
+        uint64_t &n = per_file[{m.dev_major, m.dev_minor, m.inode}];
+        n = std::min(kMaxCodePerFile, n + (m.end - m.start));
+      }
   }
+  for (const auto &f : per_file)
+    code_bytes += f.second;
   uint64_t rows = static_cast<uint64_t>(static_cast<double>(code_bytes) *
                                         kRowsPerCodeByte) +
                   (system ? kSpareRowsSystem : kSpareRowsTraced);
@@ -160,14 +200,22 @@ UnwindSizes Unwinder::plan(const std::vector<uint32_t> &pids) {
   UnwindSizes s;
   s.files = UW_MAX_FILES;
   s.rules = UW_MAX_RULES;
-  // A page descriptor per 4 KiB of code, and as much again for later.
-  s.pages = static_cast<uint32_t>(
-      std::min<uint64_t>(UINT32_MAX / 2, 2 * code_bytes / UW_PAGE_SIZE + 4096));
-  uint64_t fixed = s.bytes() - sizeof(uw_chunk);
-  uint64_t room = cap_ > fixed ? (cap_ - fixed) / sizeof(uw_chunk) : 1;
-  uint64_t chunks = rows / UW_ROWS_PER_CHUNK + 1;
-  s.row_chunks = static_cast<uint32_t>(std::max<uint64_t>(
-      1, std::min<uint64_t>({chunks, room, UINT32_MAX / 32})));
+  // Rows and page descriptors grow together: both from the rows, never
+  // from the span of the code (a sparse 1 TiB mapping has no rows).
+  auto fit = [&](uint64_t r) {
+    s.row_chunks = static_cast<uint32_t>(
+        std::min<uint64_t>(r / UW_ROWS_PER_CHUNK + 1, UINT32_MAX / 32));
+    s.pages = static_cast<uint32_t>(
+        std::min<uint64_t>(r / kRowsPerPageSlot + kSparePages, UINT32_MAX / 2));
+  };
+  fit(rows);
+  sized_by_cap_ = s.bytes() > cap_;
+  if (sized_by_cap_) {
+    fit(0);
+    const uint64_t fixed = s.bytes();
+    const uint64_t per_row = sizeof(uint32_t) + 8 / kRowsPerPageSlot;
+    fit(cap_ > fixed ? (cap_ - fixed) / per_row : 0);
+  }
   return s;
 }
 
@@ -279,27 +327,31 @@ Unwinder::File *Unwinder::vdso_for(uint32_t tgid, const Mapping &m) {
   uint64_t size = m.end - m.start;
   if (size == 0 || size > (1u << 20))
     return nullptr;
-  auto &slot = vdso_by_size_[size];
-  if (slot)
-    return slot.get();
   auto image =
       files_.read_at(pid_dir(proc_root_, tgid) + "/mem", m.start, size);
   if (!image)
     return nullptr;
-  slot = std::make_unique<File>();
-  uint64_t t0 = monotonic_ns();
+  auto it = vdso_by_image_.find(*image);
+  if (it != vdso_by_image_.end())
+    return it->second.get();
+  if (vdso_by_image_.size() >= kMaxVdsoImages) {
+    stats_.vdso_images_over++;
+    return nullptr;
+  }
+  File *f = vdso_by_image_.emplace(*image, std::make_unique<File>())
+                .first->second.get();
+  const uint64_t t0 = monotonic_ns();
   auto cfi = unwind::read_elf_cfi_memory(*image);
   if (cfi && !cfi->eh_frame.empty()) {
-    unwind::CfiStats st;
-    auto rows =
-        unwind::parse_cfi({cfi->eh_frame, cfi->eh_frame_vaddr, true}, &st);
-    slot->cfi_headers.loads = cfi->loads;
-    slot->build_id = cfi->build_id;
-    if (!rows.empty())
-      store(*slot, unwind::build_table(rows, rules_));
+    f->cfi_headers.loads = cfi->loads;
+    f->build_id = cfi->build_id;
+    std::vector<unwind::Row> rows;
+    if (parse({cfi->eh_frame, cfi->eh_frame_vaddr, true}, t0 + kFileBudgetNs,
+              rows))
+      build_and_store(*f, std::move(rows), t0 + kFileBudgetNs);
   }
   stats_.parse_ns += monotonic_ns() - t0;
-  return slot.get();
+  return f;
 }
 
 Unwinder::File *Unwinder::file_for(uint32_t tgid, const Mapping &m) {
@@ -313,19 +365,78 @@ Unwinder::File *Unwinder::file_for(uint32_t tgid, const Mapping &m) {
     stats_.files_unreadable++;
     return slot.get();
   }
-  load_file(*slot, opened.fd.get(), m.real_path(), tgid);
+  // Root's own file, which only root can change, may speak for every copy
+  // with its build id; anyone else's only for itself.
+  const bool trusted =
+      opened.st.st_uid == 0 && (opened.st.st_mode & (S_IWGRP | S_IWOTH)) == 0;
+  load_file(*slot, opened.fd.get(), m.real_path(), tgid,
+            static_cast<uint64_t>(opened.st.st_size), trusted);
   return slot.get();
 }
 
+uint64_t Unwinder::given_up() const {
+  const UnwindStats &s = stats_;
+  return s.files_over_rows + s.files_over_steps + s.files_over_time +
+         s.files_over_pages + s.files_over_run_cfi;
+}
+
+bool Unwinder::parse(const unwind::CfiSection &section, uint64_t deadline,
+                     std::vector<unwind::Row> &rows) {
+  unwind::CfiBudget budget;
+  budget.deadline_ns = deadline;
+  const bool run_limits = run_steps_left_ < budget.max_steps;
+  budget.max_steps = std::min(budget.max_steps, run_steps_left_);
+  unwind::CfiStats st;
+  rows = unwind::parse_cfi(section, &st, budget);
+  run_steps_left_ -= std::min(run_steps_left_, st.steps);
+  stats_.cfi_bad_entries += st.bad_entries;
+  stats_.cfi_unsupported_rows += st.unsupported_rows;
+  switch (st.over) {
+  case unwind::OverBudget::None:
+    return true;
+  case unwind::OverBudget::Rows:
+    stats_.files_over_rows++;
+    break;
+  case unwind::OverBudget::Steps:
+    (run_limits ? stats_.files_over_run_cfi : stats_.files_over_steps)++;
+    break;
+  case unwind::OverBudget::Time:
+    stats_.files_over_time++;
+    break;
+  }
+  rows.clear();
+  return false;
+}
+
+bool Unwinder::build_and_store(File &f, std::vector<unwind::Row> rows,
+                               uint64_t deadline) {
+  uint64_t dropped = 0;
+  rows = unwind::clip_rows(rows, exec_ranges(f.cfi_headers.loads), &dropped);
+  stats_.rules_outside_code += dropped;
+  if (rows.empty())
+    return false;
+  if (unwind::table_pages(rows) > unwind::page_allowance(rows.size())) {
+    stats_.files_over_pages++;
+    return false;
+  }
+  if (monotonic_ns() >= deadline) {
+    stats_.files_over_time++;
+    return false;
+  }
+  return store(f, unwind::build_table(rows, rules_));
+}
+
 void Unwinder::load_file(File &f, int fd, const std::string &path,
-                         uint32_t tgid) {
-  uint64_t t0 = monotonic_ns();
+                         uint32_t tgid, uint64_t size, bool trusted) {
+  const uint64_t t0 = monotonic_ns();
+  const uint64_t deadline = t0 + kFileBudgetNs;
   auto headers = unwind::read_elf_cfi(fd, unwind::CfiWant::Headers);
   if (!headers) {
     stats_.files_unreadable++;
     return;
   }
-  // The same file reached another way (another mount, a copy): one table.
+  // The same file reached another way (another mount, a copy): one table,
+  // the trusted file's.
   if (!headers->build_id.empty()) {
     auto it = by_build_id_.find(headers->build_id);
     if (it != by_build_id_.end()) {
@@ -337,31 +448,37 @@ void Unwinder::load_file(File &f, int fd, const std::string &path,
   f.cfi_headers.loads = headers->loads;
   f.build_id = headers->build_id;
   std::vector<unwind::Row> rows;
-  unwind::CfiStats st;
   if (headers->eh_frame_size > 0) {
     auto cfi = unwind::read_elf_cfi(fd, unwind::CfiWant::EhFrame);
-    if (cfi && !cfi->eh_frame.empty())
-      rows = unwind::parse_cfi({cfi->eh_frame, cfi->eh_frame_vaddr, true}, &st);
+    if (cfi && !cfi->eh_frame.empty() &&
+        !parse({cfi->eh_frame, cfi->eh_frame_vaddr, true}, deadline, rows)) {
+      stats_.parse_ns += monotonic_ns() - t0;
+      return; // over a budget: counted, frame pointers
+    }
   }
   stats_.parse_ns += monotonic_ns() - t0;
-  stats_.cfi_bad_entries += st.bad_entries;
-  stats_.cfi_unsupported_rows += st.unsupported_rows;
   // Code with little or no .eh_frame (built without asynchronous unwind
   // tables) may have .debug_frame in its debug file.
   if (unwind::covered_bytes(rows) < headers->code_bytes() / 2) {
     f.cfi_headers.debuglink = headers->debuglink;
     f.cfi_headers.debuglink_crc = headers->debuglink_crc;
-    if (find_debug_frame(f, path, tgid, rows))
+    const uint64_t before = given_up();
+    if (find_debug_frame(f, path, tgid, rows, size, deadline))
       return;
+    if (monotonic_ns() >= deadline) {
+      if (given_up() == before)
+        stats_.files_over_time++;
+      return;
+    }
   }
   if (rows.empty()) {
     stats_.files_without_cfi++;
     return;
   }
-  t0 = monotonic_ns();
-  store(f, unwind::build_table(rows, rules_));
-  stats_.parse_ns += monotonic_ns() - t0;
-  if (!f.build_id.empty() && f.id != UW_FILE_NONE)
+  const uint64_t t1 = monotonic_ns();
+  build_and_store(f, std::move(rows), deadline);
+  stats_.parse_ns += monotonic_ns() - t1;
+  if (trusted && !f.build_id.empty() && f.id != UW_FILE_NONE)
     by_build_id_[f.build_id] = &f;
 }
 
@@ -369,18 +486,27 @@ void Unwinder::load_file(File &f, int fd, const std::string &path,
 // CFI in .debug_frame, which stripping moves to the debug file: by build
 // id under the debug directories, or by .gnu_debuglink beside the file.
 bool Unwinder::find_debug_frame(File &f, const std::string &path, uint32_t tgid,
-                                const std::vector<unwind::Row> &eh_rows) {
+                                const std::vector<unwind::Row> &eh_rows,
+                                uint64_t binary_size, uint64_t deadline) {
   FilePolicy ours;
   ours.follow_last_symlink = true;
-  ours.max_size = kMaxDebugFileBytes;
+  ours.max_size =
+      std::min(kMaxDebugFileBytes,
+               std::max(kDebugFileFloor, binary_size * kDebugFileRatio));
   auto try_file = [&](CheckedFile c, bool check_crc) {
+    if (c.failure == OpenFailure::TooLarge)
+      stats_.debug_files_too_large++;
     if (!c)
       return false;
     if (check_crc) {
-      uint64_t start = monotonic_ns();
-      auto crc = file_crc32(c.fd.get(), kMaxDebugFileBytes,
-                            [&] { return monotonic_ns() - start > kMaxCrcNs; });
-      if (!crc || *crc != f.cfi_headers.debuglink_crc)
+      auto crc = file_crc32(c.fd.get(), ours.max_size,
+                            [&] { return monotonic_ns() >= deadline; });
+      if (!crc) {
+        if (monotonic_ns() >= deadline)
+          stats_.files_over_time++;
+        return false;
+      }
+      if (*crc != f.cfi_headers.debuglink_crc)
         return false;
     }
     uint64_t t0 = monotonic_ns();
@@ -389,14 +515,13 @@ bool Unwinder::find_debug_frame(File &f, const std::string &path, uint32_t tgid,
         (!f.build_id.empty() && !cfi->build_id.empty() &&
          cfi->build_id != f.build_id))
       return false;
-    unwind::CfiStats st;
-    auto rows = unwind::merge_rows(
-        eh_rows, unwind::parse_cfi({cfi->debug_frame, 0, false}, &st));
-    stats_.cfi_bad_entries += st.bad_entries;
-    stats_.cfi_unsupported_rows += st.unsupported_rows;
+    std::vector<unwind::Row> debug_rows;
+    if (!parse({cfi->debug_frame, 0, false}, deadline, debug_rows))
+      return false;
+    auto rows = unwind::merge_rows(eh_rows, debug_rows);
     if (rows.empty())
       return false;
-    bool ok = store(f, unwind::build_table(rows, rules_));
+    bool ok = build_and_store(f, std::move(rows), deadline);
     stats_.parse_ns += monotonic_ns() - t0;
     if (ok)
       stats_.files_from_debug_frame++;
@@ -471,15 +596,17 @@ bool write_array(int fd, uint32_t first, const std::vector<V> &values) {
 } // namespace
 
 bool Unwinder::store(File &f, const unwind::FileTable &t) {
-  if (t.pages.empty())
+  if (t.pages.empty() || t.runs.size() > UW_FILE_RUNS)
     return false;
   const uint64_t row_base = (next_row_ + UW_ROWS_PER_CHUNK - 1) /
                             UW_ROWS_PER_CHUNK * UW_ROWS_PER_CHUNK;
   const uint64_t rows_end = row_base + t.rows.size();
-  if (next_file_ >= sizes_.files ||
-      next_page_ + t.pages.size() > sizes_.pages ||
-      rows_end > uint64_t{sizes_.row_chunks} * UW_ROWS_PER_CHUNK ||
-      rules_.rules().size() > sizes_.rules) {
+  if (next_file_ >= sizes_.files || rules_.rules().size() > sizes_.rules) {
+    stats_.files_over_fixed++;
+    return false;
+  }
+  if (uint64_t{next_page_} + t.pages.size() > sizes_.pages ||
+      rows_end > uint64_t{sizes_.row_chunks} * UW_ROWS_PER_CHUNK) {
     stats_.files_over_cap++;
     return false;
   }
@@ -493,7 +620,10 @@ bool Unwinder::store(File &f, const unwind::FileTable &t) {
   for (size_t i = 0; i < pages.size(); i++)
     pages[i] = (t.pages[i] & 0xffffffff00000000ULL) |
                (row_base + (t.pages[i] & 0xffffffffu));
-  uw_file entry{next_page_, static_cast<uint32_t>(t.pages.size())};
+  uw_file entry{};
+  for (size_t i = 0; i < t.runs.size(); i++)
+    entry.runs[i] = {t.runs[i].first_page, t.runs[i].n_pages,
+                     next_page_ + t.runs[i].first_index};
   uint32_t id = next_file_;
   // Rows and pages before the file entry that leads to them.
   if (!write_array(fds_.rows,
@@ -530,7 +660,8 @@ Unwinder::describe(const std::array<uint64_t, UW_STAT_NR> &w) const {
                 n(rules_.rules().size()) + " distinct rules; " +
                 n(s.files_without_cfi) + " files without CFI, " +
                 n(s.files_unreadable) + " unreadable, " + n(s.files_over_cap) +
-                " over the memory cap (frame pointers there); " +
+                " over the memory cap, " + n(given_up()) +
+                " over a file budget (frame pointers there); " +
                 n(s.processes) + " processes installed (" + n(s.installs) +
                 " readings); built in " + n(s.parse_ns / 1000000) + " ms");
   uint64_t used =
@@ -540,8 +671,9 @@ Unwinder::describe(const std::array<uint64_t, UW_STAT_NR> &w) const {
       rules_.rules().size() * sizeof(uw_rule) + s.processes * sizeof(uw_proc);
   out.push_back("user unwind memory: " + mib(kernel_bytes()) +
                 " of kernel memory (" + mib(used) + " used; rows array " +
-                mib(uint64_t{sizes_.row_chunks} * sizeof(uw_chunk)) + ", cap " +
-                mib(cap_) + ")");
+                mib(uint64_t{sizes_.row_chunks} * sizeof(uw_chunk)) +
+                ", pages array " + mib(uint64_t{sizes_.pages} * 8) + ", cap " +
+                mib(cap_) + " by " + cap_name_ + ")");
   out.push_back("user frames: " + n(w[UW_STAT_FRAMES_TABLE]) +
                 " recovered by tables, " + n(w[UW_STAT_FRAMES_FP]) +
                 " by frame pointers, in " + n(w[UW_STAT_WALKS]) +
@@ -576,9 +708,51 @@ Unwinder::describe_losses(const std::array<uint64_t, UW_STAT_NR> &w) const {
   line(w[UW_STAT_PARTIAL_ENDED],
        "waits ended before their process's unwind tables were ready: their "
        "user stacks were walked with frame pointers only and may be short");
-  line(stats_.files_over_cap,
-       "files had no room for their unwind tables (raise --unwind-memory): "
-       "their frames were walked with frame pointers");
+  const UnwindStats &s = stats_;
+  const std::string fp = ": frame pointers used there";
+  // Which limit sized the arrays decides what helps.
+  std::string room;
+  if (!sized_by_cap_)
+    room = "the arrays were sized at start from the code mapped then (files "
+           "mapped later did not fit; a larger --unwind-memory would not be "
+           "used)";
+  else if (cap_name_ == "--unwind-memory")
+    room = "raise --unwind-memory (now " + mib(cap_) + ")";
+  else
+    room = "the cap is " + cap_name_ + " (" + mib(cap_) + ")";
+  line(s.files_over_cap,
+       "files had no room for their unwind tables (" + room + ")" + fp);
+  line(s.files_over_fixed, "files past the unwinder's limit of " +
+                               std::to_string(UW_MAX_FILES) + " files or " +
+                               std::to_string(UW_MAX_RULES) +
+                               " distinct rules" + fp);
+  line(s.files_over_rows, "files over their row budget (" +
+                              std::to_string(unwind::CfiBudget{}.max_rows) +
+                              " rows each)" + fp);
+  line(s.files_over_steps, "files over their CFI step budget (" +
+                               std::to_string(unwind::CfiBudget{}.max_steps) +
+                               " instructions each)" + fp);
+  line(s.files_over_time,
+       "files over their time budget (" +
+           std::to_string(kFileBudgetNs / 1000000) +
+           " ms each to read CFI, check a debug file and build a table)" + fp);
+  line(s.files_over_pages, "files over their page budget (rows spread over "
+                           "far more code than they describe)" +
+                               fp);
+  line(s.files_over_run_cfi, "files after the run's CFI budget (" +
+                                 std::to_string(kRunSteps) +
+                                 " instructions) was spent" + fp);
+  line(s.rules_outside_code,
+       "CFI rules outside their file's executable segments dropped");
+  line(s.debug_files_too_large,
+       "debug files larger than their binary allows (" +
+           std::to_string(kDebugFileRatio) + " times its size, at least " +
+           mib(kDebugFileFloor) + "): not read");
+  line(s.vdso_images_over, "vDSO mappings past " +
+                               std::to_string(kMaxVdsoImages) +
+                               " distinct images (rewritten by their "
+                               "processes)" +
+                               fp);
   line(w[UW_STAT_REQUESTS_LOST],
        "unwind table requests lost (ring full); asked again on the next "
        "change");

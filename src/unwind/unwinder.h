@@ -48,6 +48,17 @@ struct UnwindStats {
   uint64_t files_without_cfi = 0;      // walked with frame pointers
   uint64_t files_unreadable = 0;
   uint64_t files_over_cap = 0; // no room left: frame pointers, counted
+  // Files given up for what they would cost (frame pointers there), by
+  // which of their budgets ran out.
+  uint64_t files_over_rows = 0;       // rows (unwind::CfiBudget::max_rows)
+  uint64_t files_over_steps = 0;      // CFI interpreter steps
+  uint64_t files_over_time = 0;       // time to build or find the table
+  uint64_t files_over_pages = 0;      // rows spread over far more code
+  uint64_t files_over_run_cfi = 0;    // after the run's steps were spent
+  uint64_t rules_outside_code = 0;    // outside executable segments: dropped
+  uint64_t debug_files_too_large = 0; // beyond their binary's size ratio
+  uint64_t vdso_images_over = 0;      // distinct vDSO images past the cap
+  uint64_t files_over_fixed = 0;      // past UW_MAX_FILES files or UW_MAX_RULES
   uint64_t rows = 0, pages = 0;
   uint64_t processes = 0; // distinct processes installed
   uint64_t installs = 0;  // readings installed (re-reads after dlopen...)
@@ -61,6 +72,9 @@ class Unwinder {
 public:
   Unwinder(const FileReader &files, std::vector<std::string> debug_dirs,
            uint64_t memory_cap, std::string proc_root = "/proc");
+  // A lower cap than --unwind-memory, from another budget (named in the
+  // warnings when it is the one that limits), before plan().
+  void limit_memory(uint64_t bytes, std::string name);
   ~Unwinder();
   Unwinder(const Unwinder &) = delete;
   Unwinder &operator=(const Unwinder &) = delete;
@@ -97,9 +111,21 @@ private:
   struct File;
   File *file_for(uint32_t tgid, const Mapping &m);
   File *vdso_for(uint32_t tgid, const Mapping &m);
-  void load_file(File &f, int fd, const std::string &path, uint32_t tgid);
+  void load_file(File &f, int fd, const std::string &path, uint32_t tgid,
+                 uint64_t size, bool trusted);
+  // Files given up over a budget so far (every cause).
+  uint64_t given_up() const;
   bool find_debug_frame(File &f, const std::string &path, uint32_t tgid,
-                        const std::vector<unwind::Row> &eh_rows);
+                        const std::vector<unwind::Row> &eh_rows,
+                        uint64_t binary_size, uint64_t deadline);
+  // Parses within the file's and the run's budgets; false (counted by
+  // cause) when one ran out.
+  bool parse(const unwind::CfiSection &section, uint64_t deadline,
+             std::vector<unwind::Row> &rows);
+  // Rows clipped to the file's code, built and stored; false if they do
+  // not fit (counted by cause).
+  bool build_and_store(File &f, std::vector<unwind::Row> rows,
+                       uint64_t deadline);
   bool store(File &f, const unwind::FileTable &t);
   void flush_rules();
   bool install(uint32_t tgid);
@@ -107,6 +133,11 @@ private:
   const FileReader &files_;
   std::vector<std::string> debug_dirs_;
   uint64_t cap_;
+  std::string cap_name_ = "--unwind-memory";
+  // What sized the rows and pages arrays: the cap, or the estimate from
+  // the code mapped at start (then a larger cap does not help).
+  bool sized_by_cap_ = false;
+  uint64_t run_steps_left_;
   std::string proc_root_;
   UnwindMapFds fds_;
   UnwindSizes sizes_;
@@ -118,8 +149,13 @@ private:
   uint64_t next_row_ = 0; // in rows; files start on a chunk boundary
   std::map<std::tuple<uint32_t, uint32_t, uint64_t>, std::unique_ptr<File>>
       by_inode_;
+  // Tables by build id, of trusted files only (root's, not writable by
+  // others): another user's file with the same build id never speaks for
+  // them; it gets its own table, by (device, inode).
   std::map<std::string, File *> by_build_id_;
-  std::map<uint64_t, std::unique_ptr<File>> vdso_by_size_;
+  // vDSO tables by the whole image: a process can rewrite its own vDSO
+  // (/proc/self/mem), so neither its size nor its build id names it.
+  std::map<std::string, std::unique_ptr<File>> vdso_by_image_;
 
   std::deque<uint32_t> queue_;
   std::set<uint32_t> queued_;
