@@ -242,17 +242,22 @@ bool Unwinder::work(uint64_t deadline_ns) {
     if (monotonic_ns() >= deadline_ns || stop_requested())
       return false;
     uint32_t tgid = queue_.front();
+    if (attached_) {
+      auto done = install(tgid, deadline_ns);
+      if (!done)
+        return false; // the rest of its files in the next slice
+      if (*done)
+        installed_ = true;
+    }
     queue_.pop_front();
     queued_.erase(tgid);
-    if (attached_ && install(tgid))
-      installed_ = true;
     if (queue_.empty())
       ready_ns_ = monotonic_ns();
   }
   return true;
 }
 
-bool Unwinder::install(uint32_t tgid) {
+std::optional<bool> Unwinder::install(uint32_t tgid, uint64_t deadline_ns) {
   const std::string dir = pid_dir(proc_root_, tgid);
   auto text = files_.read(dir + "/maps", kMaxMapsBytes);
   if (!text || text->empty()) {
@@ -276,8 +281,11 @@ bool Unwinder::install(uint32_t tgid) {
     File *f = nullptr;
     if (m.path == "[vdso]")
       f = vdso_for(tgid, m);
-    else if (m.is_file())
-      f = file_for(tgid, m);
+    else if (m.is_file()) {
+      f = file_for(tgid, m, monotonic_ns() < deadline_ns);
+      if (!f)
+        return std::nullopt;
+    }
     if (f && f->id != UW_FILE_NONE)
       if (auto base = f->base_for(m)) {
         out.file = f->id;
@@ -354,11 +362,15 @@ Unwinder::File *Unwinder::vdso_for(uint32_t tgid, const Mapping &m) {
   return f;
 }
 
-Unwinder::File *Unwinder::file_for(uint32_t tgid, const Mapping &m) {
+Unwinder::File *Unwinder::file_for(uint32_t tgid, const Mapping &m,
+                                   bool may_load) {
   auto key = std::make_tuple(m.dev_major, m.dev_minor, m.inode);
+  auto found = by_inode_.find(key);
+  if (found != by_inode_.end())
+    return found->second.get();
+  if (!may_load)
+    return nullptr;
   auto &slot = by_inode_[key];
-  if (slot)
-    return slot.get();
   slot = std::make_unique<File>();
   CheckedFile opened = open_mapped(proc_root_, tgid, m);
   if (!opened) {

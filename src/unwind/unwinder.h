@@ -11,6 +11,7 @@
 #include <deque>
 #include <map>
 #include <memory>
+#include <optional>
 #include <set>
 #include <string>
 #include <unordered_map>
@@ -109,7 +110,8 @@ public:
 
 private:
   struct File;
-  File *file_for(uint32_t tgid, const Mapping &m);
+  // Null when the file is not loaded yet and `may_load` is false.
+  File *file_for(uint32_t tgid, const Mapping &m, bool may_load = true);
   File *vdso_for(uint32_t tgid, const Mapping &m);
   void load_file(File &f, int fd, const std::string &path, uint32_t tgid,
                  uint64_t size, bool trusted);
@@ -128,7 +130,11 @@ private:
                        uint64_t deadline);
   bool store(File &f, const unwind::FileTable &t);
   void flush_rules();
-  bool install(uint32_t tgid);
+  // Installs the process's mappings, loading the tables of files not seen
+  // before while `deadline_ns` allows: a process that maps many costly
+  // files is finished over several slices (nullopt: not finished, asked
+  // again), so the slice ends within one file's budget of its deadline.
+  std::optional<bool> install(uint32_t tgid, uint64_t deadline_ns);
 
   const FileReader &files_;
   std::vector<std::string> debug_dirs_;
