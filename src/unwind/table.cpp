@@ -97,6 +97,13 @@ uint64_t page_allowance(uint64_t rows) {
   return rows / 2 + 256;
 }
 
+void RuleTable::truncate(size_t size) {
+  for (size_t i = std::max<size_t>(size, 1); i < rules_.size(); i++)
+    ids_.erase(rules_[i]);
+  if (size >= 1 && size < rules_.size())
+    rules_.resize(size);
+}
+
 FileTable build_table(const std::vector<Row> &rows, RuleTable &rules) {
   FileTable t;
   if (rows.empty() || table_pages(rows) > page_allowance(rows.size()))

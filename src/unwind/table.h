@@ -19,6 +19,9 @@ public:
   uint16_t intern(const Rule &r);
   const std::vector<Rule> &rules() const { return rules_; }
   uint64_t overflowed() const { return overflowed_; }
+  // Forgets the rules added since the table had `size` (a file given up
+  // before its rules were loaded).
+  void truncate(size_t size);
 
 private:
   struct Hash {

@@ -46,6 +46,10 @@ constexpr uint64_t kMaxCodePerFile = uint64_t{256} << 20;
 // per page; hostile files are held to unwind::page_allowance().
 constexpr uint64_t kRowsPerPageSlot = 8;
 constexpr uint64_t kSparePages = 8192;
+// New distinct rules one file may add to the run's table (UW_MAX_RULES in
+// all; a whole system has a few thousand): a file of 65,536 different CFA
+// offsets cannot fill it for everyone else.
+constexpr size_t kMaxNewRulesPerFile = 4096;
 // Distinct vDSO images kept (one per kernel, really; more are processes
 // that rewrote their own).
 constexpr size_t kMaxVdsoImages = 8;
@@ -389,7 +393,7 @@ Unwinder::File *Unwinder::file_for(uint32_t tgid, const Mapping &m,
 uint64_t Unwinder::given_up() const {
   const UnwindStats &s = stats_;
   return s.files_over_rows + s.files_over_steps + s.files_over_time +
-         s.files_over_pages + s.files_over_run_cfi;
+         s.files_over_pages + s.files_over_run_cfi + s.files_over_rules;
 }
 
 bool Unwinder::parse(const unwind::CfiSection &section, uint64_t deadline,
@@ -435,7 +439,14 @@ bool Unwinder::build_and_store(File &f, std::vector<unwind::Row> rows,
     stats_.files_over_time++;
     return false;
   }
-  return store(f, unwind::build_table(rows, rules_));
+  const size_t rules_before = rules_.rules().size();
+  unwind::FileTable t = unwind::build_table(rows, rules_);
+  if (rules_.rules().size() - rules_before > kMaxNewRulesPerFile) {
+    rules_.truncate(rules_before); // not loaded yet: nobody uses them
+    stats_.files_over_rules++;
+    return false;
+  }
+  return store(f, t);
 }
 
 void Unwinder::load_file(File &f, int fd, const std::string &path,
@@ -754,6 +765,12 @@ Unwinder::describe_losses(const std::array<uint64_t, UW_STAT_NR> &w) const {
   line(s.files_over_run_cfi, "files after the run's CFI budget (" +
                                  std::to_string(kRunSteps) +
                                  " instructions) was spent" + fp);
+  line(s.files_over_rules, "files over their rule budget (" +
+                               std::to_string(kMaxNewRulesPerFile) +
+                               " new distinct rules each)" + fp);
+  line(rules_.overflowed(), "table rows whose rule did not fit the table of " +
+                                std::to_string(UW_MAX_RULES) +
+                                " distinct rules: walks stop there");
   line(s.rules_outside_code,
        "CFI rules outside their file's executable segments dropped");
   line(s.debug_files_too_large,

@@ -56,6 +56,7 @@ struct UnwindStats {
   uint64_t files_over_time = 0;       // time to build or find the table
   uint64_t files_over_pages = 0;      // rows spread over far more code
   uint64_t files_over_run_cfi = 0;    // after the run's steps were spent
+  uint64_t files_over_rules = 0;      // too many new distinct rules
   uint64_t rules_outside_code = 0;    // outside executable segments: dropped
   uint64_t debug_files_too_large = 0; // beyond their binary's size ratio
   uint64_t vdso_images_over = 0;      // distinct vDSO images past the cap

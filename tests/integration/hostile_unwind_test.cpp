@@ -252,6 +252,22 @@ TEST_F(HostileUnwind, AlternatingRowsOverRowBudget) {
       << m.t.r.err;
 }
 
+TEST_F(HostileUnwind, DistinctRulesOverRuleBudget) {
+  // 70,000 rows, each its own CFA offset: more than the whole run's
+  // 65,536-rule table, were they all kept.
+  EhFrame e;
+  for (uint64_t i = 0; i < 7; i++)
+    e.fde(0x1000 + i * 0x10000, 0x10000, EhFrame::distinct(10000));
+  std::string f = user_file("rules", elf_with_cfi(e.section(), 0x80000));
+  const uint64_t budget = memlock_budget();
+  Workload w = start({map_exec(), f});
+  ASSERT_TRUE(w.ready()) << w.error();
+  Measured m = trace(w, 2);
+  expect_within(m, 2, kSmallRssKb, budget, "70,000 distinct rules");
+  EXPECT_NE(m.t.r.err.find("1 files over their rule budget"), std::string::npos)
+      << m.t.r.err;
+}
+
 TEST_F(HostileUnwind, TerabyteSparseMappingStaysInTheMemoryCap) {
   // Not even ELF, and an ELF whose code segment is 1 TiB with FDEs at both
   // ends.

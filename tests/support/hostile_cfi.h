@@ -62,6 +62,23 @@ public:
     return code;
   }
 
+  // `n` rows, each with a CFA offset of its own (n distinct rules).
+  static std::string distinct(size_t n) {
+    std::string code;
+    for (size_t i = 0; i < n; i++) {
+      code += '\x41'; // advance_loc 1
+      code += '\x0e'; // def_cfa_offset, uleb128
+      for (uint64_t v = 16 + 8 * i;; v >>= 7) {
+        if (v < 0x80) {
+          code += static_cast<char>(v);
+          break;
+        }
+        code += static_cast<char>((v & 0x7f) | 0x80);
+      }
+    }
+    return code;
+  }
+
   const std::string &bytes() const { return bytes_; }
   // With the zero terminator.
   std::string section() const { return bytes_ + std::string(4, '\0'); }

@@ -126,5 +126,22 @@ TEST(CfiBudget, ALongFunctionKeepsItsPages) {
   EXPECT_EQ(lookup(t, rules, 0x20000).kind, UW_RULE_NONE);
 }
 
+TEST(CfiBudget, RulesOfAFileGivenUpAreForgotten) {
+  EhFrame e;
+  e.fde(0x1000, 0x10000, EhFrame::distinct(5000));
+  std::string keep;
+  auto rows = parse_cfi(section_of(e, keep), nullptr);
+  RuleTable rules;
+  const size_t before = rules.rules().size();
+  build_table(rows, rules);
+  EXPECT_GE(rules.rules().size(), before + 5000);
+  rules.truncate(before);
+  EXPECT_EQ(rules.rules().size(), before);
+  // Interned again from scratch: the ids are reused, not leaked.
+  build_table(rows, rules);
+  EXPECT_GE(rules.rules().size(), before + 5000);
+  EXPECT_LT(rules.rules().size(), before + 5010);
+}
+
 } // namespace
 } // namespace offcpu::unwind
