@@ -2,6 +2,7 @@
 
 #include <bpf/bpf.h>
 #include <dirent.h>
+#include <sys/auxv.h>
 #include <sys/stat.h>
 
 #include <algorithm>
@@ -123,6 +124,20 @@ std::optional<Credentials> creds_of(const FileReader &files,
   if (!uid || !gid)
     return std::nullopt;
   return Credentials{*uid, *gid};
+}
+
+// The kernel's vDSO image, as mapped in offcpu itself: every process of
+// this kernel maps the same bytes unless it rewrote its own (empty if not
+// found).
+std::string kernel_vdso(const FileReader &files) {
+  const unsigned long base = getauxval(AT_SYSINFO_EHDR);
+  auto text = files.read("/proc/self/maps", kMaxMapsBytes);
+  if (!base || !text)
+    return {};
+  for (const Mapping &m : parse_proc_maps(*text))
+    if (m.path == "[vdso]" && m.start == base && m.end - m.start <= (1u << 20))
+      return std::string(reinterpret_cast<const char *>(base), m.end - m.start);
+  return {};
 }
 
 std::string mib(uint64_t bytes) {
@@ -346,7 +361,11 @@ Unwinder::File *Unwinder::vdso_for(uint32_t tgid, const Mapping &m) {
   auto it = vdso_by_image_.find(*image);
   if (it != vdso_by_image_.end())
     return it->second.get();
-  if (vdso_by_image_.size() >= kMaxVdsoImages) {
+  // The kernel's own image always has its table; rewritten ones share a
+  // few slots.
+  if (!kernel_vdso_)
+    kernel_vdso_ = kernel_vdso(files_);
+  if (vdso_by_image_.size() >= kMaxVdsoImages && *image != *kernel_vdso_) {
     stats_.vdso_images_over++;
     return nullptr;
   }

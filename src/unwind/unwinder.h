@@ -163,6 +163,7 @@ private:
   // vDSO tables by the whole image: a process can rewrite its own vDSO
   // (/proc/self/mem), so neither its size nor its build id names it.
   std::map<std::string, std::unique_ptr<File>> vdso_by_image_;
+  std::optional<std::string> kernel_vdso_; // read at the first vDSO
 
   std::deque<uint32_t> queue_;
   std::set<uint32_t> queued_;
