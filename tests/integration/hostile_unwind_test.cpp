@@ -215,6 +215,20 @@ TEST_F(HostileUnwind, FdesFarApartCostOnlyTheirRows) {
       << m.t.r.err;
 }
 
+TEST_F(HostileUnwind, RwsemSurvivesFdesFarApart) {
+  // offcpu rwsem builds the same tables (it crashed the same way).
+  EhFrame e;
+  e.fde(0x1000, 0x100, "\x41\x0e\x10");
+  e.fde(0x1000 + (uint64_t{1} << 47), 0x100, "\x41\x0e\x10");
+  std::string f = user_file(
+      "covered", elf_with_cfi(e.section(), (uint64_t{1} << 47) + 0x2000));
+  Workload w = start({map_exec(), f});
+  ASSERT_TRUE(w.ready()) << w.error();
+  Timed t =
+      run_offcpu({"rwsem", "-p", w.pid() + "," + root_pid_, "-i", "0", "2"}, 2);
+  expect_clean_run(t, 2, "offcpu rwsem, FDEs 2^47 apart");
+}
+
 TEST_F(HostileUnwind, FdesTwoToTheFortyApartOverPageBudget) {
   EhFrame e;
   for (uint64_t i = 0; i < 1000; i++)
