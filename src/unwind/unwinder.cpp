@@ -51,6 +51,8 @@ constexpr uint64_t kSparePages = 8192;
 // all; a whole system has a few thousand): a file of 65,536 different CFA
 // offsets cannot fill it for everyone else.
 constexpr size_t kMaxNewRulesPerFile = 4096;
+// uw_procs' max_entries (bpf/user_unwind.bpf.h).
+constexpr uint64_t kMaxProcs = 8192;
 // Distinct vDSO images kept (one per kernel, really; more are processes
 // that rewrote their own).
 constexpr size_t kMaxVdsoImages = 8;
@@ -199,7 +201,15 @@ UnwindSizes Unwinder::plan(const std::vector<uint32_t> &pids) {
   const bool system = pids.empty();
   uint64_t code_bytes = 0;
   std::map<std::tuple<uint32_t, uint32_t, uint64_t>, uint64_t> per_file;
-  for (uint32_t tgid : system ? all_processes(proc_root_) : pids) {
+  const std::vector<uint32_t> procs = system ? all_processes(proc_root_) : pids;
+  // Installed processes (8 KiB each, allocated as they come) count against
+  // the cap too: room for twice the processes there are now, and at least
+  // 1024 (a traced command's children).
+  max_procs_ = std::min<uint64_t>(
+      kMaxProcs, std::max<uint64_t>(2 * procs.size() + 256, 1024));
+  const uint64_t procs_bytes = max_procs_ * sizeof(uw_proc);
+  const uint64_t arrays_cap = cap_ > procs_bytes ? cap_ - procs_bytes : 0;
+  for (uint32_t tgid : procs) {
     auto text = files_.read(pid_dir(proc_root_, tgid) + "/maps", kMaxMapsBytes);
     if (!text)
       continue;
@@ -228,12 +238,12 @@ UnwindSizes Unwinder::plan(const std::vector<uint32_t> &pids) {
         std::min<uint64_t>(r / kRowsPerPageSlot + kSparePages, UINT32_MAX / 2));
   };
   fit(rows);
-  sized_by_cap_ = s.bytes() > cap_;
+  sized_by_cap_ = s.bytes() > arrays_cap;
   if (sized_by_cap_) {
     fit(0);
     const uint64_t fixed = s.bytes();
     const uint64_t per_row = sizeof(uint32_t) + 8 / kRowsPerPageSlot;
-    fit(cap_ > fixed ? (cap_ - fixed) / per_row : 0);
+    fit(arrays_cap > fixed ? (arrays_cap - fixed) / per_row : 0);
   }
   return s;
 }
@@ -312,6 +322,10 @@ std::optional<bool> Unwinder::install(uint32_t tgid, uint64_t deadline_ns) {
         if (m.is_file())
           publish(m, *f);
       }
+  }
+  if (gen_.count(tgid) == 0 && stats_.processes >= max_procs_) {
+    stats_.processes_over_cap++;
+    return false;
   }
   uint32_t &gen = gen_[tgid];
   if (gen == 0)
@@ -764,6 +778,11 @@ Unwinder::describe_losses(const std::array<uint64_t, UW_STAT_NR> &w) const {
     room = "the cap is " + cap_name_ + " (" + mib(cap_) + ")";
   line(s.files_over_cap,
        "files had no room for their unwind tables (" + room + ")" + fp);
+  line(s.processes_over_cap,
+       "processes had no room for their mappings (" +
+           std::to_string(max_procs_) +
+           " at most, from the processes at start and the cap): frame "
+           "pointers used for them");
   line(s.files_over_fixed, "files past the unwinder's limit of " +
                                std::to_string(UW_MAX_FILES) + " files or " +
                                std::to_string(UW_MAX_RULES) +

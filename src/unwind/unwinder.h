@@ -65,6 +65,7 @@ struct UnwindStats {
   uint64_t processes = 0; // distinct processes installed
   uint64_t installs = 0;  // readings installed (re-reads after dlopen...)
   uint64_t processes_gone = 0;
+  uint64_t processes_over_cap = 0;  // past max_procs_: frame pointers
   uint64_t mappings_over_limit = 0; // beyond UW_MAX_MAPPINGS
   uint64_t cfi_bad_entries = 0, cfi_unsupported_rows = 0;
   uint64_t parse_ns = 0; // CPU spent reading CFI and building tables
@@ -145,6 +146,9 @@ private:
   // the code mapped at start (then a larger cap does not help).
   bool sized_by_cap_ = false;
   uint64_t run_steps_left_;
+  // Processes whose mappings may be installed (their kernel memory is
+  // reserved out of the cap by plan()).
+  uint64_t max_procs_ = 8192;
   std::string proc_root_;
   UnwindMapFds fds_;
   UnwindSizes sizes_;
