@@ -134,6 +134,8 @@ std::unique_ptr<OffcpuSession> start_session(const ProfileOptions &opts,
   }
   const uint64_t t_loaded = monotonic_ns();
   session->attach(opts.duration_s ? *opts.duration_s : -1.0);
+  // A table still being built when the window closes is dropped.
+  unwinder.stop_at(session->planned_stop_ns());
   if (opts.verbose) {
     const uint64_t opened = session->window_start_ns();
     note("attached after " + ms_between(t_start, opened) + " ms: probe " +

@@ -162,9 +162,15 @@ public:
     if (++st_.steps > b_.max_steps)
       return over(OverBudget::Steps);
     // The clock is read every 4096 steps: a few microseconds apart.
-    if (b_.deadline_ns && (st_.steps & 4095) == 0 &&
-        monotonic_ns() >= b_.deadline_ns)
-      return over(OverBudget::Time);
+    if ((st_.steps & 4095) == 0 &&
+        (b_.deadline_ns || b_.stop_ns || b_.stop_requested)) {
+      const uint64_t now = monotonic_ns();
+      if ((b_.stop_ns && now >= b_.stop_ns) ||
+          (b_.stop_requested && b_.stop_requested()))
+        return over(OverBudget::Interrupted);
+      if (b_.deadline_ns && now >= b_.deadline_ns)
+        return over(OverBudget::Time);
+    }
     return true;
   }
   bool row() {

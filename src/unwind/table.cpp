@@ -94,7 +94,7 @@ uint64_t page_allowance(uint64_t rows) {
   // Real code has tens of rows per 4 KiB page; a long function with few
   // rule changes needs a page per 4 KiB with no rows of its own, hence the
   // constant (1 MiB of code, 2 KiB of descriptors).
-  return rows / 2 + 256;
+  return rows / 8 + 256;
 }
 
 void RuleTable::truncate(size_t size) {

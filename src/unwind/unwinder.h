@@ -57,6 +57,7 @@ struct UnwindStats {
   uint64_t files_over_pages = 0;      // rows spread over far more code
   uint64_t files_over_run_cfi = 0;    // after the run's steps were spent
   uint64_t files_over_rules = 0;      // too many new distinct rules
+  uint64_t files_interrupted = 0;     // the run ended while reading them
   uint64_t rules_outside_code = 0;    // outside executable segments: dropped
   uint64_t debug_files_too_large = 0; // beyond their binary's size ratio
   uint64_t vdso_images_over = 0;      // distinct vDSO images past the cap
@@ -78,6 +79,9 @@ public:
   // A lower cap than --unwind-memory, from another budget (named in the
   // warnings when it is the one that limits), before plan().
   void limit_memory(uint64_t bytes, std::string name);
+  // When the run ends (CLOCK_MONOTONIC; 0: at a signal only): a table
+  // being built then is dropped, not finished, so the end is not held up.
+  void stop_at(uint64_t ns) { stop_ns_ = ns; }
   ~Unwinder();
   Unwinder(const Unwinder &) = delete;
   Unwinder &operator=(const Unwinder &) = delete;
@@ -146,6 +150,7 @@ private:
   // the code mapped at start (then a larger cap does not help).
   bool sized_by_cap_ = false;
   uint64_t run_steps_left_;
+  uint64_t stop_ns_ = 0;
   // Processes whose mappings may be installed (their kernel memory is
   // reserved out of the cap by plan()).
   uint64_t max_procs_ = 8192;

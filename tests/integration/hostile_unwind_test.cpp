@@ -24,7 +24,7 @@ constexpr uint64_t kMiB = uint64_t{1} << 20;
 // here) with room to spare; the runs took 2 GB.
 constexpr long kSmallRssKb = 128 * 1024;
 // The file with 20M rows: its 60 MB section is read (libelf's copy and
-// ours) and 2M rows parsed before its row budget stops it (~125 MiB).
+// ours) and 4M rows parsed before its row budget stops it (~150 MiB).
 constexpr long kBigRssKb = 256 * 1024;
 // Every run is given this --unwind-memory: the tables' maps may grow by
 // this much at most, whatever the user maps.
