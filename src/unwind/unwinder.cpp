@@ -274,8 +274,13 @@ bool Unwinder::work(uint64_t deadline_ns) {
     uint32_t tgid = queue_.front();
     if (attached_) {
       auto done = install(tgid, deadline_ns);
-      if (!done)
-        return false; // the rest of its files in the next slice
+      if (!done) {
+        // The rest of its files later, after the others waiting: a
+        // process with many costly files does not hold up everyone's.
+        queue_.pop_front();
+        queue_.push_back(tgid);
+        return false;
+      }
       if (*done)
         installed_ = true;
     }
@@ -424,6 +429,10 @@ Unwinder::File *Unwinder::file_for(uint32_t tgid, const Mapping &m,
   return slot.get();
 }
 
+bool Unwinder::run_ending() const {
+  return (stop_ns_ && monotonic_ns() >= stop_ns_) || stop_requested();
+}
+
 uint64_t Unwinder::given_up() const {
   const UnwindStats &s = stats_;
   return s.files_over_rows + s.files_over_steps + s.files_over_time +
@@ -524,12 +533,17 @@ void Unwinder::load_file(File &f, int fd, const std::string &path,
   if (unwind::covered_bytes(rows) < headers->code_bytes() / 2) {
     f.cfi_headers.debuglink = headers->debuglink;
     f.cfi_headers.debuglink_crc = headers->debuglink_crc;
-    const uint64_t before = given_up();
+    const uint64_t before = given_up() + stats_.files_interrupted;
     if (find_debug_frame(f, path, tgid, rows, size, deadline))
       return;
+    if (given_up() + stats_.files_interrupted != before)
+      return; // counted where it stopped
+    if (run_ending()) {
+      stats_.files_interrupted++;
+      return;
+    }
     if (monotonic_ns() >= deadline) {
-      if (given_up() == before)
-        stats_.files_over_time++;
+      stats_.files_over_time++;
       return;
     }
   }
@@ -562,12 +576,12 @@ bool Unwinder::find_debug_frame(File &f, const std::string &path, uint32_t tgid,
       return false;
     if (check_crc) {
       auto crc = file_crc32(c.fd.get(), ours.max_size, [&] {
-        const uint64_t now = monotonic_ns();
-        return now >= deadline || (stop_ns_ && now >= stop_ns_) ||
-               stop_requested();
+        return monotonic_ns() >= deadline || run_ending();
       });
       if (!crc) {
-        if (monotonic_ns() >= deadline)
+        if (run_ending())
+          stats_.files_interrupted++;
+        else if (monotonic_ns() >= deadline)
           stats_.files_over_time++;
         return false;
       }

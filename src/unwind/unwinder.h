@@ -123,6 +123,8 @@ private:
                  uint64_t size, bool trusted);
   // Files given up over a budget so far (every cause).
   uint64_t given_up() const;
+  // The window has closed or a signal asked the run to end.
+  bool run_ending() const;
   bool find_debug_frame(File &f, const std::string &path, uint32_t tgid,
                         const std::vector<unwind::Row> &eh_rows,
                         uint64_t binary_size, uint64_t deadline);

@@ -322,6 +322,42 @@ TEST_F(HostileUnwind, LongCieSharedByManyFdesRunsOnce) {
       << m.t.r.err;
 }
 
+TEST_F(HostileUnwind, SigtermEndsTheRunWhileDebugFilesAreChecked) {
+  // Ten sparse 128 MiB binaries, each with a debuglink to a 4 GiB sparse
+  // file (within 32 times its binary): each CRC would take seconds and
+  // gets its file's time budget, 1 s; SIGTERM comes in the middle.
+  std::vector<std::string> argv{map_exec()};
+  for (int i = 0; i < 10; i++) {
+    std::string n = std::to_string(i);
+    sparse_user_file("big" + n + ".debug", uint64_t{4} << 30);
+    argv.push_back(sparse_user_file(
+        "big" + n, uint64_t{128} << 20,
+        elf_with_cfi("", 0x2000, "big-id-" + n, "big" + n + ".debug")));
+  }
+  Workload w = start(argv);
+  ASSERT_TRUE(w.ready()) << w.error();
+  Subprocess p({OFFCPU_BIN, "-v", "-p", w.pid() + "," + root_pid_,
+                "--per-thread", "-f", "30"});
+  sleep_seconds(2.5);
+  const double t0 = now_seconds();
+  p.signal(SIGTERM);
+  RunResult r = p.wait(10);
+  const double took = now_seconds() - t0;
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_LE(took, 1.0) << "SIGTERM ended the run " << took << " s later\n"
+                       << r.err;
+  // Root's process, asked for after the user's, was installed between
+  // the user's costly files.
+  expect_root_whole(r.out, "SIGTERM while checking debug files");
+  // The file being checked at the signal is dropped, not finished.
+  EXPECT_NE(r.err.find(" 1 dropped at the end of the run"), std::string::npos)
+      << r.err;
+  std::cerr << lines_with(r.err, "user unwind tables")
+            << lines_with(r.err, "budget");
+  std::cerr << "[ info ] SIGTERM while checking debug files: ended " << took
+            << " s later, peak RSS " << r.max_rss_kb / 1024 << " MiB\n";
+}
+
 TEST_F(HostileUnwind, DebuglinksToHugeSparseFilesAreNotRead) {
   std::vector<std::string> argv{map_exec()};
   for (int i = 0; i < 10; i++) {
