@@ -364,7 +364,7 @@ public:
         advance(s, loc, low * cie_.code_align, out);
         continue;
       case 0x80: // offset
-        set_offset(s, low, static_cast<int64_t>(r.uleb()) * cie_.data_align);
+        set_offset(s, low, factored(r.uleb()));
         continue;
       case 0xc0: // restore
         restore(s, low, initial);
@@ -393,7 +393,7 @@ public:
         break;
       case 0x05: // offset_extended
         reg = r.uleb();
-        set_offset(s, reg, static_cast<int64_t>(r.uleb()) * cie_.data_align);
+        set_offset(s, reg, factored(r.uleb()));
         break;
       case 0x06: // restore_extended
         restore(s, r.uleb(), initial);
@@ -442,15 +442,15 @@ public:
         break;
       case 0x11: // offset_extended_sf
         reg = r.uleb();
-        set_offset(s, reg, r.sleb() * cie_.data_align);
+        set_offset(s, reg, factored(static_cast<uint64_t>(r.sleb())));
         break;
       case 0x12: // def_cfa_sf
         s.cfa_expr = false;
         s.cfa_reg = r.uleb();
-        s.cfa_off = r.sleb() * cie_.data_align;
+        s.cfa_off = factored(static_cast<uint64_t>(r.sleb()));
         break;
       case 0x13: // def_cfa_offset_sf
-        s.cfa_off = r.sleb() * cie_.data_align;
+        s.cfa_off = factored(static_cast<uint64_t>(r.sleb()));
         break;
       case 0x14: // val_offset
       case 0x15: // val_offset_sf
@@ -472,7 +472,7 @@ public:
       case 0x2f: // GNU_negative_offset_extended
         reg = r.uleb();
         n = r.uleb();
-        set_offset(s, reg, -static_cast<int64_t>(n) * cie_.data_align);
+        set_offset(s, reg, factored(0 - n));
         break;
       default:
         return false; // unknown: the rest cannot be trusted
@@ -484,6 +484,12 @@ public:
   }
 
 private:
+  // An operand times the data alignment, wrapping as the unsigned product
+  // (hostile operands must not overflow a signed multiplication; such
+  // offsets fit no rule and are refused later).
+  int64_t factored(uint64_t v) const {
+    return static_cast<int64_t>(v * static_cast<uint64_t>(cie_.data_align));
+  }
   void advance(State &s, uint64_t &loc, uint64_t delta, FdeRows *out) {
     if (out && delta)
       emit(s, loc, out);
