@@ -32,6 +32,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "forged_frames.h"
+
 #define NOINLINE __attribute__((noinline))
 
 typedef long (*sleep_fn)(const struct timespec *, struct timespec *);
@@ -189,29 +191,6 @@ static int mode_jit_many(int argc, char **argv) {
   }
   run_jit_forever(emit_jit(), 20);
   return 0;
-}
-
-// Blocks in nanosleep with the frame pointer aimed at two fake frames whose
-// return addresses are `a` and `b`: what a walk of this stack reports. The
-// frames sit in increasing order, as the walk expects of a real stack.
-NOINLINE void block_with_forged_frames(uint64_t a, uint64_t b, long ms) {
-  uint64_t frames[4];
-  frames[0] = (uint64_t)&frames[2];
-  frames[1] = a;
-  frames[2] = 0;
-  frames[3] = b;
-  struct timespec ts = {0, ms * 1000000L};
-  long ret;
-  // rbp is saved in r12, not pushed: a push could land on our own locals
-  // in the red zone.
-  __asm__ volatile("mov %%rbp, %%r12\n\t"
-                   "mov %[fp], %%rbp\n\t"
-                   "syscall\n\t"
-                   "mov %%r12, %%rbp"
-                   : "=a"(ret)
-                   : "a"(SYS_nanosleep), "D"(&ts), "S"(0), [fp] "r"(frames)
-                   : "rcx", "r11", "r12", "memory");
-  (void)ret;
 }
 
 struct victim {

@@ -34,6 +34,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "forged_frames.h"
+
 #define NOINLINE __attribute__((noinline))
 
 static void die(const char *what) {
@@ -46,29 +48,6 @@ static void ready(void) {
   fflush(stdout);
 }
 
-// nanosleep with the frame pointer aimed at a forged frame whose return
-// address is `ret`, above one whose return address is `outer`: a walk of
-// this stack reports them as the callers.
-NOINLINE void sleep_under_forged_frame(uint64_t ret, uint64_t outer, long ms) {
-  uint64_t frames[4];
-  frames[0] = (uint64_t)&frames[2];
-  frames[1] = ret;
-  frames[2] = 0;
-  frames[3] = outer;
-  struct timespec ts = {0, ms * 1000000L};
-  long rc;
-  // rbp kept in r12 rather than pushed: a push could land on our locals in
-  // the red zone.
-  __asm__ volatile("mov %%rbp, %%r12\n\t"
-                   "mov %[fp], %%rbp\n\t"
-                   "syscall\n\t"
-                   "mov %%r12, %%rbp"
-                   : "=a"(rc)
-                   : "a"(SYS_nanosleep), "D"(&ts), "S"(0), [fp] "r"(frames)
-                   : "rcx", "r11", "r12", "memory");
-  (void)rc;
-}
-
 NOINLINE void hostile_elf_outer(void) {
   __asm__ volatile("" ::: "memory");
 }
@@ -76,7 +55,7 @@ NOINLINE void hostile_elf_outer(void) {
 static void *forever_under(void *arg) {
   uint64_t ret = (uint64_t)(uintptr_t)arg;
   for (;;)
-    sleep_under_forged_frame(ret, (uint64_t)&hostile_elf_outer + 1, 20);
+    block_with_forged_frames(ret, (uint64_t)&hostile_elf_outer + 1, 20);
   return NULL;
 }
 
