@@ -40,8 +40,7 @@ static __always_inline __u32 same_image_parent(struct task_struct *t) {
  * next wait on that stack announces it. */
 static __always_inline bool announce(struct task_struct *t, __u32 tgid,
                                      __u64 user_stack) {
-  if (!announce_processes || user_stack == OFFCPU_NO_STACK ||
-      user_stack == OFFCPU_STACK_MISSED)
+  if (!announce_processes || !stack_stored(user_stack))
     return true;
   struct offcpu_new_stack key = {.tgid = tgid, .user_stack = user_stack};
   if (bpf_map_lookup_elem(&seen_stacks, &key))

@@ -1100,7 +1100,7 @@ static __always_inline __u64 take_kernel_stack(struct task_struct *t,
     __u64 id = store_stack_from(slot, s, (long)nr * sizeof(__u64), cut);
     if (memo_stack != OFFCPU_STACK_MISSED && memo_stack != id)
       uw_count(st, UW_STAT_KREUSE_MISMATCH);
-    if (m && id != OFFCPU_STACK_MISSED && kw_memo_keep(m, slot)) {
+    if (m && stack_stored(id) && kw_memo_keep(m, slot)) {
       m->frame = live ? live_fp : t->thread.sp;
       m->stack = id;
       m->nosched = partial;

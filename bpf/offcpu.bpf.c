@@ -286,15 +286,71 @@ static __always_inline bool same_key(const struct offcpu_key *a,
   return same_words(a, b, sizeof(*a));
 }
 
+/* Per process and thread name: the waits that found `counts` full (see
+ * offcpu_overflow_key). Preallocated, as the stacks map: filled from the
+ * switch hook. Past its size, waits are lost (OFFCPU_LOST_OVERFLOW_FULL). */
+struct {
+  __uint(type, BPF_MAP_TYPE_HASH);
+  __uint(max_entries, 16384);
+  __type(key, struct offcpu_overflow_key);
+  __type(value, struct offcpu_value);
+} counts_overflow SEC(".maps");
+
+/* `n` waits of `key` that found the aggregation map full: into their
+ * process's overflow bucket, or lost with their time if that is full too.
+ * Inline (the light object may hold 32 functions at most), but off the
+ * common path: only once the map is full. */
+static __always_inline void add_to_overflow(const struct offcpu_key *key,
+                                            __u64 ns, __u64 n, __u64 runq) {
+  __sync_fetch_and_add(&lost[OFFCPU_LOST_AGG_MAP_FULL], n);
+  __sync_fetch_and_add(&lost_ns[OFFCPU_LOST_AGG_MAP_FULL], ns);
+  struct offcpu_overflow_key ok = {.tgid = key->tgid};
+  __builtin_memcpy(ok.comm, key->comm, sizeof(ok.comm));
+  struct offcpu_value empty = {};
+  struct offcpu_value *o = lookup_or_insert(&counts_overflow, &ok, &empty, -1);
+  if (!o) {
+    __sync_fetch_and_add(&lost[OFFCPU_LOST_OVERFLOW_FULL], n);
+    __sync_fetch_and_add(&lost_ns[OFFCPU_LOST_OVERFLOW_FULL], ns);
+    return;
+  }
+  __sync_fetch_and_add(&o->total_ns, ns);
+  __sync_fetch_and_add(&o->count, n);
+  if (split_runqueue && runq)
+    __sync_fetch_and_add(&o->runq_ns, runq);
+}
+
+/* Keys of `counts` the window may fill (0: all); the rest is kept for the
+ * stop pass, which charges the threads still blocked at the end, as the
+ * stack storage's (window_stack_limit). */
+const volatile __u32 window_counts_limit = 0;
+/* Keys inserted so far (bumped on an insert only). */
+__u64 counts_keys = 0;
+
+/* The value of `key` in `counts`, inserted empty if absent and there is
+ * room; NULL if there is none. */
+static __always_inline struct offcpu_value *
+counts_entry(const struct offcpu_key *key) {
+  struct offcpu_value *val = bpf_map_lookup_elem(&counts, key);
+  if (val)
+    return val;
+  if (window_counts_limit && !(reserve_open & OFFCPU_RESERVE_HOOK) &&
+      counts_keys >= window_counts_limit)
+    return NULL;
+  struct offcpu_value empty = {};
+  long err = bpf_map_update_elem(&counts, key, &empty, BPF_NOEXIST);
+  if (!err)
+    __sync_fetch_and_add(&counts_keys, 1);
+  else if (err != -OFFCPU_EEXIST) /* EEXIST: inserted by another CPU */
+    return NULL;
+  return bpf_map_lookup_elem(&counts, key);
+}
+
 /* Adds `n` waits of `key` to the aggregation map. */
 static __always_inline void add_to_counts(const struct offcpu_key *key,
                                           __u64 ns, __u64 n, __u64 runq) {
-  struct offcpu_value empty = {};
-  struct offcpu_value *val =
-      lookup_or_insert(&counts, key, &empty, OFFCPU_LOST_AGG_MAP_FULL);
+  struct offcpu_value *val = counts_entry(key);
   if (!val) {
-    if (n > 1) /* lookup_or_insert counted one */
-      __sync_fetch_and_add(&lost[OFFCPU_LOST_AGG_MAP_FULL], n - 1);
+    add_to_overflow(key, ns, n, runq);
     return;
   }
   __sync_fetch_and_add(&val->total_ns, ns);
@@ -312,8 +368,10 @@ static __always_inline void release_held(struct offcpu_held *held,
   if (!n || __sync_val_compare_and_swap(&held->val.count, n, 0) != n)
     return;
   add_to_counts(&held->key, held->val.total_ns, n, held->val.runq_ns);
-  if (c)
+  if (c) {
     c->held_waits -= n;
+    c->held_ns -= held->val.total_ns;
+  }
 }
 
 /* Charges a wait of `delta` ns (`runq` of them runnable) that began in
@@ -358,8 +416,7 @@ __noinline int charge(const struct offcpu_key *key, __u64 delta, __u64 runq,
         /* The key used less recently makes way. The new one goes in the
          * map now, empty, so that the progress line counts it. */
         release_held(h, c);
-        struct offcpu_value empty = {};
-        lookup_or_insert(&counts, key, &empty, -1); /* lost: counted later */
+        counts_entry(key); /* no room: counted when it is released */
         h->key = *key;
         h->val.total_ns = 0;
         h->val.runq_ns = 0;
@@ -378,8 +435,10 @@ __noinline int charge(const struct offcpu_key *key, __u64 delta, __u64 runq,
     __u32 cls = offcpu_state_class(state);
     if (cls < OFFCPU_STATE_NR)
       c->state_ns[cls] += delta;
-    if (held)
+    if (held) {
       c->held_waits += 1;
+      c->held_ns += delta;
+    }
   }
   return 0;
 }

@@ -21,6 +21,22 @@ const volatile bool use_bpf_loop = true;
 
 /* Events lost, by enum offcpu_loss; read by user space at the end. */
 __u64 lost[OFFCPU_LOST_NR];
+/* The off-CPU time those events carried, where the program knows it. */
+__u64 lost_ns[OFFCPU_LOST_NR];
+
+/* Stacks the window may store (0: all the map holds). The rest is kept
+ * for the passes at its edges: the one that opens the waits in progress at
+ * start (their user stacks) and the stop pass (the kernel stacks of the
+ * threads still blocked, walked at stop): on a busy host the hooks would
+ * otherwise fill the map with short waits first, and the longest waits of
+ * the run, of threads blocked all along, would lose their stacks. */
+const volatile __u32 window_stack_limit = 0;
+/* Stacks stored so far (bumped on an insert only, not per switch). */
+__u64 stacks_stored = 0;
+/* Who may use the share kept for the edges now, set by user space:
+ * OFFCPU_RESERVE_ITER while the passes at start run, both from the stop
+ * on. */
+__u32 reserve_open = 0;
 
 /* Preallocated: the kernel's allocator for maps that are not holds one
  * element per CPU until its refill runs, which needs interrupts on; the
@@ -198,7 +214,7 @@ static long hash_step_cb(__u32 i, void *data) {
  * loop (checked once per possible frame). */
 static __always_inline __u64 store_stack_impl(struct offcpu_stack *s,
                                               long bytes, __u32 flags,
-                                              bool looped) {
+                                              bool looped, bool hook) {
   if (!s)
     return OFFCPU_STACK_MISSED;
   if (bytes <= 0) {
@@ -225,8 +241,8 @@ static __always_inline __u64 store_stack_impl(struct offcpu_stack *s,
         break;
   }
   __u64 h = mix64(c.h);
-  if (h == OFFCPU_NO_STACK || h == OFFCPU_STACK_MISSED)
-    h += 2;
+  if (h < OFFCPU_STACK_FIRST_ID)
+    h += OFFCPU_STACK_FIRST_ID;
 
   struct offcpu_stack *old = bpf_map_lookup_elem(&stacks, &h);
   if (old) {
@@ -236,12 +252,25 @@ static __always_inline __u64 store_stack_impl(struct offcpu_stack *s,
     }
     return h;
   }
-  long err = bpf_map_update_elem(&stacks, &h, s, BPF_NOEXIST);
-  if (err && err != -OFFCPU_EEXIST) { /* stored by another CPU meanwhile */
+  if (window_stack_limit &&
+      !(reserve_open & (hook ? OFFCPU_RESERVE_HOOK : OFFCPU_RESERVE_ITER)) &&
+      stacks_stored >= window_stack_limit) {
     count_loss(OFFCPU_LOST_STACK_MAP_FULL);
-    return OFFCPU_STACK_MISSED;
+    return OFFCPU_STACK_FULL;
+  }
+  long err = bpf_map_update_elem(&stacks, &h, s, BPF_NOEXIST);
+  if (!err)
+    __sync_fetch_and_add(&stacks_stored, 1);
+  else if (err != -OFFCPU_EEXIST) { /* EEXIST: stored by another CPU */
+    count_loss(OFFCPU_LOST_STACK_MAP_FULL);
+    return OFFCPU_STACK_FULL;
   }
   return h;
+}
+
+/* Whether `id` names a stored stack (not none, missed or lost). */
+static __always_inline bool stack_stored(__u64 id) {
+  return id >= OFFCPU_STACK_FIRST_ID;
 }
 
 /* Global functions: the verifier checks each once per program, not once
@@ -249,12 +278,12 @@ static __always_inline __u64 store_stack_impl(struct offcpu_stack *s,
  * in a bounded loop (no call per frame); the iterators', run rarely, with
  * bpf_loop, which is quicker to verify: programs load sooner. */
 __noinline __u64 store_stack(struct offcpu_stack *s, long bytes, __u32 flags) {
-  return store_stack_impl(s, bytes, flags, false);
+  return store_stack_impl(s, bytes, flags, false, true);
 }
 
 __noinline __u64 store_stack_iter(struct offcpu_stack *s, long bytes,
                                   __u32 flags) {
-  return store_stack_impl(s, bytes, flags, use_bpf_loop);
+  return store_stack_impl(s, bytes, flags, use_bpf_loop, false);
 }
 
 /* The store for the context of scratch slot `slot` (a constant). */

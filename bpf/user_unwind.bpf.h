@@ -1092,7 +1092,7 @@ static __always_inline __u64 walk_user_stack_memo(struct task_struct *t,
   if (memo_stack != OFFCPU_STACK_MISSED && memo_stack != id)
     uw_count(st, UW_STAT_REUSE_MISMATCH);
   if (m && !w.note.bad && !w.f->partial && w.f->end != UW_STAT_READ_FAULT &&
-      id != OFFCPU_STACK_MISSED && w.note.nr) {
+      stack_stored(id) && w.note.nr) {
     m->ip = ip0;
     m->sp = sp0;
     m->bp = bp0;

@@ -17,9 +17,20 @@
  * 4- and 5-level paging alike); user addresses are below. */
 #define OFFCPU_KERNEL_ADDR_MIN 0xffff800000000000ULL
 
-/* Stack ids are 64-bit content hashes of the frames, never 0 or 1. */
+/* Stack ids are 64-bit content hashes of the frames, never below
+ * OFFCPU_STACK_FIRST_ID. */
 #define OFFCPU_NO_STACK 0ULL     /* none taken: kernel thread, or not asked */
 #define OFFCPU_STACK_MISSED 1ULL /* asked, but the walk or its store failed */
+/* Walked, but the stack storage was full (or down to the share kept for the
+ * stop pass): user space adds up the time of the waits that carry it, then
+ * shows it as a missed stack. */
+#define OFFCPU_STACK_FULL 2ULL
+#define OFFCPU_STACK_FIRST_ID 3ULL /* real ids are at least this */
+
+/* Who may use the map room kept for the window's edges: `reserve_open` in
+ * BPF .bss (see window_stack_limit in bpf/stack_store.bpf.h). */
+#define OFFCPU_RESERVE_ITER 1u /* the task iterators */
+#define OFFCPU_RESERVE_HOOK 2u /* the tracing hooks too */
 
 /* Why an event was lost; indexes the `lost` counters in BPF .bss. */
 enum offcpu_loss {
@@ -35,6 +46,9 @@ enum offcpu_loss {
    * was freed with its last switch-out unseen: filled in by user space
    * from offcpu_charged.held_waits, not counted by the programs. */
   OFFCPU_LOST_HELD,
+  /* Waits that found the aggregation map full and their process's
+   * overflow bucket (counts_overflow) full too: lost with their time. */
+  OFFCPU_LOST_OVERFLOW_FULL,
   OFFCPU_LOST_NR,
 };
 
@@ -123,6 +137,15 @@ struct offcpu_charged {
    * taken away on the CPU that adds them to the map, so one CPU's count
    * may wrap below 0; the sum over CPUs is what is still held. */
   __u64 held_waits;
+  __u64 held_ns; /* their time, kept alike */
+};
+
+/* Waits that found the aggregation map full, summed by process and thread
+ * name (an offcpu_value each): a thread churner filling the map keeps the
+ * time of the others' waits and its own, shown without stacks. */
+struct offcpu_overflow_key {
+  __u32 tgid;
+  char comm[OFFCPU_COMM_LEN];
 };
 
 /* What woke a wait (--wakers): the waking task with its stacks, or the

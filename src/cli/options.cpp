@@ -156,10 +156,14 @@ CLI::Option *add_id_list(CLI::App *app, const char *flags,
       ->type_name(type);
 }
 
+// `sized`: the defaults are sized from the machine's memory at start.
 void add_stack_limits(CLI::App *app, uint32_t &storage, uint32_t &depth,
-                      uint32_t &entries, const char *group) {
+                      uint32_t &entries, const char *group, bool sized) {
   app->add_option("--stack-storage-size", storage,
-                  "distinct stacks to store (default 16384)")
+                  sized ? "distinct stacks to store (default: from available "
+                          "memory, 1024-65536; an eighth kept for the stop "
+                          "pass)"
+                        : "distinct stacks to store (default 16384)")
       ->check(CLI::Range(uint32_t{1}, uint32_t{1} << 24))
       ->group(group);
   app->add_option("--perf-max-stack-depth", depth,
@@ -168,7 +172,10 @@ void add_stack_limits(CLI::App *app, uint32_t &storage, uint32_t &depth,
       ->group(group);
   app->add_option(
          "--max-entries", entries,
-         "distinct (thread, stack) entries to aggregate (default 65536)")
+         sized ? "distinct (thread, stack) entries to aggregate (default: "
+                 "from available memory, 4096-262144)"
+               : "distinct (thread, stack) entries to aggregate (default "
+                 "65536)")
       ->check(CLI::Range(uint32_t{1}, uint32_t{1} << 24))
       ->group(group);
 }
@@ -410,7 +417,7 @@ void setup_profile(CLI::App &app, ProfileOptions &o, ProfileArgs &a) {
       ->group("Output");
 
   add_stack_limits(&app, o.stack_storage_size, o.max_stack_depth, o.max_entries,
-                   "Limits");
+                   "Limits", true);
   app.add_flag("-v,--verbose", o.verbose,
                "report kernel features, the attach plan and symbolization");
   app.add_option("--attach", a.attach,
@@ -492,7 +499,7 @@ CLI::App *setup_rwsem(CLI::App &app, RwsemOptions &r, RwsemArgs &a) {
   add_format_options(rw, r.output, a.out);
   add_file_options(rw, r.output, a.out);
   add_stack_limits(rw, r.stack_storage_size, r.max_stack_depth, r.max_entries,
-                   "Limits");
+                   "Limits", false);
   rw->add_flag("-v,--verbose", r.verbose,
                "report the mechanism used and symbolization");
   rw->add_option("--attach", a.attach,

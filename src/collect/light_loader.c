@@ -103,6 +103,7 @@ void offcpu_light_get_fds(struct offcpu_light *l,
     fds->flush = sk->progs.offcpu_flush.prog_fd;
     fds->stacks = sk->maps.stacks.map_fd;
     fds->counts = sk->maps.counts.map_fd;
+    fds->counts_overflow = sk->maps.counts_overflow.map_fd;
     fds->waits_charged = sk->maps.waits_charged.map_fd;
     fds->new_processes = sk->maps.new_processes.map_fd;
     fds->filter_tgids = sk->maps.filter_tgids.map_fd;

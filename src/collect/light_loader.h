@@ -26,8 +26,8 @@ struct offcpu_map_sizes {
 /* Descriptors of what a session uses once loaded. */
 struct offcpu_light_fds {
   int switch_btf, waking_btf, fork_btf, seed_open, seed_stacks, flush;
-  int stacks, counts, waits_charged, new_processes, filter_tgids, filter_tids,
-      filter_cgroups, wakers;
+  int stacks, counts, counts_overflow, waits_charged, new_processes,
+      filter_tgids, filter_tids, filter_cgroups, wakers;
   int uw_procs, uw_files, uw_pages, uw_rows, uw_rules, uw_requests, uw_stats;
   int uw_file_ids;
 };

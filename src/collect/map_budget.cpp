@@ -72,6 +72,64 @@ uint64_t map_budget_room(const MapDemand &d, const FileReader &files) {
   return cap > need ? cap - need : 0;
 }
 
+namespace {
+
+// Largest power of two in [floor, ceiling] with `item`-byte elements in
+// `bytes`; `floor` when none fits.
+uint32_t fit_pow2(uint64_t bytes, uint64_t item, uint32_t floor,
+                  uint32_t ceiling) {
+  uint32_t n = ceiling;
+  while (n > floor && uint64_t{n} * item > bytes)
+    n /= 2;
+  return n;
+}
+
+} // namespace
+
+uint32_t default_stack_storage(const FileReader &files) {
+  // 65,536 stacks: 72 MB of kernel memory, a host with 6.5 GB available.
+  // A 30 s whole-system run under pgbench filled 16,384.
+  return fit_pow2(budget_cap(files) / 12, kStackItem, 1024, 65536);
+}
+
+uint32_t default_max_entries(uint64_t aggregation_item,
+                             const FileReader &files) {
+  // Allocated on insert (see bpf/offcpu.bpf.c): the cap costs nothing
+  // until a busy host uses it.
+  return fit_pow2(budget_cap(files) / 12, aggregation_item + kElementOverhead,
+                  4096, 262144);
+}
+
+namespace {
+
+// Threads on the host, from /proc/loadavg ("0.00 0.01 0.05 1/345 6789");
+// 0 if unknown.
+uint32_t host_threads(const FileReader &files) {
+  auto text = files.read("/proc/loadavg", 256);
+  if (!text)
+    return 0;
+  size_t slash = text->find('/');
+  if (slash == std::string::npos)
+    return 0;
+  uint32_t n = 0;
+  for (size_t i = slash + 1; i < text->size() && (*text)[i] >= '0' &&
+                             (*text)[i] <= '9' && n < (1u << 24);
+       i++)
+    n = n * 10 + static_cast<uint32_t>((*text)[i] - '0');
+  return n;
+}
+
+} // namespace
+
+uint32_t stop_pass_reserve(uint32_t size, const FileReader &files) {
+  // A blocked thread's user stack is taken when it blocks (or by the pass
+  // that opens the waits already in progress at start); its kernel stack,
+  // with the ORC walker, when it runs again or at stop. A kernel stack and
+  // a key each, and room for as many threads again started meanwhile.
+  const uint64_t want = uint64_t{host_threads(files)} * 2;
+  return static_cast<uint32_t>(std::clamp<uint64_t>(want, size / 8, size / 2));
+}
+
 void check_map_budget(const MapDemand &d, const FileReader &files) {
   const uint64_t cap = budget_cap(files);
   const uint64_t need = map_bytes(d);

@@ -29,6 +29,22 @@ void check_map_budget(const MapDemand &d, const FileReader &files);
 // --unwind-memory.
 uint64_t map_budget_room(const MapDemand &d, const FileReader &files);
 
+// The default --stack-storage-size and --max-entries, sized from the
+// machine: the largest power of two whose maps take at most a twelfth of
+// the cap above (so both fit it with room for the unwind tables), between
+// a floor a small machine can hold and a ceiling past which preallocating
+// the stacks slows start-up for no real run's benefit.
+uint32_t default_stack_storage(const FileReader &files);
+uint32_t default_max_entries(uint64_t aggregation_item,
+                             const FileReader &files);
+
+// Of `size` entries (--stack-storage-size, --max-entries), how many the
+// window leaves for the stop pass, which charges the threads still blocked
+// at the end, those blocked for the whole window among them, and takes
+// their kernel stacks (see window_stack_limit in bpf/stack_store.bpf.h):
+// two per thread on the host now, at least an eighth and at most half.
+uint32_t stop_pass_reserve(uint32_t size, const FileReader &files);
+
 // How warnings name that cap.
 inline constexpr const char *kMapBudgetName =
     "the map budget (an eighth of available memory, at most 1 GiB, less "

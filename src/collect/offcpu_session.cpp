@@ -91,6 +91,8 @@ void set_rodata(Rodata *ro, const OffcpuConfig &o, const OffcpuPlan &p) {
   ro->use_bpf_loop = p.bpf_loop;
   ro->announce_processes = p.announce_processes;
   ro->stack_depth = o.max_stack_depth;
+  ro->window_stack_limit = o.stack_storage_size - o.stack_reserve;
+  ro->window_counts_limit = o.max_entries - o.counts_reserve;
   ro->uw_tables = p.user_unwind_tables;
   ro->uw_find_vma = p.user_unwind_tables && p.find_vma;
   // Read only by the object with plain loads (the others ignore them).
@@ -124,6 +126,24 @@ offcpu_map_sizes map_sizes(const OffcpuConfig &o, const OffcpuPlan &p) {
   s.uw_rows = u.row_chunks;
   s.uw_rules = u.rules;
   return s;
+}
+
+// The waits the aggregation map had no room for, summed per process and
+// thread name in the overflow map: one key each, without stacks ([Missed
+// ... Stack]), so their time stays in the profile under their names.
+void add_overflow(int overflow_fd, RawProfile &out) {
+  for (const auto &ok : map_keys<offcpu_overflow_key>(overflow_fd)) {
+    offcpu_value val{};
+    if (bpf_map_lookup_elem(overflow_fd, &ok, &val) != 0 || !val.count)
+      continue;
+    offcpu_key key{};
+    key.tgid = ok.tgid;
+    key.pid = ok.tgid; // the threads are not told apart
+    key.user_stack = OFFCPU_STACK_MISSED;
+    key.kernel_stack = OFFCPU_STACK_MISSED;
+    std::memcpy(key.comm, ok.comm, sizeof(key.comm));
+    out.counts.emplace_back(key, val);
+  }
 }
 
 Bss *bss_of(const OffcpuSession::Handles &h) {
@@ -213,6 +233,7 @@ void OffcpuSession::take(std::unique_ptr<offcpu_bpf, SkelDeleter> skel) {
   h_.flush = fd(skel_->progs.offcpu_flush);
   h_.stacks = bpf_map__fd(skel_->maps.stacks);
   h_.counts = bpf_map__fd(skel_->maps.counts);
+  h_.counts_overflow = bpf_map__fd(skel_->maps.counts_overflow);
   h_.waits_charged = bpf_map__fd(skel_->maps.waits_charged);
   h_.new_processes =
       plan_.announce_processes ? bpf_map__fd(skel_->maps.new_processes) : -1;
@@ -248,6 +269,7 @@ bool OffcpuSession::take(std::unique_ptr<offcpu_light, LightDeleter> light) {
   h_.flush = fds.flush;
   h_.stacks = fds.stacks;
   h_.counts = fds.counts;
+  h_.counts_overflow = fds.counts_overflow;
   h_.waits_charged = fds.waits_charged;
   h_.new_processes = fds.new_processes;
   h_.filter_tgids = fds.filter_tgids;
@@ -365,11 +387,14 @@ void OffcpuSession::attach(double duration_s) {
     planned_stop_ns_ = start_ns_ + static_cast<uint64_t>(duration_s * 1e9);
     bss_of(h_)->stop_ns = planned_stop_ns_;
   }
-  // Waits in progress: opened at once, user stacks filled in after.
+  // Waits in progress: opened at once, user stacks filled in after, with
+  // the map room kept for the window's edges (see window_stack_limit).
   if (plan_.seed_open_waits) {
+    bss_of(h_)->reserve_open = OFFCPU_RESERVE_ITER;
     int err = run_iterator(h_.seed_open);
     if (!err && plan_.seed_user_stacks)
       err = run_iterator(h_.seed_stacks);
+    bss_of(h_)->reserve_open = 0;
     if (err)
       fprintf(stderr,
               "offcpu: warning: waits in progress at start not all seen: %s\n",
@@ -427,7 +452,9 @@ void OffcpuSession::stop() {
   // progress then was done.
   if (uint64_t at = stop_signal_ns(); at && at < stop_ns_)
     stop_ns_ = std::max(at, start_ns_);
-  // From here on switch-ins end their waits at stop_ns and no wait opens.
+  // From here on switch-ins end their waits at stop_ns and no wait opens;
+  // they and the flush may use the map room kept for the stop pass.
+  bss_of(h_)->reserve_open = OFFCPU_RESERVE_ITER | OFFCPU_RESERVE_HOOK;
   bss_of(h_)->stop_ns = stop_ns_;
   auto flush = [&] {
     if (!plan_.flush_open_waits)
@@ -491,6 +518,7 @@ offcpu_charged OffcpuSession::charged() const {
     for (int i = 0; i < OFFCPU_STATE_NR; i++)
       sum.state_ns[i] += c.state_ns[i];
     sum.held_waits += c.held_waits; // wraps back: one CPU's may be below 0
+    sum.held_ns += c.held_ns;
   }
   return sum;
 }
@@ -511,8 +539,10 @@ OffcpuSession::Progress OffcpuSession::progress() const {
 RawProfile OffcpuSession::drain() const {
   RawProfile out;
   out.window_ns = stop_ns_ > start_ns_ ? stop_ns_ - start_ns_ : 0;
-  for (int i = 0; i < OFFCPU_LOST_NR; i++)
+  for (int i = 0; i < OFFCPU_LOST_NR; i++) {
     out.lost[i] = bss_of(h_)->lost[i];
+    out.lost_ns[i] = bss_of(h_)->lost_ns[i];
+  }
   for (int i = 0; i < OFFCPU_KUNWIND_NR; i++)
     out.kunwind[i] = bss_of(h_)->kunwind_stats[i];
   out.unseen_switch_ins = bss_of(h_)->switch_events[OFFCPU_EV_UNSEEN_SWITCH_IN];
@@ -528,6 +558,12 @@ RawProfile OffcpuSession::drain() const {
     if (bpf_map_lookup_elem(counts_fd, &key, &val) == 0 && val.count)
       out.counts.emplace_back(key, val);
   }
+  add_overflow(h_.counts_overflow, out);
+  // Waits whose stack found the storage full: their time, as a loss.
+  for (const auto &[key, val] : out.counts)
+    if (key.user_stack == OFFCPU_STACK_FULL ||
+        key.kernel_stack == OFFCPU_STACK_FULL)
+      out.lost_ns[OFFCPU_LOST_STACK_MAP_FULL] += val.total_ns;
 
   offcpu_charged sums = charged();
   std::copy(std::begin(sums.state_ns), std::end(sums.state_ns),
@@ -535,6 +571,7 @@ RawProfile OffcpuSession::drain() const {
   // After stop every live thread's held waits are in `counts`: what is
   // still held belonged to threads gone without a last switch-out seen.
   out.lost[OFFCPU_LOST_HELD] = sums.held_waits;
+  out.lost_ns[OFFCPU_LOST_HELD] = sums.held_ns;
 
   std::vector<uint64_t> ids, waker_ids;
   for (const auto &kv : out.counts) {

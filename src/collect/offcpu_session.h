@@ -95,6 +95,7 @@ public:
     int switch_prog = -1, waking_prog = -1, fork_prog = -1, seed_open = -1,
         seed_stacks = -1, flush = -1;
     int stacks = -1, counts = -1, waits_charged = -1, new_processes = -1;
+    int counts_overflow = -1;
     int wakers = -1, filter_cgroups = -1;
     int filter_tgids = -1, filter_tids = -1;
     UnwindMapFds unwind;

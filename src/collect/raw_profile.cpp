@@ -10,7 +10,7 @@ void read_stacks(int stacks_map_fd, const std::vector<uint64_t> &ids,
                  StackTable &out) {
   offcpu_stack stack{};
   for (uint64_t id : ids) {
-    if (id == OFFCPU_NO_STACK || id == OFFCPU_STACK_MISSED || out.count(id))
+    if (id < OFFCPU_STACK_FIRST_ID || out.count(id))
       continue;
     if (bpf_map_lookup_elem(stacks_map_fd, &id, &stack) != 0)
       continue;

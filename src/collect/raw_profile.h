@@ -70,6 +70,8 @@ struct RawProfile {
   std::vector<std::pair<offcpu_key, offcpu_value>> counts;
   StackTable stacks;
   std::array<uint64_t, OFFCPU_LOST_NR> lost{};
+  // The off-CPU time the losses carried, where it is known (0 if not).
+  std::array<uint64_t, OFFCPU_LOST_NR> lost_ns{};
   std::array<uint64_t, OFFCPU_KUNWIND_NR> kunwind{}; // kernel-stack walker
   // Context switches the kernel did not run the hook for (its per-CPU
   // recursion guard); each may have lost a wait.

@@ -36,9 +36,14 @@ struct OffcpuConfig {
   bool show_state = false;      // --show-state: a [S]/[D]... frame
   bool wakers = false;          // --wakers: who woke each wait
   bool runqueue = false;        // --runqueue: blocked vs runnable time
-  uint32_t stack_storage_size = 16384;
+  // 0: sized from the machine (see default_stack_storage, map_budget.h).
+  uint32_t stack_storage_size = 0;
   uint32_t max_stack_depth = 127;
-  uint32_t max_entries = 65536;      // distinct (thread, stack) keys
+  uint32_t max_entries = 0; // distinct (thread, stack) keys; 0: as above
+  // Of the stack storage and the aggregation map, what only the stop pass
+  // may fill (set at start: stop_pass_reserve, map_budget.h).
+  uint32_t stack_reserve = 0;
+  uint32_t counts_reserve = 0;
   bool verify_kernel_unwind = false; // also take the kernel's walk, compare
   bool verify_stack_reuse = false;   // walk anyway where a stack is reused
   bool no_stack_reuse = false;       // walk every time

@@ -291,8 +291,16 @@ std::string reuse_summary(const std::array<uint64_t, UW_STAT_NR> &w) {
 void report(const RawProfile &raw, const Symbolizer &symbolizer,
             const OffcpuSession &session, const ProfileOptions &opts,
             const Unwinder &unwinder, const CostReport &cost) {
-  std::string losses =
-      describe_losses(raw.lost, opts.stack_storage_size, opts.max_entries);
+  LossTime time;
+  time.ns = raw.lost_ns;
+  time.stack_reserve = opts.stack_reserve;
+  for (const auto &kv : raw.counts)
+    time.total_ns += kv.second.total_ns;
+  // Not in the profile: lost with their waits.
+  time.total_ns +=
+      raw.lost_ns[OFFCPU_LOST_OVERFLOW_FULL] + raw.lost_ns[OFFCPU_LOST_HELD];
+  std::string losses = describe_losses(raw.lost, opts.stack_storage_size,
+                                       opts.max_entries, &time);
   const TruncatedStacks cut = truncated_stacks(raw.counts, raw.stacks);
   losses += describe_truncated(cut.stacks, cut.waits, opts.max_stack_depth);
   const auto walker = session.unwind_counters();
@@ -401,9 +409,23 @@ int finish_command(TracedCommand &cmd) {
 
 int run_profile(const ProfileOptions &given) {
   check_pids_are_processes(given.pids);
-  prepare_tracing(given.verbose, {given.stack_storage_size, given.max_entries,
-                                  sizeof(offcpu_key) + sizeof(offcpu_value)});
   ProfileOptions opts = given;
+  // Not given: sized from what the machine holds.
+  constexpr uint64_t kCountsItem = sizeof(offcpu_key) + sizeof(offcpu_value);
+  if (!opts.stack_storage_size)
+    opts.stack_storage_size = default_stack_storage(system_files());
+  if (!opts.max_entries)
+    opts.max_entries = default_max_entries(kCountsItem, system_files());
+  prepare_tracing(opts.verbose,
+                  {opts.stack_storage_size, opts.max_entries, kCountsItem});
+  opts.stack_reserve =
+      stop_pass_reserve(opts.stack_storage_size, system_files());
+  opts.counts_reserve = stop_pass_reserve(opts.max_entries, system_files());
+  if (opts.verbose)
+    note("maps: " + std::to_string(opts.stack_storage_size) + " stacks, " +
+         std::to_string(opts.max_entries) + " aggregation keys (" +
+         std::to_string(opts.stack_reserve) + " and " +
+         std::to_string(opts.counts_reserve) + " kept for the stop pass)");
   for (const std::string &path : opts.cgroup_paths)
     opts.cgroup_ids.push_back(cgroup_id(path));
   Outputs outputs(opts.output); // before tracing: a bad -o fails first

@@ -1,39 +1,82 @@
 #include "run/report.h"
 
+#include <algorithm>
+#include <cstdio>
+
 namespace offcpu {
 
+namespace {
+
+std::string seconds(uint64_t ns) {
+  char buf[32];
+  const double s = static_cast<double>(ns) / 1e9;
+  snprintf(buf, sizeof(buf), s < 10 ? "%.3f s" : "%.0f s", s);
+  return buf;
+}
+
+} // namespace
+
+std::string time_share(uint64_t ns, uint64_t total_ns) {
+  char pct[32];
+  snprintf(pct, sizeof(pct), "%.1f%%",
+           total_ns
+               ? 100.0 * static_cast<double>(ns) / static_cast<double>(total_ns)
+               : 0.0);
+  return std::string("(") + pct + " of off-CPU time, " + seconds(ns) + ")";
+}
+
 std::string describe_losses(const std::array<uint64_t, OFFCPU_LOST_NR> &lost,
-                            uint32_t stack_storage_size, uint32_t max_entries) {
+                            uint32_t stack_storage_size, uint32_t max_entries,
+                            const LossTime *time) {
   std::string out;
-  auto line = [&](uint64_t n, const std::string &text) {
-    if (n)
-      out += "offcpu: warning: " + std::to_string(n) + " " + text + "\n";
+  // `text` goes after the count and the time the loss carried.
+  auto line = [&](int cause, const std::string &what, const std::string &text) {
+    const uint64_t n = lost[cause];
+    if (!n)
+      return;
+    out += "offcpu: warning: " + std::to_string(n) + " " + what;
+    if (time && time->ns[cause])
+      out += " " + time_share(time->ns[cause], time->total_ns);
+    out += text + "\n";
   };
-  line(lost[OFFCPU_LOST_STACK_MAP_FULL],
-       "stacks lost: stack storage full; raise --stack-storage-size (now " +
-           std::to_string(stack_storage_size) + ")");
-  line(lost[OFFCPU_LOST_STACK_COLLISION],
-       "stacks lost to hash collisions; raise --stack-storage-size");
-  line(lost[OFFCPU_LOST_AGG_MAP_FULL],
-       "waits lost: too many distinct thread/stack pairs; raise --max-entries "
-       "(now " +
+  // Four times as many: a busy host's stacks grow slowly past the first.
+  const uint64_t more =
+      std::min<uint64_t>(uint64_t{stack_storage_size} * 4, uint64_t{1} << 24);
+  line(OFFCPU_LOST_STACK_MAP_FULL, "stacks lost",
+       ": stack storage full (shown as [Missed User Stack] or [Missed Kernel "
+       "Stack]); raise --stack-storage-size to " +
+           std::to_string(more) + " (now " +
+           std::to_string(stack_storage_size) +
+           (time ? ", " + std::to_string(time->stack_reserve) +
+                       " of them kept for the stop pass)"
+                 : ")"));
+  line(OFFCPU_LOST_STACK_COLLISION, "stacks lost",
+       " to hash collisions; raise --stack-storage-size");
+  line(OFFCPU_LOST_AGG_MAP_FULL, "waits found the aggregation map full",
+       ": too many distinct thread/stack pairs; their time is kept, summed "
+       "per process without stacks ([Missed User Stack];[Missed Kernel "
+       "Stack]); raise --max-entries (now " +
            std::to_string(max_entries) + ")");
-  line(lost[OFFCPU_LOST_START_STORE], "waits lost: the kernel could not store "
-                                      "their start time (out of memory)");
-  line(lost[OFFCPU_LOST_USER_STACK_WALK],
-       "user stacks could not be walked (shown as [Missed User Stack])");
-  line(lost[OFFCPU_LOST_KERNEL_STACK_WALK],
-       "kernel stacks could not be walked (shown as [Missed Kernel Stack])");
-  line(lost[OFFCPU_LOST_WAKER_STORE],
-       "wakers lost: too many distinct wakers ([waker lost]); raise "
+  line(OFFCPU_LOST_OVERFLOW_FULL, "waits lost",
+       ": the aggregation map and the per-process overflow were both full "
+       "(more than 16384 processes); raise --max-entries (now " +
+           std::to_string(max_entries) + ")");
+  line(OFFCPU_LOST_START_STORE, "waits lost",
+       ": the kernel could not store their start time (out of memory)");
+  line(OFFCPU_LOST_USER_STACK_WALK, "user stacks could not be walked",
+       " (shown as [Missed User Stack])");
+  line(OFFCPU_LOST_KERNEL_STACK_WALK, "kernel stacks could not be walked",
+       " (shown as [Missed Kernel Stack])");
+  line(OFFCPU_LOST_WAKER_STORE, "wakers lost",
+       ": too many distinct wakers ([waker lost]); raise "
        "--stack-storage-size (now " +
            std::to_string(stack_storage_size) + ")");
-  line(lost[OFFCPU_LOST_HELD],
-       "waits lost: their thread exited without a last switch-out the "
-       "kernel reported, and they were not yet in the aggregation map");
-  line(lost[OFFCPU_LOST_ANNOUNCE],
-       "new stacks announced late (announcement ring full): a process that "
-       "exited before blocking on the same stack again may show [unknown]");
+  line(OFFCPU_LOST_HELD, "waits lost",
+       ": their thread exited without a last switch-out the kernel reported, "
+       "and they were not yet in the aggregation map");
+  line(OFFCPU_LOST_ANNOUNCE, "new stacks announced late",
+       " (announcement ring full): a process that exited before blocking on "
+       "the same stack again may show [unknown]");
   return out;
 }
 

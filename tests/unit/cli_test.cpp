@@ -39,7 +39,9 @@ TEST(Cli, DefaultsTraceEverythingUntilCtrlC) {
   EXPECT_EQ(cl.profile.output.format, OutputFormat::Text);
   EXPECT_TRUE(cl.profile.output.targets.empty());
   EXPECT_EQ(cl.profile.min_block_us, 1u);
-  EXPECT_EQ(cl.profile.stack_storage_size, 16384u);
+  // 0: sized from the machine when the run starts.
+  EXPECT_EQ(cl.profile.stack_storage_size, 0u);
+  EXPECT_EQ(cl.profile.max_entries, 0u);
   EXPECT_EQ(cl.profile.max_stack_depth, 127u);
   EXPECT_FALSE(cl.profile.state.has_value());
 }
