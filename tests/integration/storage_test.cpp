@@ -101,7 +101,7 @@ TEST_F(Storage,
       EXPECT_EQ(count_frame(l, "hold_deep"), static_cast<size_t>(4 + i))
           << l.text;
       EXPECT_TRUE(has_frame(l, "block_forever")) << l.text;
-      EXPECT_TRUE(has_frame(l, "pipe_read")) << l.text;
+      EXPECT_TRUE(has_frame(l, "vfs_read")) << l.text;
     }
     EXPECT_GE(us, kWindowUs * 95 / 100) << comm;
     EXPECT_LE(us, kWindowUs * 105 / 100) << comm;
