@@ -463,6 +463,13 @@ void setup_profile(CLI::App &app, ProfileOptions &o, ProfileArgs &a) {
                  "pointers (counted)")
       ->check(CLI::Range(1u, 4096u))
       ->group("Limits");
+  app.add_option("--name-time", o.name_time_s,
+                 "seconds the end of the run may take to name frames after "
+                 "the window closes (default 0.5); files not read by then "
+                 "show as [module] (counted)")
+      ->check(CLI::Range(0.0, 3600.0))
+      ->type_name("SECONDS")
+      ->group("Limits");
   app.add_option("--kernel-unwind-limit", o.kernel_unwind_limit,
                  "hand kernel stacks over to the kernel's walk after N frames")
       ->check(CLI::Range(1u, 127u))

@@ -48,6 +48,9 @@ struct ProfileOptions : OffcpuConfig {
   std::vector<std::string> cgroup_paths; // --cgroup, resolved when run
   OutputOptions output;
   std::optional<double> duration_s; // none: until Ctrl-C
+  // --name-time: how long the end of the run (after the window closes)
+  // may take to name frames; files not read by then show as [module].
+  double name_time_s = 0.5;
   bool verbose = false;
   AttachChoice attach = AttachChoice::Auto;
   KernelUnwind kernel_unwind = KernelUnwind::Auto;

@@ -4,12 +4,17 @@ namespace offcpu {
 
 uint32_t Profile::module(const std::string &path, const std::string &build_id,
                          const std::string &debug_file) {
-  auto it = module_index_.find(path);
-  if (it != module_index_.end())
+  auto key = std::make_pair(path, build_id);
+  auto it = module_index_.find(key);
+  if (it != module_index_.end()) {
+    Module &m = modules[it->second];
+    if (m.debug_file.empty())
+      m.debug_file = debug_file;
     return it->second;
+  }
   uint32_t index = static_cast<uint32_t>(modules.size());
   modules.push_back({path, build_id, debug_file});
-  module_index_.emplace(path, index);
+  module_index_.emplace(std::move(key), index);
   return index;
 }
 

@@ -8,6 +8,7 @@
 #include <optional>
 #include <string>
 #include <tuple>
+#include <utility>
 #include <vector>
 
 namespace offcpu {
@@ -134,8 +135,10 @@ struct Profile {
   // not measured.
   std::vector<uint64_t> state_ns;
 
-  // The index of the module with this path (added on first use; the first
-  // build id given for a path stays).
+  // The index of the module with this path and build id (added on first
+  // use): two files at one path (two containers, a binary replaced during
+  // the run) are two modules, each keeping its own build id. A debug file
+  // given later fills one still without.
   uint32_t module(const std::string &path, const std::string &build_id,
                   const std::string &debug_file = "");
   // The index of this mapped range (added on first use).
@@ -145,7 +148,7 @@ struct Profile {
   void append(const Profile &other);
 
 private:
-  std::map<std::string, uint32_t> module_index_;
+  std::map<std::pair<std::string, std::string>, uint32_t> module_index_;
   std::map<MappedRange, uint32_t> mapping_index_;
 };
 

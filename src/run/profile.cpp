@@ -100,6 +100,19 @@ void report_unmatched_name(const ProfileOptions &opts, const RawProfile &raw) {
        "exactly as `ps -e -o comm` shows it");
 }
 
+// When the window closed: at its planned end, at a stop signal, or when
+// the wait for it ended (the traced command exited), whichever came first.
+// The end of the run is counted from there, however long the work in
+// progress then took to notice.
+uint64_t window_closed_ns(uint64_t planned_stop_ns, uint64_t left_loop_ns) {
+  uint64_t closed = left_loop_ns;
+  if (planned_stop_ns)
+    closed = std::min(closed, planned_stop_ns);
+  if (uint64_t at_signal = stop_signal_ns())
+    closed = std::min(closed, at_signal);
+  return closed;
+}
+
 std::string ms_between(uint64_t a, uint64_t b) {
   return std::to_string((b - a) / 1000000);
 }
@@ -462,6 +475,7 @@ int run_profile(const ProfileOptions &given) {
   Symbolizer symbolizer(system_files(), KernelSymbols{});
   symbolizer.add_debug_dirs(opts.output.debug_dirs);
   symbolizer.set_symbolize_user(opts.output.symbolize);
+  symbolizer.stop_window_at(session->planned_stop_ns());
   OffcpuSession::Finished finished;
   if (command) {
     // In the filter only now: its wait for this release is offcpu's, not
@@ -478,6 +492,10 @@ int run_profile(const ProfileOptions &given) {
   const uint64_t t_stopped = monotonic_ns();
   RawProfile raw = session->drain();
   const uint64_t t_drained = monotonic_ns();
+  const uint64_t name_ns = static_cast<uint64_t>(opts.name_time_s * 1e9);
+  symbolizer.set_deadline(
+      window_closed_ns(session->planned_stop_ns(), t_collected) + name_ns,
+      name_ns);
   Profile profile = build_profile(raw, symbolizer, opts, wall_start);
   const uint64_t t_named = monotonic_ns();
   outputs.write_all(profile);

@@ -5,7 +5,6 @@
 #include <libelf.h>
 #include <sys/stat.h>
 #include <unistd.h>
-#include <zlib.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -332,29 +331,6 @@ const ElfSymbol *ElfFile::find(uint64_t vaddr) const {
       return &*it;
   }
   return nullptr;
-}
-
-std::optional<uint32_t> file_crc32(int fd, uint64_t max_bytes,
-                                   const std::function<bool()> &give_up) {
-  uLong crc = crc32(0L, Z_NULL, 0);
-  unsigned char buf[65536];
-  uint64_t done = 0;
-  for (unsigned chunk = 0;; chunk++) {
-    if (chunk % 64 == 63 && give_up && give_up())
-      return std::nullopt;
-    ssize_t n = ::pread(fd, buf, sizeof(buf), static_cast<off_t>(done));
-    if (n < 0 && errno == EINTR)
-      continue;
-    if (n < 0)
-      return std::nullopt;
-    if (n == 0)
-      break;
-    done += static_cast<uint64_t>(n);
-    if (done > max_bytes)
-      return std::nullopt;
-    crc = crc32(crc, buf, static_cast<uInt>(n));
-  }
-  return static_cast<uint32_t>(crc);
 }
 
 } // namespace offcpu

@@ -3,7 +3,6 @@
 #pragma once
 
 #include <cstdint>
-#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -117,10 +116,5 @@ private:
   uint32_t debuglink_crc_ = 0;
   std::string minidebuginfo_;
 };
-
-// CRC-32 of a whole file as .gnu_debuglink records it; nullopt if
-// unreadable, longer than max_bytes, or `give_up` (asked every 4 MiB) says so.
-std::optional<uint32_t> file_crc32(int fd, uint64_t max_bytes,
-                                   const std::function<bool()> &give_up = {});
 
 } // namespace offcpu

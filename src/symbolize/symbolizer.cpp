@@ -11,6 +11,7 @@
 #include "symbolize/exec_path.h"
 #include "symbolize/xz.h"
 #include "util/clock.h"
+#include "util/debug_file.h"
 #include "util/parse.h"
 #include "util/signals.h"
 
@@ -21,14 +22,6 @@ constexpr std::size_t kMaxMapsBytes = 64u << 20;
 // A perf map is scanned up to this much; JIT maps of huge heaps reach tens
 // of MB. The scan keeps only the names it needs, whatever the size.
 constexpr uint64_t kMaxPerfMapBytes = uint64_t{256} << 20;
-// A debug file is larger than its stripped binary, but not without bound:
-// anything beyond this is not read, let alone CRC'd (a sparse 20 GB file
-// named like a debug file would otherwise cost a minute).
-constexpr uint64_t kDebugFileFloor = uint64_t{64} << 20;
-constexpr uint64_t kDebugFileRatio = 32;
-constexpr uint64_t kMaxDebugFileBytes = uint64_t{4} << 30;
-constexpr uint64_t kMaxCrcNs = 1000000000;       // per debug file
-constexpr uint64_t kMaxCrcNsPerRun = 2000000000; // all of them
 // MiniDebugInfo, decompressed: real ones are well under a MiB.
 constexpr size_t kMaxMiniDebugInfoImage = size_t{64} << 20;
 // A vDSO is a few pages; distinct images beyond these (processes that
@@ -161,7 +154,7 @@ struct Symbolizer::FileEntry {
 Symbolizer::Symbolizer(const FileReader &files, KernelSymbols kernel,
                        std::string proc_root)
     : files_(files), kernel_(std::move(kernel)),
-      proc_root_(std::move(proc_root)), crc_ns_left_(kMaxCrcNsPerRun) {}
+      proc_root_(std::move(proc_root)) {}
 
 Symbolizer::~Symbolizer() = default;
 
@@ -173,7 +166,7 @@ void Symbolizer::refuse(FileKind kind, OpenFailure why) {
 const ModuleInfo *Symbolizer::module_info(const std::string &path,
                                           const std::string &build_id,
                                           const std::string &debug_file) {
-  auto &slot = modules_[path];
+  auto &slot = modules_[{path, build_id}];
   if (!slot)
     slot = std::make_unique<ModuleInfo>(ModuleInfo{path, build_id, {}});
   if (slot->debug_file.empty())
@@ -393,45 +386,76 @@ void Symbolizer::capture_vdso(uint32_t tgid, Process &p,
 // ---- parsing ----
 
 bool Symbolizer::parse_pending(uint64_t deadline_ns) {
+  in_window_ = true;
   while (!to_parse_.empty()) {
     if (stop_requested() || monotonic_ns() >= deadline_ns)
-      return false;
+      break;
     FileEntry *f = to_parse_.front();
     to_parse_.pop_front();
     parse(*f);
   }
-  return true;
+  in_window_ = false;
+  return to_parse_.empty();
 }
 
 void Symbolizer::parse(FileEntry &f) {
   if (f.parsed)
     return;
   f.parsed = true;
-  if (f.fd) {
+  if (f.fd && past_deadline()) {
+    stats_.files_unread_at_end++; // its frames show as [module]
+  } else if (f.fd) {
     f.elf = read_elf(f.fd.get());
     if (f.elf) {
-      stats_.elf_files_parsed++;
       if (!f.elf->has_symtab())
         find_debug_file(f);
+      if (crc_stopped_) {
+        // A stop signal ended the window during its debug file's CRC: read
+        // again when its frames are named, within naming's own deadline.
+        crc_stopped_ = false;
+        f.elf.reset();
+        f.parsed = false;
+        return;
+      }
+      stats_.elf_files_parsed++;
     }
   }
   f.fd.reset();
 }
 
+bool Symbolizer::past_deadline() const {
+  return deadline_ns_ && monotonic_ns() >= deadline_ns_;
+}
+
+// The per-file budgets, and no reading past the end of the run's.
+SymbolLimits Symbolizer::limits_now() const {
+  SymbolLimits limits;
+  if (deadline_ns_) {
+    const uint64_t now = monotonic_ns();
+    limits.max_ns =
+        std::min(limits.max_ns, deadline_ns_ > now ? deadline_ns_ - now : 0);
+  }
+  return limits;
+}
+
 void Symbolizer::count_loss(const ElfFile *elf) {
-  if (elf && elf->symbol_loss() != SymbolLoss::None)
+  if (!elf || elf->symbol_loss() == SymbolLoss::None)
+    return;
+  if (elf->symbol_loss() == SymbolLoss::Time && past_deadline())
+    stats_.files_unread_at_end++; // the run's end cut it, not its own share
+  else
     stats_.symbol_losses[static_cast<size_t>(elf->symbol_loss())]++;
 }
 
 std::unique_ptr<ElfFile> Symbolizer::read_elf(int fd) {
-  auto elf = ElfFile::open_fd(fd, SymbolLimits{}, &symbol_budget_);
+  auto elf = ElfFile::open_fd(fd, limits_now(), &symbol_budget_);
   count_loss(elf.get());
   return elf;
 }
 
 std::unique_ptr<ElfFile> Symbolizer::read_elf_image(std::string image) {
   auto elf =
-      ElfFile::open_memory(std::move(image), SymbolLimits{}, &symbol_budget_);
+      ElfFile::open_memory(std::move(image), limits_now(), &symbol_budget_);
   count_loss(elf.get());
   return elf;
 }
@@ -451,19 +475,31 @@ bool Symbolizer::adopt_debug(FileEntry &f, CheckedFile debug, bool check_crc) {
   ElfFile &file = *f.elf;
   uint64_t size = static_cast<uint64_t>(debug.st.st_size);
   if (check_crc) {
-    uint64_t start = monotonic_ns();
-    uint64_t limit = std::min(kMaxCrcNs, crc_ns_left_);
-    auto crc =
-        limit == 0 ? std::nullopt : file_crc32(debug.fd.get(), size, [&] {
-          return monotonic_ns() - start > limit;
-        });
-    crc_ns_left_ -= std::min(crc_ns_left_, monotonic_ns() - start);
-    if (!crc) {
+    // In the window, its end (planned or by a signal) stops it: the file is
+    // read again when named. While naming, the run's deadline does.
+    CrcOutcome crc = crc_budget_.crc(debug.fd.get(), size, deadline_ns_, [&] {
+      return in_window_ &&
+             (stop_requested() ||
+              (window_end_ns_ && monotonic_ns() >= window_end_ns_));
+    });
+    if (crc.stop == CrcStop::Stopped) {
+      crc_stopped_ = true;
+      return false;
+    }
+    if (crc.stop == CrcStop::Deadline) {
+      stats_.files_unread_at_end++;
+      return false;
+    }
+    if (!crc.crc) {
       stats_.debug_files_skipped++;
       return false;
     }
-    if (*crc != file.debuglink_crc())
+    if (*crc.crc != file.debuglink_crc())
       return false;
+  }
+  if (past_deadline()) {
+    stats_.files_unread_at_end++;
+    return false;
   }
   auto elf = read_elf(debug.fd.get());
   if (!elf || !elf->has_symtab())
@@ -488,9 +524,7 @@ struct Symbolizer::DebugPolicies {
   FilePolicy ours, theirs;
   explicit DebugPolicies(const FileEntry &f) {
     ours.follow_last_symlink = true;
-    ours.max_size =
-        std::min(kMaxDebugFileBytes,
-                 std::max(kDebugFileFloor, f.size * kDebugFileRatio));
+    ours.max_size = max_debug_file_bytes(f.size);
     theirs = ours;
     theirs.reader = f.creds;
   }
@@ -559,6 +593,10 @@ bool Symbolizer::debug_by_link(FileEntry &f, const DebugPolicies &pol) {
 void Symbolizer::debug_from_minidebuginfo(ElfFile &file) {
   if (file.minidebuginfo().empty())
     return;
+  if (past_deadline()) {
+    stats_.files_unread_at_end++;
+    return;
+  }
   std::string image =
       xz_decompress(file.minidebuginfo(), kMaxMiniDebugInfoImage);
   if (image.empty())
@@ -571,8 +609,14 @@ void Symbolizer::debug_from_minidebuginfo(ElfFile &file) {
 }
 
 void Symbolizer::find_debug_file(FileEntry &f) {
+  if (past_deadline()) {
+    if (f.elf->symbol_loss() != SymbolLoss::Time) // else counted already
+      stats_.files_unread_at_end++;
+    return;
+  }
   const DebugPolicies policies(f);
-  if (!debug_by_build_id(f, policies) && !debug_by_link(f, policies))
+  if (!debug_by_build_id(f, policies) && !debug_by_link(f, policies) &&
+      !crc_stopped_)
     debug_from_minidebuginfo(*f.elf);
 }
 
@@ -827,6 +871,20 @@ std::string Symbolizer::name_user_address(uint32_t tgid, uint64_t lookup,
   return unnamed(label, false);
 }
 
+namespace {
+// "1 s", "0.5 s".
+std::string seconds(uint64_t ns) {
+  char text[32];
+  snprintf(text, sizeof(text), "%g s", static_cast<double>(ns) / 1e9);
+  return text;
+}
+} // namespace
+
+void Symbolizer::set_deadline(uint64_t deadline_ns, uint64_t allowed_ns) {
+  deadline_ns_ = deadline_ns;
+  name_time_ns_ = allowed_ns;
+}
+
 std::string Symbolizer::describe_losses() const {
   std::string out;
   auto line = [&](const std::string &text) {
@@ -856,9 +914,17 @@ std::string Symbolizer::describe_losses() const {
   }
   if (stats_.debug_files_skipped)
     line(std::to_string(stats_.debug_files_skipped) +
-         " debug files skipped: implausibly large for their binary (over 32 "
-         "times its size and 64 MiB), or their CRC took over 1 s (2 s for all "
-         "of a run's)");
+         " debug files skipped: implausibly large for their binary (" +
+         debug_file_size_rule() + "), or their CRC took over " +
+         seconds(kCrcNsPerFile) + " (" + seconds(kCrcNsPerRun) +
+         " for all of a run's)");
+  if (stats_.files_unread_at_end)
+    line(std::to_string(stats_.files_unread_at_end) +
+         " files not read or read in part: the end of the run allows " +
+         seconds(name_time_ns_) +
+         " for naming after the window (--name-time SECONDS; or record with "
+         "--no-symbolize -o FILE.pb.gz and name later with pprof); frames "
+         "they would name show as [module]");
   if (stats_.debug_files_untrusted)
     line(std::to_string(stats_.debug_files_untrusted) +
          " debug files not used: owned by neither root nor the owner of "

@@ -28,6 +28,7 @@
 #include "symbolize/kallsyms.h"
 #include "symbolize/perf_map.h"
 #include "symbolize/proc_maps.h"
+#include "util/debug_file.h"
 #include "util/fs.h"
 #include "util/safe_file.h"
 
@@ -66,6 +67,9 @@ struct SymbolizeStats {
   // Rewritten vDSO images beyond the run's share: their frames unnamed.
   uint64_t vdso_images_skipped = 0;
   uint64_t perf_maps_truncated = 0;
+  // Files (binaries, debug files) not read, or cut, because the end of the
+  // run came (Symbolizer::set_deadline).
+  uint64_t files_unread_at_end = 0;
 };
 
 // The file (or kernel part) a frame's code came from; owned by Symbolizer.
@@ -117,6 +121,15 @@ public:
   // Frames named next belong to this stack: use the maps it was taken under.
   void select_stack(uint32_t tgid, uint64_t stack_id);
 
+  // The end of the run: files not read by `deadline_ns` (CLOCK_MONOTONIC)
+  // are not read, nor the rest of one being read then; their frames show
+  // as [module] (counted: `allowed_ns`, the time naming had, is what the
+  // loss line reports).
+  void set_deadline(uint64_t deadline_ns, uint64_t allowed_ns);
+  // The planned end of the window (0: until a signal): a debug file's CRC
+  // under way then is left for naming rather than hold up the end.
+  void stop_window_at(uint64_t ns) { window_end_ns_ = ns; }
+
   void set_kernel_symbols(KernelSymbols ks) { kernel_ = std::move(ks); }
   // Roots of separate debug files (.build-id/xx/rest.debug and debuglink
   // names); default /usr/lib/debug.
@@ -153,6 +166,8 @@ private:
   std::unique_ptr<ElfFile> read_elf(int fd);
   std::unique_ptr<ElfFile> read_elf_image(std::string image);
   void count_loss(const ElfFile *elf);
+  bool past_deadline() const;
+  SymbolLimits limits_now() const;
   const ModuleInfo *module_info(const std::string &path,
                                 const std::string &build_id,
                                 const std::string &debug_file = "");
@@ -184,7 +199,10 @@ private:
   // Process roots, one descriptor per distinct directory.
   std::map<std::pair<uint64_t, uint64_t>, RootRef> roots_;
   std::unordered_map<std::string, std::string> demangled_;
-  std::map<std::string, std::unique_ptr<ModuleInfo>> modules_;
+  // By path and build id: two files at one path (in two containers, or one
+  // replaced during the run) are two modules, each with its own id.
+  std::map<std::pair<std::string, std::string>, std::unique_ptr<ModuleInfo>>
+      modules_;
   std::vector<std::string> debug_dirs_{"/usr/lib/debug"};
   // vDSO images by content, never by size: a process can rewrite its own
   // (through /proc/self/mem) and must not rename another's frames. The
@@ -194,8 +212,17 @@ private:
   bool kernel_vdso_read_ = false;
   // What every file's symbols may cost, together (elf_file.h).
   SymbolRunBudget symbol_budget_;
-  // CRCs of debug files, all together: each may take up to 1 s.
-  uint64_t crc_ns_left_ = 0;
+  // CRCs of debug files (util/debug_file.h).
+  CrcBudget crc_budget_;
+  // The end of the run's naming (0: none): files not read by then are not
+  // read (set_deadline).
+  uint64_t deadline_ns_ = 0;
+  uint64_t name_time_ns_ = 0;
+  // In parse_pending (the window), where a stop signal ends a CRC; set
+  // when one did, for parse() to leave the file to naming.
+  bool in_window_ = false;
+  uint64_t window_end_ns_ = 0;
+  bool crc_stopped_ = false;
   SymbolizeStats stats_;
   bool symbolize_user_ = true;
 };

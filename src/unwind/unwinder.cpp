@@ -10,8 +10,8 @@
 #include <cstdio>
 #include <cstring>
 
-#include "symbolize/elf_file.h"
 #include "util/clock.h"
+#include "util/debug_file.h"
 #include "util/parse.h"
 #include "util/safe_file.h"
 #include "util/signals.h"
@@ -28,11 +28,6 @@ constexpr double kRowsPerCodeByte = 0.05;
 // Room for what is mapped after start (dlopen, new processes).
 constexpr uint64_t kSpareRowsTraced = 64u << 10;
 constexpr uint64_t kSpareRowsSystem = 1u << 20;
-// A debug file may be this many times its binary (at least the floor), as
-// the symbolizer allows: a link to a 4 GiB sparse file is not read.
-constexpr uint64_t kMaxDebugFileBytes = uint64_t{4} << 30;
-constexpr uint64_t kDebugFileFloor = uint64_t{64} << 20;
-constexpr uint64_t kDebugFileRatio = 32;
 // Per file: the time to read its CFI, check its debug file and build its
 // table (checked inside the loops). Real libraries take milliseconds.
 // (libLLVM's 7.7 MB .eh_frame: 155 ms of CPU, 600 ms on a loaded VM.)
@@ -566,26 +561,34 @@ bool Unwinder::find_debug_frame(File &f, const std::string &path, uint32_t tgid,
                                 uint64_t binary_size, uint64_t deadline) {
   FilePolicy ours;
   ours.follow_last_symlink = true;
-  ours.max_size =
-      std::min(kMaxDebugFileBytes,
-               std::max(kDebugFileFloor, binary_size * kDebugFileRatio));
+  // Debug files as the symbolizer allows them (util/debug_file.h): a link
+  // to a 4 GiB sparse file is not read.
+  ours.max_size = max_debug_file_bytes(binary_size);
   auto try_file = [&](CheckedFile c, bool check_crc) {
     if (c.failure == OpenFailure::TooLarge)
       stats_.debug_files_too_large++;
     if (!c)
       return false;
     if (check_crc) {
-      auto crc = file_crc32(c.fd.get(), ours.max_size, [&] {
-        return monotonic_ns() >= deadline || run_ending();
-      });
-      if (!crc) {
-        if (run_ending())
-          stats_.files_interrupted++;
-        else if (monotonic_ns() >= deadline)
-          stats_.files_over_time++;
+      CrcOutcome crc = crc_budget_.crc(c.fd.get(), ours.max_size, deadline,
+                                       [this] { return run_ending(); });
+      switch (crc.stop) {
+      case CrcStop::None:
+        break;
+      case CrcStop::Stopped:
+        stats_.files_interrupted++;
+        return false;
+      case CrcStop::Deadline:
+      case CrcStop::FileTime:
+        stats_.files_over_time++;
+        return false;
+      case CrcStop::RunTime: // the file keeps its .eh_frame rows, if any
+        stats_.debug_files_over_run_crc++;
+        return false;
+      case CrcStop::Unreadable:
         return false;
       }
-      if (*crc != f.cfi_headers.debuglink_crc)
+      if (*crc.crc != f.cfi_headers.debuglink_crc)
         return false;
     }
     uint64_t t0 = monotonic_ns();
@@ -837,8 +840,12 @@ Unwinder::describe_losses(const std::array<uint64_t, UW_STAT_NR> &w) const {
        "CFI rules outside their file's executable segments dropped");
   line(s.debug_files_too_large,
        "debug files larger than their binary allows (" +
-           std::to_string(kDebugFileRatio) + " times its size, at least " +
-           mib(kDebugFileFloor) + "): not read");
+           debug_file_size_rule() + "): not read");
+  line(s.debug_files_over_run_crc,
+       "debug files not checked: the run's " +
+           std::to_string(kCrcNsPerRun / 1000000) +
+           " ms of debug-file CRCs were spent (their binaries' tables come "
+           "from .eh_frame alone)");
   line(s.vdso_images_over, "vDSO mappings past " +
                                std::to_string(kMaxVdsoImages) +
                                " distinct images (rewritten by their "

@@ -21,6 +21,7 @@
 #include "symbolize/proc_maps.h"
 #include "unwind/elf_cfi.h"
 #include "unwind/table.h"
+#include "util/debug_file.h"
 #include "util/fd.h"
 #include "util/fs.h"
 
@@ -60,8 +61,10 @@ struct UnwindStats {
   uint64_t files_interrupted = 0;     // the run ended while reading them
   uint64_t rules_outside_code = 0;    // outside executable segments: dropped
   uint64_t debug_files_too_large = 0; // beyond their binary's size ratio
-  uint64_t vdso_images_over = 0;      // distinct vDSO images past the cap
-  uint64_t files_over_fixed = 0;      // past UW_MAX_FILES files or UW_MAX_RULES
+  // Debug files not CRC'd: the run's share of CRC time was spent.
+  uint64_t debug_files_over_run_crc = 0;
+  uint64_t vdso_images_over = 0; // distinct vDSO images past the cap
+  uint64_t files_over_fixed = 0; // past UW_MAX_FILES files or UW_MAX_RULES
   uint64_t rows = 0, pages = 0;
   uint64_t processes = 0; // distinct processes installed
   uint64_t installs = 0;  // readings installed (re-reads after dlopen...)
@@ -152,6 +155,8 @@ private:
   // the code mapped at start (then a larger cap does not help).
   bool sized_by_cap_ = false;
   uint64_t run_steps_left_;
+  // Debug-file CRCs, per file and for the run (util/debug_file.h).
+  CrcBudget crc_budget_;
   uint64_t stop_ns_ = 0;
   // Processes whose mappings may be installed (their kernel memory is
   // reserved out of the cap by plan()).
