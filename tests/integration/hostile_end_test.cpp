@@ -169,7 +169,9 @@ protected:
 TEST_F(HostileEnd, NamingEndsWithinASecondOfTheWindow) {
   Workload w = start(costly_files("costly", "1200", true));
   ASSERT_TRUE(w.ready()) << w.error();
-  Timed t = run_offcpu({"-p", w.pid(), "-f", "2"}, 2);
+  // Frame pointers: the walk goes through the forged frames into the files
+  // (unwind tables would step over them to the real caller).
+  Timed t = run_offcpu({"--user-unwind", "fp", "-p", w.pid(), "-f", "2"}, 2);
   std::cerr << "[ info ] offcpu with " << kFiles
             << " costly files: " << t.seconds
             << " s for a 2 s window, peak RSS " << t.r.max_rss_kb / 1024
@@ -192,7 +194,8 @@ TEST_F(HostileEnd, NamingEndsWithinASecondOfTheWindow) {
 TEST_F(HostileEnd, SigtermEndsWithinASecond) {
   Workload w = start(costly_files("costly", "1000", true));
   ASSERT_TRUE(w.ready()) << w.error();
-  test::Subprocess offcpu({OFFCPU_BIN, "-p", w.pid(), "-f"});
+  test::Subprocess offcpu(
+      {OFFCPU_BIN, "--user-unwind", "fp", "-p", w.pid(), "-f"});
   test::sleep_seconds(2.0); // attached, the files mapped and being read
   const double signal_s = test::now_seconds();
   offcpu.signal(SIGTERM);
