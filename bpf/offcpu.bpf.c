@@ -41,7 +41,8 @@ const volatile __u32 state_classes = 0;
 /* --show-state: the state class is part of the key (an annotation frame). */
 const volatile bool show_state = false;
 /* --children, -- COMMAND: processes forked by traced ones are traced too
- * (the fork hook adds them to filter_tgids). */
+ * (the fork hook adds them to filter_tgids; they leave it at their last
+ * switch-out). */
 const volatile bool follow_children = false;
 /* -n NAME: the process name (its main thread's comm), exact. */
 const volatile bool filter_name = false;
@@ -728,6 +729,20 @@ static __always_inline bool uw_defer_blind(struct uw_memo_set *ms) {
          (ms->way[0].nr | ms->way[1].nr);
 }
 
+/* A dying thread's last switch-out (--children): if it was its process's
+ * last thread (signal->live dropped to 0 in do_exit), the process leaves
+ * the traced set, so that a new process given its PID later (PIDs are
+ * reused) is not traced for it. Here rather than in a hook of its own on
+ * sched_process_exit: the switch hook already tells a dying task apart, and
+ * the light object has no room for another program. A process reaped
+ * before its last switch-out (its parent ignores SIGCHLD) frees its PID a
+ * few microseconds early: reusing it first takes the whole PID space. */
+static __always_inline void leave_traced_set(struct task_struct *t,
+                                             __u32 tgid) {
+  if (BPF_CORE_READ(t, signal, live.counter) == 0)
+    bpf_map_delete_elem(&filter_tgids, &tgid);
+}
+
 static __always_inline void on_switch(void *ctx, struct task_struct *prev,
                                       struct task_struct *next,
                                       unsigned int prev_state, bool trusted) {
@@ -766,7 +781,10 @@ static __always_inline void on_switch(void *ctx, struct task_struct *prev,
    * (above): end it first. */
   __u32 pid = TASK_FIELD(trusted, prev, pid);
   __u32 tgid = TASK_FIELD(trusted, prev, tgid);
-  if (!passes_task_filters(prev, pid, tgid, trusted))
+  bool traced = passes_task_filters(prev, pid, tgid, trusted);
+  if (follow_children && dying)
+    leave_traced_set(prev, tgid);
+  if (!traced)
     return;
   /* With task storage, one lookup serves the open wait, the stack memos
    * and the new record. */
@@ -908,7 +926,10 @@ static __always_inline void on_fork(__u32 parent_tgid, __u32 child_tgid) {
       !bpf_map_lookup_elem(&filter_tgids, &parent_tgid))
     return;
   __u8 one = 1;
-  bpf_map_update_elem(&filter_tgids, &child_tgid, &one, BPF_ANY);
+  /* Full only with 65,536 traced processes alive (each leaves at exit):
+   * the child is not traced, counted. */
+  if (bpf_map_update_elem(&filter_tgids, &child_tgid, &one, BPF_ANY))
+    count_loss(OFFCPU_LOST_CHILD_UNTRACED);
 }
 
 SEC("tp_btf/sched_process_fork")

@@ -42,6 +42,7 @@ enum offcpu_loss {
   OFFCPU_LOST_KERNEL_STACK_WALK,  /* kernel stack walk failed or empty */
   OFFCPU_LOST_ANNOUNCE,           /* announcement ring full: told later */
   OFFCPU_LOST_WAKER_STORE,        /* wakers map full (--wakers) */
+  OFFCPU_LOST_CHILD_UNTRACED,     /* a child not traced: the set was full */
   /* Waits a thread's storage held for the aggregation map when the thread
    * was freed with its last switch-out unseen: filled in by user space
    * from offcpu_charged.held_waits, not counted by the programs. */

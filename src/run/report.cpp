@@ -71,6 +71,10 @@ std::string describe_losses(const std::array<uint64_t, OFFCPU_LOST_NR> &lost,
        ": too many distinct wakers ([waker lost]); raise "
        "--stack-storage-size (now " +
            std::to_string(stack_storage_size) + ")");
+  line(OFFCPU_LOST_CHILD_UNTRACED, "child processes not traced",
+       ", their off-CPU time missing: 65,536 traced processes were alive "
+       "(the most --children follows); trace the rest with -p or "
+       "system-wide");
   line(OFFCPU_LOST_HELD, "waits lost",
        ": their thread exited without a last switch-out the kernel reported, "
        "and they were not yet in the aggregation map");
