@@ -318,7 +318,8 @@ void report(const RawProfile &raw, const Symbolizer &symbolizer,
   losses += describe_truncated(cut.stacks, cut.waits, opts.max_stack_depth);
   const auto walker = session.unwind_counters();
   if (session.plan().user_unwind_tables)
-    losses += unwinder.describe_losses(walker);
+    losses += unwinder.describe_losses(walker) +
+              unwinder.describe_mapping_losses(raw.counts, raw.stacks);
   if (raw.missed_switches)
     losses += "offcpu: warning: " + std::to_string(raw.missed_switches) +
               " context switches were not seen (the kernel skipped the "

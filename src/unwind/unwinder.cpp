@@ -25,9 +25,14 @@ constexpr std::size_t kMaxMapsBytes = 64u << 20;
 // rows array is sized from /proc/PID/maps alone, before any file is opened,
 // so that sizing costs the attach nothing.
 constexpr double kRowsPerCodeByte = 0.05;
-// Room for what is mapped after start (dlopen, new processes).
+// Room for what is mapped after start (dlopen, new processes, the program
+// of a -- COMMAND, of which nothing is mapped at start): at least these
+// rows, and at least this share of the cap (node's or cc1plus's 22 MiB of
+// code need ~1M rows, libLLVM's 50 MiB ~2.5M: a quarter of the default
+// 64 MiB holds ~3M).
 constexpr uint64_t kSpareRowsTraced = 64u << 10;
 constexpr uint64_t kSpareRowsSystem = 1u << 20;
+constexpr uint64_t kSpareCapShare = 4; // a quarter
 // Per file: the time to read its CFI, check its debug file and build its
 // table (checked inside the loops). Real libraries take milliseconds.
 // (libLLVM's 7.7 MB .eh_frame: 155 ms of CPU, 600 ms on a loaded VM.)
@@ -138,6 +143,10 @@ std::string kernel_vdso(const FileReader &files) {
   return {};
 }
 
+// uw_mapping.pad, between install and fit_mappings only: a file's mapping
+// whose table was not looked for, for want of slots.
+constexpr uint32_t kLeftOut = 1;
+
 std::string mib(uint64_t bytes) {
   char s[32];
   snprintf(s, sizeof(s), "%.1f MiB", static_cast<double>(bytes) / (1 << 20));
@@ -145,6 +154,101 @@ std::string mib(uint64_t bytes) {
 }
 
 } // namespace
+
+// A process's executable mappings as the walker will hold them (at most
+// UW_MAX_MAPPINGS, sorted by address). Neighbours the walk cannot tell apart
+// are merged first: one file's contiguous segments, and adjacent mappings
+// without a table. If that is not enough (hundreds of plugins, JIT regions
+// or copies of one file), the smallest mappings with tables lose them, and
+// each run of mappings without tables becomes one span, the gaps inside it
+// taken for code: a walk through them goes on by frame pointers rather than
+// stopping at an address no slot holds (libc, left without one, once cost a
+// process 96% of its stacks). The largest code keeps its tables, and so does
+// the lowest mapping with one: the program's, unless it placed a file below
+// itself (the loader maps libraries, and mmap files, top-down). A mapping
+// marked kLeftOut (its file not read: no slot would have been left for it)
+// counts as one that lost its table.
+MappingFit fit_mappings(std::vector<uw_mapping> &maps) {
+  MappingFit fit;
+  auto size = [](const uw_mapping &m) { return m.end - m.start; };
+  std::vector<uw_mapping> out;
+  for (const uw_mapping &m : maps) {
+    if (m.pad & kLeftOut) {
+      fit.demoted++;
+      fit.demoted_bytes += size(m);
+    }
+    if (!out.empty()) {
+      uw_mapping &b = out.back();
+      if (b.end == m.start && b.file == m.file &&
+          (m.file == UW_FILE_NONE || b.base == m.base)) {
+        b.end = m.end;
+        b.pad |= m.pad;
+        continue;
+      }
+    }
+    out.push_back(m);
+  }
+  maps.swap(out);
+  const size_t n = maps.size();
+  std::vector<bool> none(n), demoted(n);
+  size_t runs = 0;
+  for (size_t i = 0; i < n; i++) {
+    none[i] = maps[i].file == UW_FILE_NONE;
+    demoted[i] = maps[i].pad & kLeftOut;
+    if (!none[i] || i == 0 || !none[i - 1])
+      runs++;
+  }
+  if (n > UW_MAX_MAPPINGS) {
+    // The lowest with a table is the program's (see above): kept.
+    std::vector<size_t> order;
+    bool program_seen = false;
+    for (size_t i = 0; i < n; i++) {
+      if (none[i])
+        continue;
+      if (program_seen)
+        order.push_back(i);
+      program_seen = true;
+    }
+    // Smallest first; of equal ones, the later first.
+    std::sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+      uint64_t sa = size(maps[a]), sb = size(maps[b]);
+      return sa != sb ? sa < sb : a > b;
+    });
+    for (size_t k = 0; runs > UW_MAX_MAPPINGS && k < order.size(); k++) {
+      size_t i = order[k];
+      bool left = i > 0 && none[i - 1], right = i + 1 < n && none[i + 1];
+      none[i] = demoted[i] = true;
+      runs -= (left ? 1 : 0) + (right ? 1 : 0);
+      fit.demoted++;
+      fit.demoted_bytes += size(maps[i]);
+    }
+  }
+  // Where walks go by frame pointers for want of a slot: mappings that
+  // lost their tables, and spans over gaps (for the cost in the report).
+  out.clear();
+  std::vector<bool> out_fitted;
+  for (size_t i = 0; i < n; i++) {
+    if (n > UW_MAX_MAPPINGS && none[i] && i > 0 && none[i - 1]) {
+      out.back().end = maps[i].end;
+      out_fitted.back() = true;
+      fit.spanned++;
+      continue;
+    }
+    uw_mapping e = maps[i];
+    if (none[i]) {
+      e.file = UW_FILE_NONE;
+      e.base = 0;
+    }
+    e.pad = 0;
+    out.push_back(e);
+    out_fitted.push_back(demoted[i]);
+  }
+  for (size_t i = 0; i < out.size(); i++)
+    if (out_fitted[i])
+      fit.ranges.emplace_back(out[i].start, out[i].end);
+  maps.swap(out);
+  return fit;
+}
 
 struct Unwinder::File {
   uint32_t id = UW_FILE_NONE;
@@ -217,9 +321,13 @@ UnwindSizes Unwinder::plan(const std::vector<uint32_t> &pids) {
   }
   for (const auto &f : per_file)
     code_bytes += f.second;
+  // Bytes per row in the arrays: the row and its share of a page slot.
+  const uint64_t per_row = sizeof(uint32_t) + 8 / kRowsPerPageSlot;
+  const uint64_t spare = std::max(system ? kSpareRowsSystem : kSpareRowsTraced,
+                                  arrays_cap / kSpareCapShare / per_row);
   uint64_t rows = static_cast<uint64_t>(static_cast<double>(code_bytes) *
                                         kRowsPerCodeByte) +
-                  (system ? kSpareRowsSystem : kSpareRowsTraced);
+                  spare;
   if (system)
     rows += rows / 2;
   UnwindSizes s;
@@ -238,7 +346,6 @@ UnwindSizes Unwinder::plan(const std::vector<uint32_t> &pids) {
   if (sized_by_cap_) {
     fit(0);
     const uint64_t fixed = s.bytes();
-    const uint64_t per_row = sizeof(uint32_t) + 8 / kRowsPerPageSlot;
     fit(arrays_cap > fixed ? (arrays_cap - fixed) / per_row : 0);
   }
   return s;
@@ -297,19 +404,38 @@ std::optional<bool> Unwinder::install(uint32_t tgid, uint64_t deadline_ns) {
   auto proc = std::make_unique<uw_proc>();
   std::memset(proc.get(), 0, sizeof(*proc));
   proc->map_count = vma_count(*text);
-  for (const Mapping &m : parse_proc_maps(*text)) {
-    if (!m.executable)
-      continue;
-    if (proc->nr >= UW_MAX_MAPPINGS) {
-      stats_.mappings_over_limit++;
-      break;
-    }
-    uw_mapping &out = proc->maps[proc->nr++];
+  std::vector<Mapping> exec;
+  for (Mapping &m : parse_proc_maps(*text))
+    if (m.executable)
+      exec.push_back(std::move(m));
+  // The walker holds UW_MAX_MAPPINGS: past that, files are read only for
+  // as many as fit_mappings could keep (the lowest file mapping, the
+  // program's, and the largest), not for the 65,000 a process may map.
+  std::vector<bool> wanted(exec.size(), true);
+  if (exec.size() > UW_MAX_MAPPINGS) {
+    std::vector<size_t> order;
+    for (size_t i = 0; i < exec.size(); i++)
+      if (exec[i].is_file() || exec[i].path == "[vdso]")
+        order.push_back(i);
+    auto size = [&](size_t i) { return exec[i].end - exec[i].start; };
+    if (!order.empty())
+      std::stable_sort(order.begin() + 1, order.end(),
+                       [&](size_t a, size_t b) { return size(a) > size(b); });
+    wanted.assign(exec.size(), false);
+    for (size_t k = 0; k < order.size() && k < UW_MAX_MAPPINGS; k++)
+      wanted[order[k]] = true;
+  }
+  std::vector<uw_mapping> maps;
+  for (size_t i = 0; i < exec.size(); i++) {
+    const Mapping &m = exec[i];
+    uw_mapping &out = maps.emplace_back();
     out.start = m.start;
     out.end = m.end;
     out.file = UW_FILE_NONE; // anonymous (JIT) or no table: frame pointers
     File *f = nullptr;
-    if (m.path == "[vdso]")
+    if (!wanted[i])
+      out.pad = kLeftOut;
+    else if (m.path == "[vdso]")
       f = vdso_for(tgid, m);
     else if (m.is_file()) {
       f = file_for(tgid, m, monotonic_ns() < deadline_ns);
@@ -324,6 +450,9 @@ std::optional<bool> Unwinder::install(uint32_t tgid, uint64_t deadline_ns) {
           publish(m, *f);
       }
   }
+  MappingFit fit = fit_mappings(maps);
+  proc->nr = static_cast<uint32_t>(maps.size());
+  std::copy(maps.begin(), maps.end(), proc->maps);
   if (gen_.count(tgid) == 0 && stats_.processes >= max_procs_) {
     stats_.processes_over_cap++;
     return false;
@@ -334,6 +463,10 @@ std::optional<bool> Unwinder::install(uint32_t tgid, uint64_t deadline_ns) {
   proc->gen = ++gen;
   if (bpf_map_update_elem(fds_.procs, &tgid, proc.get(), BPF_ANY) != 0)
     return false;
+  if (fit.demoted || fit.spanned)
+    over_mappings_[tgid] = std::move(fit); // as its latest reading has it
+  else
+    over_mappings_.erase(tgid);
   if (fds_.epoch)
     __atomic_fetch_add(fds_.epoch, 1, __ATOMIC_SEQ_CST);
   stats_.installs++;
@@ -795,12 +928,12 @@ Unwinder::describe_losses(const std::array<uint64_t, UW_STAT_NR> &w) const {
   const std::string fp = ": frame pointers used there";
   // Which limit sized the arrays decides what helps.
   std::string room;
-  if (!sized_by_cap_)
-    room = "the arrays were sized at start from the code mapped then (files "
-           "mapped later did not fit; a larger --unwind-memory would not be "
-           "used)";
-  else if (cap_name_ == "--unwind-memory")
-    room = "raise --unwind-memory (now " + mib(cap_) + ")";
+  if (cap_name_ == "--unwind-memory")
+    room = std::string(sized_by_cap_ ? ""
+                                     : "the arrays were sized at start from "
+                                       "the code mapped then, with a quarter "
+                                       "of the cap for files mapped later: ") +
+           "raise --unwind-memory (now " + mib(cap_) + ")";
   else
     room = "the cap is " + cap_name_ + " (" + mib(cap_) + ")";
   line(s.files_over_cap,
@@ -855,6 +988,53 @@ Unwinder::describe_losses(const std::array<uint64_t, UW_STAT_NR> &w) const {
        "unwind table requests lost (ring full); asked again on the next "
        "change");
   return out;
+}
+
+std::string Unwinder::describe_mapping_losses(
+    const std::vector<std::pair<offcpu_key, offcpu_value>> &counts,
+    const std::unordered_map<uint64_t, std::vector<uint64_t>> &stacks) const {
+  if (over_mappings_.empty())
+    return "";
+  MappingFit sum;
+  for (const auto &kv : over_mappings_) {
+    sum.demoted += kv.second.demoted;
+    sum.demoted_bytes += kv.second.demoted_bytes;
+    sum.spanned += kv.second.spanned;
+  }
+  // The waits whose user stacks have a frame there: walked on by frame
+  // pointers, they may be short.
+  uint64_t waits = 0, ns = 0;
+  for (const auto &[key, val] : counts) {
+    auto proc = over_mappings_.find(key.tgid);
+    auto stack = stacks.find(key.user_stack);
+    if (proc == over_mappings_.end() || stack == stacks.end())
+      continue;
+    const auto &ranges = proc->second.ranges; // sorted, disjoint
+    bool hit = std::any_of(
+        stack->second.begin(), stack->second.end(), [&](uint64_t pc) {
+          auto it = std::upper_bound(
+              ranges.begin(), ranges.end(), pc,
+              [](uint64_t v, const auto &r) { return v < r.first; });
+          return it != ranges.begin() && pc < std::prev(it)->second;
+        });
+    if (hit) {
+      waits += val.count;
+      ns += val.total_ns;
+    }
+  }
+  char cost[64];
+  snprintf(cost, sizeof(cost), "%.3f s", static_cast<double>(ns) / 1e9);
+  return "offcpu: warning: " + std::to_string(over_mappings_.size()) +
+         " processes had more executable mappings than the unwinder holds (" +
+         std::to_string(UW_MAX_MAPPINGS) +
+         " each): " + std::to_string(sum.demoted) +
+         " of their smaller file mappings (" + mib(sum.demoted_bytes) +
+         " of code) were left without unwind " + "tables, and " +
+         std::to_string(sum.spanned) +
+         " gaps between mappings without tables were taken for code; " +
+         std::to_string(waits) + " waits (" + cost +
+         " off CPU) have frames walked there by frame pointers and may be "
+         "short (a fixed limit: no option raises it)\n";
 }
 
 } // namespace offcpu

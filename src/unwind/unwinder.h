@@ -17,6 +17,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "offcpu/shared.h"
 #include "offcpu/unwind.h"
 #include "symbolize/proc_maps.h"
 #include "unwind/elf_cfi.h"
@@ -69,11 +70,25 @@ struct UnwindStats {
   uint64_t processes = 0; // distinct processes installed
   uint64_t installs = 0;  // readings installed (re-reads after dlopen...)
   uint64_t processes_gone = 0;
-  uint64_t processes_over_cap = 0;  // past max_procs_: frame pointers
-  uint64_t mappings_over_limit = 0; // beyond UW_MAX_MAPPINGS
+  uint64_t processes_over_cap = 0; // past max_procs_: frame pointers
   uint64_t cfi_bad_entries = 0, cfi_unsupported_rows = 0;
   uint64_t parse_ns = 0; // CPU spent reading CFI and building tables
 };
+
+// How a process's executable mappings were fitted into UW_MAX_MAPPINGS
+// slots (fit_mappings in unwinder.cpp).
+struct MappingFit {
+  uint64_t demoted = 0;       // mappings with tables walked by frame pointers
+  uint64_t demoted_bytes = 0; // their code
+  uint64_t spanned = 0;       // mappings without tables merged across gaps
+  // Where walks go by frame pointers for want of a slot, [start, end):
+  // at most UW_MAX_MAPPINGS.
+  std::vector<std::pair<uint64_t, uint64_t>> ranges;
+};
+
+// Fits a process's executable mappings (sorted by start) into the
+// UW_MAX_MAPPINGS slots the walker holds, in place; says what it cost.
+MappingFit fit_mappings(std::vector<uw_mapping> &maps);
 
 class Unwinder {
 public:
@@ -110,6 +125,12 @@ public:
   const UnwindStats &stats() const { return stats_; }
   // Kernel memory the tables take: the arrays, plus installed processes.
   uint64_t kernel_bytes() const;
+  // The warning for processes whose executable mappings did not all fit
+  // (fit_mappings), with the waits and off-CPU time of the stacks that
+  // passed through the ones walked by frame pointers for it; "" if none.
+  std::string describe_mapping_losses(
+      const std::vector<std::pair<offcpu_key, offcpu_value>> &counts,
+      const std::unordered_map<uint64_t, std::vector<uint64_t>> &stacks) const;
   // -v lines: tables, memory, and how frames were recovered (the walker's
   // counters, summed over CPUs).
   std::vector<std::string>
@@ -187,6 +208,8 @@ private:
   std::set<std::pair<uint64_t, uint64_t>> published_;
   void publish(const Mapping &m, const File &f);
   std::unordered_map<uint32_t, uint32_t> gen_; // installs per process
+  // Processes whose last reading did not fit UW_MAX_MAPPINGS, and how.
+  std::map<uint32_t, MappingFit> over_mappings_;
   bool installed_ = false;
   uint64_t ready_ns_ = 0;
   UnwindStats stats_;
