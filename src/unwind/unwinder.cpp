@@ -25,14 +25,9 @@ constexpr std::size_t kMaxMapsBytes = 64u << 20;
 // rows array is sized from /proc/PID/maps alone, before any file is opened,
 // so that sizing costs the attach nothing.
 constexpr double kRowsPerCodeByte = 0.05;
-// Room for what is mapped after start (dlopen, new processes, the program
-// of a -- COMMAND, of which nothing is mapped at start): at least these
-// rows, and at least this share of the cap (node's or cc1plus's 22 MiB of
-// code need ~1M rows, libLLVM's 50 MiB ~2.5M: a quarter of the default
-// 64 MiB holds ~3M).
+// Room for what is mapped after start (dlopen, new processes).
 constexpr uint64_t kSpareRowsTraced = 64u << 10;
 constexpr uint64_t kSpareRowsSystem = 1u << 20;
-constexpr uint64_t kSpareCapShare = 4; // a quarter
 // Per file: the time to read its CFI, check its debug file and build its
 // table (checked inside the loops). Real libraries take milliseconds.
 // (libLLVM's 7.7 MB .eh_frame: 155 ms of CPU, 600 ms on a loaded VM.)
@@ -321,13 +316,9 @@ UnwindSizes Unwinder::plan(const std::vector<uint32_t> &pids) {
   }
   for (const auto &f : per_file)
     code_bytes += f.second;
-  // Bytes per row in the arrays: the row and its share of a page slot.
-  const uint64_t per_row = sizeof(uint32_t) + 8 / kRowsPerPageSlot;
-  const uint64_t spare = std::max(system ? kSpareRowsSystem : kSpareRowsTraced,
-                                  arrays_cap / kSpareCapShare / per_row);
   uint64_t rows = static_cast<uint64_t>(static_cast<double>(code_bytes) *
                                         kRowsPerCodeByte) +
-                  spare;
+                  (system ? kSpareRowsSystem : kSpareRowsTraced);
   if (system)
     rows += rows / 2;
   UnwindSizes s;
@@ -346,6 +337,7 @@ UnwindSizes Unwinder::plan(const std::vector<uint32_t> &pids) {
   if (sized_by_cap_) {
     fit(0);
     const uint64_t fixed = s.bytes();
+    const uint64_t per_row = sizeof(uint32_t) + 8 / kRowsPerPageSlot;
     fit(arrays_cap > fixed ? (arrays_cap - fixed) / per_row : 0);
   }
   return s;
@@ -928,12 +920,12 @@ Unwinder::describe_losses(const std::array<uint64_t, UW_STAT_NR> &w) const {
   const std::string fp = ": frame pointers used there";
   // Which limit sized the arrays decides what helps.
   std::string room;
-  if (cap_name_ == "--unwind-memory")
-    room = std::string(sized_by_cap_ ? ""
-                                     : "the arrays were sized at start from "
-                                       "the code mapped then, with a quarter "
-                                       "of the cap for files mapped later: ") +
-           "raise --unwind-memory (now " + mib(cap_) + ")";
+  if (!sized_by_cap_)
+    room = "the arrays were sized at start from the code mapped then (files "
+           "mapped later did not fit; a larger --unwind-memory would not be "
+           "used)";
+  else if (cap_name_ == "--unwind-memory")
+    room = "raise --unwind-memory (now " + mib(cap_) + ")";
   else
     room = "the cap is " + cap_name_ + " (" + mib(cap_) + ")";
   line(s.files_over_cap,

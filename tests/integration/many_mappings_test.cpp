@@ -99,7 +99,8 @@ TEST_F(ManyMappings, ThreeHundredMappingsKeepTheProgramAndLibcTables) {
 }
 
 // Nothing of a -- COMMAND is mapped when the tables' arrays are sized: a
-// library of 50 MiB of code it loads later must still find room.
+// library of 50 MiB of code it loads later must still find room (a guard:
+// a -- COMMAND's arrays are already sized to the cap, 55 MiB of rows).
 TEST_F(ManyMappings, LargeLibraryLoadedByACommandGetsItsTables) {
   std::string lib;
   for (const char *p : {"/usr/lib/x86_64-linux-gnu/libLLVM-15.so.1",
