@@ -3,8 +3,6 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
-#include <map>
-#include <memory>
 
 #include "flamegraph_script.h"
 #include "model/layout.h"
@@ -20,17 +18,16 @@ constexpr double kFontWidth = 0.59; // average glyph width / font size
 constexpr int kPad = 10;
 constexpr int kTop = 56; // title, buttons and details
 constexpr int kBottom = 24;
-// Deeper stacks are cut (the tree is walked recursively): far beyond any
-// real stack, and a file of ';' must not exhaust our own stack.
-constexpr size_t kMaxFrames = 1024;
 
 enum class Kind { User, Kernel, Comm, Marker, Lock, Root, Waker };
 
+// A box to draw: a node of the tree, or the [truncated] frame that stands
+// for everything deeper than StackTree::kMaxDrawnFrames.
 struct Node {
-  std::string name;
+  const std::string *name;
   Kind kind = Kind::User;
   double value = 0;
-  std::map<std::string, std::unique_ptr<Node>> children; // drawn in name order
+  uint32_t id = StackTree::kNone; // kNone: [truncated], no children
 };
 
 Kind kind_of(FrameKind k) {
@@ -64,7 +61,7 @@ uint32_t name_hash(const std::string &s) {
 
 // The "io" palette: blues for user code, teal for the kernel.
 std::string color(const Node &n) {
-  double v = static_cast<double>(name_hash(n.name) % 1000) / 1000.0;
+  double v = static_cast<double>(name_hash(*n.name) % 1000) / 1000.0;
   int r, g, b;
   switch (n.kind) {
   case Kind::Kernel:
@@ -123,7 +120,48 @@ std::string count_text(double v) {
   return out;
 }
 
+const std::string kTruncated = "[truncated]";
+
+Kind node_kind(const StackTree::Node &n, int depth) {
+  if (depth == 0)
+    return Kind::Root;
+  return depth == 1 ? Kind::Comm : kind_of(n.kind);
+}
+
+// A node's children with a value, in the order they are drawn: by name, a
+// kernel frame after a user frame of the same name.
+std::vector<Node> children(const StackTree &tree, const Node &n, int depth) {
+  std::vector<Node> out;
+  if (n.id == StackTree::kNone)
+    return out;
+  // The tree holds every frame; the drawing stops at kMaxDrawnFrames.
+  if (static_cast<size_t>(depth) + 1 == StackTree::kMaxDrawnFrames) {
+    double v = tree.truncated_value(n.id);
+    if (v > 0)
+      out.push_back({&kTruncated, Kind::User, v, StackTree::kNone});
+    return out;
+  }
+  std::vector<std::pair<std::string, Node>> keyed;
+  for (uint32_t c = tree.node(n.id).first_child; c != StackTree::kNone;
+       c = tree.node(c).next_sibling) {
+    const StackTree::Node &child = tree.node(c);
+    if (!(child.value > 0))
+      continue;
+    Node box{&tree.name(child.name), node_kind(child, depth + 1), child.value,
+             c};
+    keyed.emplace_back(*box.name + (box.kind == Kind::Kernel ? "\x01k" : ""),
+                       box);
+  }
+  std::sort(keyed.begin(), keyed.end(),
+            [](const auto &a, const auto &b) { return a.first < b.first; });
+  out.reserve(keyed.size());
+  for (auto &k : keyed)
+    out.push_back(k.second);
+  return out;
+}
+
 struct Renderer {
+  const StackTree &tree;
   const FlameGraphOptions &o;
   double total;
   double scale; // pixels per unit of value
@@ -136,7 +174,7 @@ struct Renderer {
       return;
     double x = kPad + offset * scale;
     double y = height - kBottom - (depth + 1) * kFrameHeight;
-    std::string title = n.name + " (" + count_text(n.value) + " " +
+    std::string title = *n.name + " (" + count_text(n.value) + " " +
                         o.count_name + ", " + fmt(100.0 * n.value / total) +
                         "%)";
     out += "<g class=\"f\" data-o=\"" + fmt(offset) + "\" data-v=\"" +
@@ -145,12 +183,12 @@ struct Renderer {
            "\" y=\"" + fmt(y) + "\" width=\"" + fmt(w) + "\" height=\"" +
            std::to_string(kFrameHeight - 1) + "\" rx=\"2\" fill=\"" + color(n) +
            "\"/><text x=\"" + fmt(x + 3) + "\" y=\"" +
-           fmt(y + kFrameHeight - 4.5) + "\">" + xml_escape(fit(n.name, w)) +
+           fmt(y + kFrameHeight - 4.5) + "\">" + xml_escape(fit(*n.name, w)) +
            "</text></g>\n";
     double child_offset = offset;
-    for (const auto &[name, child] : n.children) {
-      frame(*child, child_offset, depth + 1);
-      child_offset += child->value;
+    for (const Node &child : children(tree, n, depth)) {
+      frame(child, child_offset, depth + 1);
+      child_offset += child.value;
     }
   }
 
@@ -165,43 +203,13 @@ struct Renderer {
 };
 
 // How deep the drawn frames go: a tower too narrow to draw takes no height.
-int depth_of(const Node &n, double scale, double min_width) {
+int depth_of(const StackTree &tree, const Node &n, int depth, double scale,
+             double min_width) {
   int d = 0;
-  for (const auto &[name, c] : n.children)
-    if (c->value * scale >= min_width)
-      d = std::max(d, 1 + depth_of(*c, scale, min_width));
+  for (const Node &c : children(tree, n, depth))
+    if (c.value * scale >= min_width)
+      d = std::max(d, 1 + depth_of(tree, c, depth + 1, scale, min_width));
   return d;
-}
-
-// The stacks merged into one tree under an "all" root.
-Node build_tree(const std::vector<FlameStack> &stacks) {
-  Node root;
-  root.name = "all";
-  for (const FlameStack &s : stacks) {
-    if (s.value <= 0 || s.frames.empty())
-      continue;
-    root.value += s.value;
-    Node *n = &root;
-    size_t depth = std::min(s.frames.size(), kMaxFrames);
-    for (size_t i = 0; i < depth; i++) {
-      bool cut = i + 1 == kMaxFrames;
-      std::string name = cut ? std::string("[truncated]") : s.frames[i].name;
-      Kind kind = i == 0 ? Kind::Comm
-                  : cut  ? Kind::User
-                         : kind_of(s.frames[i].kind);
-      // A kernel frame and a user frame of the same name stay apart.
-      std::string key = name + (kind == Kind::Kernel ? "\x01k" : "");
-      auto &child = n->children[key];
-      if (!child) {
-        child = std::make_unique<Node>();
-        child->name = name;
-        child->kind = kind;
-      }
-      child->value += s.value;
-      n = child.get();
-    }
-  }
-  return root;
 }
 
 // The document's head: style, script, background.
@@ -301,17 +309,34 @@ std::vector<FlameStack> flame_stacks(const Profile &profile,
 
 std::string render_flamegraph(const std::vector<FlameStack> &stacks,
                               const FlameGraphOptions &opts) {
-  Node root = build_tree(stacks);
-  root.kind = Kind::Root;
+  StackTree tree(SIZE_MAX);
+  std::vector<StackTree::FrameRef> refs;
+  for (const FlameStack &s : stacks) {
+    if (s.value <= 0 || s.frames.empty())
+      continue;
+    refs.clear();
+    for (const FlameFrame &f : s.frames)
+      refs.push_back({f.name, f.kind});
+    tree.add(refs, s.value, 0);
+  }
+  return render_flamegraph(tree, opts);
+}
+
+std::string render_flamegraph(const StackTree &tree,
+                              const FlameGraphOptions &opts) {
+  const double total = tree.node(StackTree::kRoot).value;
+  const Node root{&tree.name(tree.node(StackTree::kRoot).name), Kind::Root,
+                  total, StackTree::kRoot};
   int width = std::max(opts.width, 200);
-  const double scale = root.value > 0 ? (width - 2 * kPad) / root.value : 0;
+  const double scale = total > 0 ? (width - 2 * kPad) / total : 0;
   // The drawn depth plus "all", as flamegraph.pl draws it.
-  int height = kTop +
-               (depth_of(root, scale, opts.min_width) + 1) * kFrameHeight +
-               kBottom;
-  Renderer r{opts, root.value > 0 ? root.value : 1, scale, height,
-             svg_head(width, height)};
-  if (root.value <= 0)
+  int height =
+      kTop +
+      (depth_of(tree, root, 0, scale, opts.min_width) + 1) * kFrameHeight +
+      kBottom;
+  Renderer r{tree,  opts,   total > 0 ? total : 1,
+             scale, height, svg_head(width, height)};
+  if (total <= 0)
     r.out += "<text x=\"" + std::to_string(width / 2) + "\" y=\"" +
              std::to_string(kTop + 20) +
              "\" text-anchor=\"middle\">no samples</text>\n";

@@ -10,6 +10,7 @@
 
 #include "model/layout.h"
 #include "model/profile.h"
+#include "model/stack_tree.h"
 
 namespace offcpu {
 
@@ -35,6 +36,9 @@ std::vector<FlameStack> flame_stacks(const Profile &profile,
                                      const LayoutOptions &layout);
 
 std::string render_flamegraph(const std::vector<FlameStack> &stacks,
+                              const FlameGraphOptions &opts);
+// The same from stacks already merged (offcpu flamegraph's input).
+std::string render_flamegraph(const StackTree &tree,
                               const FlameGraphOptions &opts);
 
 // Escapes text for SVG/XML content and attribute values.

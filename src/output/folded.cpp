@@ -24,17 +24,95 @@ bool strip_annotation(std::string &name) {
   return false;
 }
 
-// One frame after the thread; `kernel_side` is set from the "-" of -d on.
-Frame folded_frame(std::string name, bool &kernel_side) {
+// The kind of one frame after the thread, its annotation stripped from
+// `name`; `kernel_side` is set from the "-" of -d on.
+FrameKind folded_kind(std::string &name, bool &kernel_side) {
   bool kernel = strip_annotation(name);
   if (name == "-") {
     kernel_side = true;
-    return {std::move(name), FrameKind::Delimiter, kNoModule, 0};
+    return FrameKind::Delimiter;
   }
   if (name.rfind("[Missed", 0) == 0)
-    return {std::move(name), FrameKind::Marker, kNoModule, 0};
-  FrameKind kind = kernel || kernel_side ? FrameKind::Kernel : FrameKind::User;
+    return FrameKind::Marker;
+  return kernel || kernel_side ? FrameKind::Kernel : FrameKind::User;
+}
+
+Frame folded_frame(std::string name, bool &kernel_side) {
+  FrameKind kind = folded_kind(name, kernel_side);
   return {std::move(name), kind, kNoModule, 0};
+}
+
+// A line without its line end and trailing blanks.
+std::string_view trimmed(std::string_view line) {
+  while (!line.empty() &&
+         (line.back() == '\r' || line.back() == ' ' || line.back() == '\t'))
+    line.remove_suffix(1);
+  return line;
+}
+
+// `field` as a frame name (valid UTF-8, safe for folded text), into `out`
+// without allocating once its capacity suffices.
+void field_name(std::string_view field, std::string &out) {
+  if (is_clean_utf8(field))
+    out.assign(field.data(), field.size());
+  else
+    out = valid_utf8(field);
+}
+
+void make_folded_safe(std::string &s) {
+  for (char &c : s) {
+    if (c == ';')
+      c = ':';
+    else if (c == '\n' || c == '\r' || c == '\t')
+      c = ' ';
+  }
+  if (s.empty())
+    s = "[unknown]";
+}
+
+// Depth-first over a tree without recursion (a folded line may be deep):
+// calls visit(node, text) for every node that ends a stack, text being its
+// folded line without the value.
+template <typename Visit> void each_stack(const StackTree &tree, Visit visit) {
+  std::vector<std::pair<uint32_t, size_t>> todo; // node, text length before
+  std::string text;
+  for (uint32_t c = tree.node(StackTree::kRoot).first_child;
+       c != StackTree::kNone; c = tree.node(c).next_sibling)
+    todo.emplace_back(c, 0);
+  while (!todo.empty()) {
+    auto [id, len] = todo.back();
+    todo.pop_back();
+    const StackTree::Node &n = tree.node(id);
+    text.resize(len);
+    if (len > 0)
+      text += ';';
+    text += tree.name(n.name);
+    if (len > 0 && n.kind == FrameKind::Kernel)
+      text += "_[k]";
+    if (n.self_count > 0)
+      visit(id, text);
+    for (uint32_t c = n.first_child; c != StackTree::kNone;
+         c = tree.node(c).next_sibling)
+      todo.emplace_back(c, text.size());
+  }
+}
+
+// The lines by value, largest first, ties by text; those under half a unit
+// left out.
+std::string sorted_lines(const std::map<std::string, uint64_t> &ns_by_line) {
+  std::vector<std::pair<uint64_t, const std::string *>> lines;
+  for (const auto &[line, ns] : ns_by_line) {
+    uint64_t us = (ns + 500) / 1000;
+    if (us > 0)
+      lines.emplace_back(us, &line);
+  }
+  std::sort(lines.begin(), lines.end(), [](const auto &a, const auto &b) {
+    return a.first != b.first ? a.first > b.first : *a.second < *b.second;
+  });
+  std::string out;
+  for (const auto &[us, line] : lines)
+    out += *line + " " + std::to_string(us) + "\n";
+  return out;
 }
 
 // "frames value" with a value a flame graph can draw, or false.
@@ -85,19 +163,7 @@ std::string render_folded(const Profile &profile, const LayoutOptions &layout) {
       ns_by_line[line] += part.ns;
     }
   }
-  std::vector<std::pair<uint64_t, const std::string *>> lines;
-  for (const auto &[line, ns] : ns_by_line) {
-    uint64_t us = (ns + 500) / 1000;
-    if (us > 0)
-      lines.emplace_back(us, &line);
-  }
-  std::sort(lines.begin(), lines.end(), [](const auto &a, const auto &b) {
-    return a.first != b.first ? a.first > b.first : *a.second < *b.second;
-  });
-  std::string out;
-  for (const auto &[us, line] : lines)
-    out += *line + " " + std::to_string(us) + "\n";
-  return out;
+  return sorted_lines(ns_by_line);
 }
 
 Profile read_folded(std::string_view text, size_t *bad_lines,
@@ -107,10 +173,7 @@ Profile read_folded(std::string_view text, size_t *bad_lines,
   p.folded_unit = unit;
   size_t bad = 0;
   while (!text.empty()) {
-    std::string_view line = next_line(text);
-    while (!line.empty() &&
-           (line.back() == '\r' || line.back() == ' ' || line.back() == '\t'))
-      line.remove_suffix(1);
+    std::string_view line = trimmed(next_line(text));
     if (line.empty())
       continue;
     std::string_view frames;
@@ -137,6 +200,112 @@ Profile read_folded(std::string_view text, size_t *bad_lines,
   }
   if (bad_lines)
     *bad_lines = bad;
+  return p;
+}
+
+void FoldedReader::feed(std::string_view chunk) {
+  while (!chunk.empty()) {
+    size_t nl = chunk.find('\n');
+    const bool whole = nl != std::string_view::npos;
+    std::string_view piece = chunk.substr(0, nl);
+    chunk.remove_prefix(whole ? nl + 1 : chunk.size());
+    if (skipping_) {
+      skipping_ = !whole;
+      continue;
+    }
+    if (carry_.size() + piece.size() > kMaxLine) {
+      long_lines++;
+      carry_.clear();
+      skipping_ = !whole;
+      continue;
+    }
+    if (!whole)
+      carry_.append(piece);
+    else if (carry_.empty())
+      line(piece);
+    else {
+      carry_.append(piece);
+      line(carry_);
+      carry_.clear();
+    }
+  }
+}
+
+void FoldedReader::finish() {
+  if (!carry_.empty())
+    line(carry_);
+  carry_.clear();
+  skipping_ = false;
+}
+
+// As read_folded reads a line, straight into the tree: the names are those
+// flame_stacks gives the same line, the value its thousandths' double.
+void FoldedReader::line(std::string_view text) {
+  text = trimmed(text);
+  if (text.empty())
+    return;
+  std::string_view frames;
+  double value = 0;
+  if (!split_line(text, frames, value)) {
+    bad_lines++;
+    return;
+  }
+  const uint64_t ns = static_cast<uint64_t>(std::llround(value * 1000));
+  size_t count =
+      1 + static_cast<size_t>(std::count(frames.begin(), frames.end(), ';'));
+  if (names_.size() < count)
+    names_.resize(count);
+  size_t semi = frames.find(';');
+  field_name(frames.substr(0, semi), names_[0]);
+  make_folded_safe(names_[0]);
+  refs_.clear();
+  refs_.push_back({names_[0], FrameKind::Thread});
+  bool kernel_side = false;
+  for (size_t i = 1; semi != std::string_view::npos; i++) {
+    frames.remove_prefix(semi + 1);
+    semi = frames.find(';');
+    field_name(frames.substr(0, semi), names_[i]);
+    FrameKind kind = folded_kind(names_[i], kernel_side);
+    make_folded_safe(names_[i]);
+    refs_.push_back({names_[i], kind});
+  }
+  if (tree_.add(refs_, static_cast<double>(ns) / 1000.0, ns)) {
+    stacks++;
+  } else {
+    over_budget++;
+    over_budget_value += static_cast<double>(ns) / 1000.0;
+  }
+}
+
+std::string render_folded(const StackTree &tree) {
+  // Different stacks can still print alike ("a_[k]" the user frame, "a" the
+  // kernel frame): merged as render_folded merges lines.
+  std::map<std::string, uint64_t> ns_by_line;
+  each_stack(tree, [&](uint32_t id, const std::string &text) {
+    ns_by_line[text] += tree.node(id).self_ns;
+  });
+  return sorted_lines(ns_by_line);
+}
+
+Profile folded_profile(const StackTree &tree, const std::string &unit) {
+  Profile p;
+  p.kind = ProfileKind::Folded;
+  p.folded_unit = unit;
+  std::vector<uint32_t> path;
+  each_stack(tree, [&](uint32_t id, const std::string &) {
+    path.clear();
+    for (uint32_t n = id; n != StackTree::kRoot; n = tree.node(n).parent)
+      path.push_back(n);
+    Sample s;
+    s.count = tree.node(id).self_count;
+    s.total_ns = tree.node(id).self_ns;
+    s.comm = tree.name(tree.node(path.back()).name);
+    for (size_t i = path.size() - 1; i-- > 0;) {
+      const StackTree::Node &n = tree.node(path[i]);
+      s.user.push_back({tree.name(n.name), n.kind, kNoModule, 0});
+    }
+    p.samples.push_back(std::move(s));
+  });
   return p;
 }
 

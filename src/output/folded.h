@@ -9,6 +9,7 @@
 
 #include "model/layout.h"
 #include "model/profile.h"
+#include "model/stack_tree.h"
 #include "output/flamegraph.h"
 
 namespace offcpu {
@@ -26,6 +27,42 @@ std::string folded_safe(const std::string &name);
 // that do not parse are counted in *bad_lines.
 Profile read_folded(std::string_view text, size_t *bad_lines,
                     const std::string &unit = "us");
+
+// Folded text fed in pieces of any size (a file read in chunks), each
+// line merged into a StackTree as soon as it is whole: what is held is the
+// merged tree and at most one line, never the text.
+class FoldedReader {
+public:
+  // Longer lines are skipped (and counted): no real stack comes near.
+  static constexpr size_t kMaxLine = size_t{1} << 20;
+
+  explicit FoldedReader(StackTree &tree) : tree_(tree) {}
+  void feed(std::string_view chunk);
+  void finish(); // the last line, if it has no line break
+
+  size_t stacks = 0;            // lines merged into the tree
+  size_t bad_lines = 0;         // not of the form "frame;frame;... value"
+  size_t long_lines = 0;        // longer than kMaxLine
+  size_t over_budget = 0;       // would have taken the tree past its budget
+  double over_budget_value = 0; // their values, in the input's unit
+
+private:
+  void line(std::string_view line);
+
+  StackTree &tree_;
+  std::string carry_;     // a line begun in an earlier chunk
+  bool skipping_ = false; // inside a line too long to keep
+  std::vector<std::string> names_;
+  std::vector<StackTree::FrameRef> refs_;
+};
+
+// A tree's stacks as merged folded text, as render_folded writes a model
+// read from folded text.
+std::string render_folded(const StackTree &tree);
+
+// A tree's stacks as a model of kind Folded (one sample per distinct
+// stack, its count the lines merged), for the formats drawn from a model.
+Profile folded_profile(const StackTree &tree, const std::string &unit);
 
 // read_folded's stacks as the flame graph draws them (tests, fuzzing).
 std::vector<FlameStack> parse_folded_stacks(std::string_view text,

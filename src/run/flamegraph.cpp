@@ -8,8 +8,13 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <optional>
+#include <vector>
 
+#include "model/stack_tree.h"
+#include "output/flamegraph.h"
 #include "output/folded.h"
+#include "output/render.h"
 #include "run/outputs.h"
 #include "util/error.h"
 #include "util/fd.h"
@@ -72,9 +77,9 @@ UniqueFd open_input(const std::string &path) {
   return fd;
 }
 
-// Everything up to EOF, at most kMaxInput bytes: a FIFO or stdin is a
-// stream with no size to check first.
-std::string read_all(int fd, const std::string &name) {
+// Everything up to EOF, at most kMaxInput bytes, fed to `reader` a chunk
+// at a time: a FIFO or stdin is a stream with no size to check first.
+void read_into(int fd, const std::string &name, FoldedReader &reader) {
   struct stat st {};
   if (fstat(fd, &st) != 0)
     throw usage_error("cannot read " + name + ": " + errno_text(errno));
@@ -86,42 +91,86 @@ std::string read_all(int fd, const std::string &name) {
                                 "input; merge or filter it first";
   if (S_ISREG(st.st_mode) && static_cast<uint64_t>(st.st_size) > kMaxInput)
     throw usage_error(too_large);
-  std::string in;
-  char buf[65536];
+  std::vector<char> buf(size_t{1} << 18);
+  size_t total = 0;
   for (;;) {
-    ssize_t n = read(fd, buf, sizeof(buf));
+    ssize_t n = read(fd, buf.data(), buf.size());
     if (n < 0 && errno == EINTR)
       continue;
     if (n < 0)
       throw runtime_error("cannot read " + name + ": " + errno_text(errno));
     if (n == 0)
       break;
-    if (in.size() + static_cast<size_t>(n) > kMaxInput)
+    total += static_cast<size_t>(n);
+    if (total > kMaxInput)
       throw usage_error(too_large);
-    in.append(buf, static_cast<size_t>(n));
+    reader.feed({buf.data(), static_cast<size_t>(n)});
   }
-  return in;
+  reader.finish();
+}
+
+// What the reader could not keep, one line per cause, with what to do.
+void report_skipped(const FoldedReader &r, const std::string &unit,
+                    size_t max_nodes) {
+  if (r.bad_lines)
+    fprintf(stderr,
+            "offcpu: warning: skipped %zu lines that are not folded stacks\n",
+            r.bad_lines);
+  if (r.long_lines)
+    fprintf(stderr,
+            "offcpu: warning: skipped %zu lines longer than %zu bytes, the "
+            "limit for one folded stack; shorten them first (e.g. cut "
+            "frames)\n",
+            r.long_lines, FoldedReader::kMaxLine);
+  if (r.over_budget)
+    fprintf(stderr,
+            "offcpu: warning: skipped %zu stacks (%.0f %s) once the merged "
+            "stacks held %zu frames, the limit for folded input; merge or "
+            "filter the input first (e.g. grep for the threads wanted)\n",
+            r.over_budget, r.over_budget_value, unit.c_str(), max_nodes);
 }
 
 } // namespace
 
 int run_flamegraph(const FlamegraphOptions &opts) {
   Outputs outputs(opts.output); // before reading: a bad -o fails first
-  std::string text;
+  StackTree tree;
+  FoldedReader reader(tree);
   if (opts.input)
-    text = read_all(open_input(*opts.input).get(), *opts.input);
+    read_into(open_input(*opts.input).get(), *opts.input, reader);
   else
-    text = read_all(STDIN_FILENO, "stdin");
-  size_t bad = 0;
-  Profile profile = read_folded(text, &bad, opts.count_name);
-  if (profile.samples.empty() && bad > 0)
-    throw usage_error("no folded stacks in the input (" + std::to_string(bad) +
-                      " lines not of the form 'frame;frame;... value')");
-  if (bad)
-    fprintf(stderr,
-            "offcpu: warning: skipped %zu lines that are not folded stacks\n",
-            bad);
-  outputs.write_all(profile);
+    read_into(STDIN_FILENO, "stdin", reader);
+  const size_t skipped = reader.bad_lines + reader.long_lines;
+  if (reader.stacks == 0 && reader.over_budget == 0 && skipped > 0)
+    throw usage_error("no folded stacks in the input (" +
+                      std::to_string(skipped) +
+                      " lines not of the form 'frame;frame;... value'" +
+                      (reader.long_lines ? " or longer than 1 MiB" : "") + ")");
+  report_skipped(reader, opts.count_name, StackTree::kDefaultMaxNodes);
+
+  // Each format from the tree; pprof from a model of its distinct stacks.
+  const RenderOptions r = render_options(opts.output);
+  std::optional<Profile> profile;
+  for (size_t i = 0; i < outputs.size(); i++) {
+    std::string bytes;
+    if (outputs.format(i) == OutputFormat::Svg) {
+      FlameGraphOptions g;
+      g.title = !r.title.empty() ? r.title : "Flame Graph";
+      g.count_name = opts.count_name;
+      g.width = r.width;
+      g.min_width = r.min_width;
+      bytes = render_flamegraph(tree, g);
+    } else if (outputs.format(i) == OutputFormat::Folded) {
+      bytes = render_folded(tree);
+    } else {
+      if (!profile)
+        profile = folded_profile(tree, opts.count_name);
+      bytes = render(*profile, outputs.format(i), r);
+    }
+    if (outputs.file(i).write(bytes) != WriteResult::Ok)
+      return kExitOk; // stdout's reader went away: nothing more to write
+  }
+  outputs.commit();
   return kExitOk;
 }
 

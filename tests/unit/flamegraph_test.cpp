@@ -1,7 +1,9 @@
 #include <gtest/gtest.h>
 
+#include <fstream>
 #include <map>
 #include <regex>
+#include <sstream>
 
 #include "output/flamegraph.h"
 #include "output/folded.h"
@@ -174,7 +176,8 @@ TEST(FlameGraph, NarrowFramesLeftOutAndEmptyInputSaysSo) {
   FlameGraphOptions o;
   o.min_width = 0.5;
   EXPECT_EQ(render_flamegraph(stacks, o).find("tiny"), std::string::npos);
-  EXPECT_NE(render_flamegraph({}, {}).find("no samples"), std::string::npos);
+  EXPECT_NE(render_flamegraph(std::vector<FlameStack>{}, {}).find("no samples"),
+            std::string::npos);
 }
 
 TEST(FlameGraph, AbsurdlyDeepStacksAreCutNotFatal) {
@@ -196,6 +199,113 @@ TEST(FlameGraph, SamplesBecomeMicrosecondStacksWithKernelMarks) {
   EXPECT_EQ(st[0].frames[3].kind, FrameKind::Kernel);
   EXPECT_EQ(st[0].frames[2].kind, FrameKind::Delimiter);
   EXPECT_DOUBLE_EQ(st[0].value, 2.5);
+}
+
+// --- Streaming: offcpu flamegraph merges lines into a tree as it reads ---
+
+std::string golden(const std::string &name) {
+  std::ifstream in(std::string(OFFCPU_SOURCE_DIR) + "/tests/golden/" + name,
+                   std::ios::binary);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+struct Streamed {
+  std::string svg, folded;
+  size_t stacks = 0, bad = 0, long_lines = 0, over_budget = 0;
+};
+
+// `text` fed in pieces of `chunk` bytes, drawn with `o`.
+Streamed stream(std::string_view text, size_t chunk,
+                const FlameGraphOptions &o = {},
+                size_t max_nodes = StackTree::kDefaultMaxNodes) {
+  StackTree tree(max_nodes);
+  FoldedReader r(tree);
+  for (size_t i = 0; i < text.size(); i += chunk)
+    r.feed(text.substr(i, chunk));
+  r.finish();
+  return {render_flamegraph(tree, o),
+          render_folded(tree),
+          r.stacks,
+          r.bad_lines,
+          r.long_lines,
+          r.over_budget};
+}
+
+FlameGraphOptions folded_input_options() {
+  FlameGraphOptions o;
+  o.title = "Flame Graph"; // offcpu flamegraph's own title
+  return o;
+}
+
+// tests/golden/flamegraph-input.* were written by offcpu flamegraph before
+// it streamed (the whole text read, every line a sample): kernel marks,
+// -d, markers, duplicates, zero and fractional values, bad lines, CRLF,
+// invalid UTF-8, XML characters, and stacks past the drawn depth.
+TEST(FlameGraphStream, SameBytesAsTheWholeTextGave) {
+  const std::string in = golden("flamegraph-input.folded");
+  ASSERT_FALSE(in.empty());
+  for (size_t chunk : {size_t{1}, size_t{7}, size_t{4096}, in.size()}) {
+    Streamed s = stream(in, chunk, folded_input_options());
+    EXPECT_TRUE(s.svg == golden("flamegraph-input.svg")) << chunk;
+    EXPECT_TRUE(s.folded == golden("flamegraph-input-merged.folded")) << chunk;
+    EXPECT_EQ(s.bad, 3u);
+  }
+  FlameGraphOptions o;
+  o.title = "T <x>";
+  o.count_name = "samples";
+  o.width = 900;
+  EXPECT_TRUE(stream(in, 4096, o).svg ==
+              golden("flamegraph-input-samples.svg"));
+}
+
+TEST(FlameGraphStream, IdenticalLinesMergeIntoOneStack) {
+  Streamed s = stream("a;f;g 10\nb;f 1\na;f;g 5\na;f;g_[k] 2\n", 3);
+  EXPECT_EQ(s.stacks, 4u);
+  EXPECT_EQ(s.folded, "a;f;g 15\na;f;g_[k] 2\nb;f 1\n");
+  auto bs = boxes(s.svg);
+  const Box *g = find(bs, "g (15 us", 3), *gk = find(bs, "g (2 us", 3);
+  ASSERT_TRUE(g && gk) << s.svg; // the kernel frame is its own box
+  ASSERT_TRUE(find(bs, "a (17 us", 1));
+}
+
+TEST(FlameGraphStream, LineOverTheLimitIsSkippedAndCounted) {
+  std::string in =
+      "a;b 1\n" + std::string(FoldedReader::kMaxLine, 'x') + ";y 5\nc;d 2\n";
+  for (size_t chunk : {size_t{1000}, size_t{65536}, in.size()}) {
+    Streamed s = stream(in, chunk);
+    EXPECT_EQ(s.long_lines, 1u) << chunk;
+    EXPECT_EQ(s.stacks, 2u) << chunk;
+    EXPECT_EQ(s.folded, "c;d 2\na;b 1\n") << chunk;
+  }
+  // One just under the limit is kept.
+  std::string fits = std::string(FoldedReader::kMaxLine - 5, 'x') + ";y 5";
+  EXPECT_EQ(stream(fits, 4096).stacks, 1u);
+}
+
+TEST(FlameGraphStream, StacksPastTheNodeBudgetAreLeftOutWhole) {
+  // Root "all" + 4 nodes fit: the second stack needs 2 more and is left
+  // out whole (no half-stack); the third shares the first's frames.
+  Streamed s = stream("a;b;c 1\nx;y 2\na;b 4\n", 1024, {}, 5);
+  EXPECT_EQ(s.stacks, 2u);
+  EXPECT_EQ(s.over_budget, 1u);
+  EXPECT_EQ(s.folded, "a;b 4\na;b;c 1\n");
+}
+
+TEST(FlameGraphStream, TreeMemoryFollowsDistinctFramesNotLines) {
+  // 100,000 lines over 10 distinct stacks: 13 nodes ("all", the thread,
+  // main and the 10 leaves).
+  std::string in;
+  for (int i = 0; i < 100000; i++)
+    in += "t;main;f" + std::to_string(i % 10) + " 1\n";
+  StackTree tree;
+  FoldedReader r(tree);
+  r.feed(in);
+  r.finish();
+  EXPECT_EQ(r.stacks, 100000u);
+  EXPECT_EQ(tree.size(), 13u);
+  EXPECT_DOUBLE_EQ(tree.node(StackTree::kRoot).value, 100000.0);
 }
 
 } // namespace
