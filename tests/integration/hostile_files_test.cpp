@@ -129,6 +129,7 @@ TEST_F(HostileFiles, BinaryTruncatedWhileReadDoesNotKillOffcpu) {
   // 1 s windows: the file is read when the process is first seen, so a
   // longer window adds time, not chances.
   int runs = 0, killed = 0;
+  double slowest = 0;
   std::string failures;
   for (int i = 0; i < 12; i++) {
     bool whole_system = i >= 10;
@@ -141,18 +142,20 @@ TEST_F(HostileFiles, BinaryTruncatedWhileReadDoesNotKillOffcpu) {
                        " run " + std::to_string(i + 1);
     if (t.r.term_signal != 0 && !t.r.timed_out)
       killed++;
-    if (t.r.timed_out || t.r.term_signal != 0 || t.r.exit_code != 0 ||
-        t.seconds > 2.0)
+    slowest = std::max(slowest, t.seconds);
+    // A hang is killed (timed_out); how long a run takes short of that
+    // depends on how busy the machine is, and is recorded only.
+    if (t.r.timed_out || t.r.term_signal != 0 || t.r.exit_code != 0)
       failures +=
           what + ": " +
-          (t.r.timed_out        ? std::string("hung")
-           : t.r.term_signal    ? strsignal(t.r.term_signal)
-           : t.r.exit_code != 0 ? "exit " + std::to_string(t.r.exit_code)
-                                : "ran " + std::to_string(t.seconds) + " s") +
+          (t.r.timed_out     ? std::string("hung")
+           : t.r.term_signal ? strsignal(t.r.term_signal)
+                             : "exit " + std::to_string(t.r.exit_code)) +
           "\n";
     else if (!whole_system && !has_comm(t.r.out, "hostile"))
       failures += what + ": the workload is missing from the output\n";
   }
+  RecordProperty("slowest_run_s", std::to_string(slowest));
   EXPECT_EQ(killed, 0) << "offcpu killed by a signal in " << killed << " of "
                        << runs << " runs";
   EXPECT_TRUE(failures.empty()) << failures;
