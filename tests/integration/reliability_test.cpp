@@ -256,17 +256,36 @@ TEST_F(Reliability, StormsWithoutFramePointersHaveWholeStacks) {
 }
 
 // The same with a fresh exec per child: nothing to inherit from the parent.
-// Whatever is not named is reported, by cause. `ms`: how long each child
-// blocks, about how long it lives after announcing its stack.
+// Whatever is not named is reported, by cause: every [unknown] frame in
+// the children's stacks is among those stderr counts. `ms`: how long each
+// child blocks, about how long it lives after announcing its stack.
 double exec_storm(const char *ms, std::string *err) {
   test::Subprocess storm({WORKLOAD_STORM, "exec", "2000", "50", ms});
   wait_ready(storm);
   auto r = test::run({OFFCPU_BIN, "-q", "-f", "3"}, 60);
   EXPECT_EQ(r.exit_code, 0) << r.err;
   uint64_t total = 0;
-  double share = named_share(test::parse_folded(r.out), "stormchild", &total);
+  auto lines = test::parse_folded(r.out);
+  double share = named_share(lines, "stormchild", &total);
   EXPECT_GT(total, 1000000u);
   *err = r.err;
+  // Output lines merge identical stacks: at most as many [unknown] frames
+  // as were left unnamed.
+  uint64_t unknown = 0;
+  for (const auto &l : lines)
+    if (!l.frames.empty() && l.frames[0] == "stormchild")
+      for (const auto &f : l.frames)
+        unknown += f == "[unknown]";
+  std::smatch m;
+  uint64_t reported = 0;
+  if (std::regex_search(r.err, m,
+                        std::regex("([0-9]+) user frames of [0-9]+ processes "
+                                   "unnamed \\(\\[unknown\\]\\): they exited "
+                                   "before their memory maps could be read")))
+    reported = std::stoull(m[1]);
+  EXPECT_LE(unknown, reported)
+      << "unnamed frames must be reported (named share " << share
+      << "): " << r.err;
   if (share < 1.0) {
     EXPECT_NE(r.err.find("exited before their memory maps could be read"),
               std::string::npos)
@@ -276,12 +295,14 @@ double exec_storm(const char *ms, std::string *err) {
 }
 
 // Children that live about 10 ms after their first wait: named, nearly all
-// (0.90-0.97 on the 2-CPU development VM).
+// (0.90-0.97 on the idle 2-CPU development VM); on a busy machine offcpu
+// reaches fewer children before they exit, and says how many it missed.
+// The share is recorded, not bounded: how busy the machine is decides it.
 TEST_F(Reliability, ExecStormNamesOrReportsTheLoss) {
   std::string err;
   double share = exec_storm("10", &err);
   RecordProperty("named_share", std::to_string(share));
-  EXPECT_GE(share, 0.8) << err;
+  EXPECT_GT(share, 0.0) << "nothing named: " << err;
 }
 
 // Children that live 2 ms: on 2 CPUs busy with the storm, offcpu often
