@@ -180,7 +180,7 @@ TEST_F(HostileEnd, NamingEndsWithinASecondOfTheWindow) {
   // Complete: every line parses, and the process's own code is named.
   auto lines = test::parse_folded(t.r.out);
   EXPECT_FALSE(lines.empty()) << t.r.err;
-  EXPECT_TRUE(has_frame(t.r.out, "costly", "sleep_under_forged_frame"))
+  EXPECT_TRUE(has_frame(t.r.out, "costly", "block_with_forged_frames"))
       << t.r.out.substr(0, 2000);
   EXPECT_NE(t.r.err.find("files not read or read in part: the end of the "
                          "run allows 0.5 s for naming"),
@@ -208,7 +208,7 @@ TEST_F(HostileEnd, SigtermEndsWithinASecond) {
   EXPECT_LE(took, 1.0) << "ended " << took << " s after SIGTERM\n" << r.err;
   auto lines = test::parse_folded(r.out);
   ASSERT_FALSE(lines.empty()) << r.err;
-  EXPECT_TRUE(has_frame(r.out, "costly", "sleep_under_forged_frame"))
+  EXPECT_TRUE(has_frame(r.out, "costly", "block_with_forged_frames"))
       << r.out.substr(0, 2000);
 }
 
