@@ -1,6 +1,8 @@
 #include "util/output_file.h"
 
 #include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
 #include <sys/random.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -47,6 +49,26 @@ std::string join(const std::string &dir, const std::string &name) {
   return dir == "/" ? "/" + name : dir + "/" + name;
 }
 
+// Holds SIGINT and SIGTERM back while a temporary file exists but is not
+// yet registered for removal: a second Ctrl-C landing in between would
+// otherwise leave it behind. Pending signals arrive when it ends.
+class StopSignalsHeld {
+public:
+  StopSignalsHeld() {
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, SIGINT);
+    sigaddset(&set, SIGTERM);
+    pthread_sigmask(SIG_BLOCK, &set, &old_);
+  }
+  ~StopSignalsHeld() { pthread_sigmask(SIG_SETMASK, &old_, nullptr); }
+  StopSignalsHeld(const StopSignalsHeld &) = delete;
+  StopSignalsHeld &operator=(const StopSignalsHeld &) = delete;
+
+private:
+  sigset_t old_;
+};
+
 const char *kind_of(mode_t mode) {
   return S_ISLNK(mode)    ? "a symlink"
          : S_ISDIR(mode)  ? "a directory"
@@ -71,6 +93,7 @@ OutputFile::OutputFile(const std::optional<std::string> &path) {
   }
   dir_ = std::move(target.dir);
   name_ = target.name;
+  StopSignalsHeld held;
   file_ = create_temp(dir_.get(), name_, &temp_);
   if (!file_)
     throw runtime_error("cannot write " + path_ + ": " + errno_text(errno));
