@@ -135,14 +135,7 @@ bool split_line(std::string_view line, std::string_view &frames,
 
 std::string folded_safe(const std::string &name) {
   std::string s = name;
-  for (char &c : s) {
-    if (c == ';')
-      c = ':';
-    else if (c == '\n' || c == '\r' || c == '\t')
-      c = ' ';
-  }
-  if (s.empty())
-    s = "[unknown]";
+  make_folded_safe(s);
   return s;
 }
 
