@@ -1,0 +1,86 @@
+/* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
+/* Per-thread state: the open wait, the waits a thread holds and its stack
+ * memos; in task storage (5.11+), else a hash map by thread id. */
+#ifndef OFFCPU_WAIT_STATE_BPF_H
+#define OFFCPU_WAIT_STATE_BPF_H
+
+/* A thread's waits at one key, held in its storage until they are added
+ * to `counts` (see charge). */
+struct offcpu_held {
+  struct offcpu_key key;
+  struct offcpu_value val; /* val.count 0: none held */
+};
+
+/* Two keys: a thread often alternates between two, e.g. blocking in a read
+ * and being preempted in the write that wakes its peer. */
+#define HELD_WAYS 2
+struct offcpu_held_set {
+  struct offcpu_held way[HELD_WAYS];
+  __u32 last; /* the way charged last */
+  __u32 pad;
+};
+
+/* Per thread: its open wait, the waits it holds and the memos of its last
+ * user and kernel stacks. One task storage lookup at a switch serves all
+ * of them. */
+struct offcpu_task {
+  struct offcpu_start start;
+  struct offcpu_held_set held;
+  struct uw_memo_set memo;
+  struct kw_memo_set kmemo;
+};
+
+/* The per-thread state `rec` belongs to, where it is task storage. */
+static __always_inline struct offcpu_task *task_of(struct offcpu_start *rec,
+                                                   bool trusted) {
+  return trusted && use_task_storage ? (struct offcpu_task *)rec : NULL;
+}
+
+struct {
+  __uint(type, BPF_MAP_TYPE_TASK_STORAGE);
+  __uint(map_flags, BPF_F_NO_PREALLOC);
+  __type(key, int);
+  __type(value, struct offcpu_task);
+} starts_task SEC(".maps");
+
+struct {
+  __uint(type, BPF_MAP_TYPE_HASH);
+  __uint(max_entries, 1); /* resized by the loader when it is used */
+  __type(key, __u32);
+  __type(value, struct offcpu_start);
+} starts_hash SEC(".maps");
+
+/* `trusted` is a compile-time constant: true where the task pointer is a
+ * BTF pointer the verifier accepts for task storage and task helpers
+ * (tp_btf, iterators), false for raw_tp, where those paths are compiled out. */
+static __always_inline struct offcpu_start *
+find_start(struct task_struct *t, __u32 pid, bool trusted) {
+  if (trusted && use_task_storage) {
+    struct offcpu_task *ts = bpf_task_storage_get(&starts_task, t, 0, 0);
+    return ts ? &ts->start : NULL;
+  }
+  return bpf_map_lookup_elem(&starts_hash, &pid);
+}
+
+static __always_inline bool save_start(struct task_struct *t, __u32 pid,
+                                       const struct offcpu_start *rec,
+                                       bool trusted) {
+  if (trusted && use_task_storage) {
+    struct offcpu_task *ts = bpf_task_storage_get(
+        &starts_task, t, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
+    if (!ts)
+      return false;
+    ts->start = *rec;
+    return true;
+  }
+  return bpf_map_update_elem(&starts_hash, &pid, rec, BPF_ANY) == 0;
+}
+
+static __always_inline void forget_start(struct offcpu_start *rec, __u32 pid,
+                                         bool trusted) {
+  rec->start_ns = 0;
+  if (!(trusted && use_task_storage))
+    bpf_map_delete_elem(&starts_hash, &pid);
+}
+
+#endif /* OFFCPU_WAIT_STATE_BPF_H */
