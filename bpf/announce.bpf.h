@@ -2,12 +2,14 @@
 /* New (process, user stack) pairs, announced to user space through a ring
  * buffer: it reads the process's memory maps and opens its files while the
  * process is blocked on that stack, so that a process that exits before
- * tracing ends keeps its user frames named. Shared by offcpu's programs;
- * include after stack_store.bpf.h. Ring buffer: 5.8+. */
+ * tracing ends keeps its user frames named. Shared by offcpu's programs.
+ * Ring buffer: 5.8+. */
 #ifndef OFFCPU_ANNOUNCE_BPF_H
 #define OFFCPU_ANNOUNCE_BPF_H
 
-const volatile bool announce_processes = true;
+#include "offcpu/shared.h"
+#include "settings.bpf.h"
+#include "stack_store.bpf.h"
 
 struct {
   __uint(type, BPF_MAP_TYPE_RINGBUF);

@@ -5,6 +5,11 @@
 #ifndef OFFCPU_CHARGE_BPF_H
 #define OFFCPU_CHARGE_BPF_H
 
+#include "offcpu/shared.h"
+#include "settings.bpf.h"
+#include "stack_store.bpf.h"
+#include "wait_state.bpf.h"
+
 /* Waits added to `counts` so far (the progress line) and their time by
  * state class; per CPU, so the hot path shares no cache line between CPUs. */
 struct {
@@ -65,10 +70,6 @@ static __always_inline void add_to_overflow(const struct offcpu_key *key,
     __sync_fetch_and_add(&o->runq_ns, runq);
 }
 
-/* Keys of `counts` the window may fill (0: all); the rest is kept for the
- * stop pass, which charges the threads still blocked at the end, as the
- * stack storage's (window_stack_limit). */
-const volatile __u32 window_counts_limit = 0;
 /* Keys inserted so far (bumped on an insert only). */
 __u64 counts_keys = 0;
 

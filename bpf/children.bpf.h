@@ -4,6 +4,10 @@
 #ifndef OFFCPU_CHILDREN_BPF_H
 #define OFFCPU_CHILDREN_BPF_H
 
+#include "settings.bpf.h"
+#include "stack_store.bpf.h"
+#include "task_filter.bpf.h"
+
 /* ---- Children (--children, -- COMMAND) ---- */
 
 /* A traced process forked a new one: trace it too, from its first

@@ -4,6 +4,17 @@
 #ifndef OFFCPU_END_WAIT_BPF_H
 #define OFFCPU_END_WAIT_BPF_H
 
+#include "announce.bpf.h"
+#include "charge.bpf.h"
+#include "kernel_unwind.bpf.h"
+#include "offcpu/shared.h"
+#include "sched_clock.bpf.h"
+#include "settings.bpf.h"
+#include "stack_store.bpf.h"
+#include "task_comm.bpf.h"
+#include "user_unwind.bpf.h"
+#include "wait_state.bpf.h"
+
 /* Of a wait from `start` to `end` woken at `wake` (0: not seen), the part
  * spent runnable: all of it when the task was preempted (state 0). */
 static __always_inline __u64 runnable_part(const struct offcpu_start *rec,

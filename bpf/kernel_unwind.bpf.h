@@ -22,15 +22,8 @@
 
 #include "direct_load.bpf.h"
 #include "offcpu/shared.h"
+#include "settings.bpf.h"
 #include "stack_store.bpf.h"
-
-/* Filled in by the loader when the walker is used (kwalk_orc). */
-const volatile bool kwalk_orc = false;
-const volatile struct offcpu_kernel_text ktext = {};
-/* Test knob: hand over to the kernel's walk after this many frames. */
-const volatile __u32 kwalk_limit = OFFCPU_MAX_STACK_DEPTH;
-/* --verify-kernel-unwind: also take the kernel's walk and compare. */
-const volatile bool kwalk_verify = false;
 
 __u64 kunwind_stats[OFFCPU_KUNWIND_NR];
 

@@ -11,38 +11,30 @@
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_tracing.h>
 
-#include "id_set.bpf.h"
-#include "kernel_unwind.bpf.h"
-#include "offcpu/shared.h"
-#include "stack_store.bpf.h"
-/* After stack_store.bpf.h: counts its losses there. */
-#include "announce.bpf.h"
-#include "task_comm.bpf.h"
-#include "user_unwind.bpf.h"
-
-#define PF_KTHREAD 0x00200000
-#define TASK_DEAD 0x00000080
+/* The modules, each a header that includes what it uses, from the bottom
+ * up:
+ *   settings.bpf.h      the settings the loader writes (.rodata)
+ *   stack_store.bpf.h   stacks, hashed and stored once; loss counters
+ *   user_unwind.bpf.h   user stacks: unwind tables, frame pointers, memos
+ *   kernel_unwind.bpf.h kernel stacks with the kernel's ORC tables
+ *   task_filter.bpf.h   which tasks are traced
+ *   wait_state.bpf.h    per-thread state: the open wait, held waits
+ *   charge.bpf.h        a wait into the aggregation map
+ *   sched_clock.bpf.h   times from the scheduler's clock; the window
+ *   end_wait.bpf.h      ending a wait (and one whose switch-in was unseen)
+ *   switch_hook.bpf.h   sched_switch: ends and opens waits
+ *   waking.bpf.h        sched_waking: when and by whom a wait was woken
+ *   children.bpf.h      sched_process_fork: children traced too
+ *   window_edges.bpf.h  the task iterators at the window's start and stop
+ * This file holds the tracepoint programs, one pair (tp_btf, raw_tp) per
+ * hook. */
+#include "children.bpf.h"
+#include "switch_hook.bpf.h"
+#include "task_filter.bpf.h"
+#include "waking.bpf.h"
+#include "window_edges.bpf.h"
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
-
-/* The modules, in the order they use each other. */
-#include "settings.bpf.h"
-
-#include "task_filter.bpf.h"
-
-#include "wait_state.bpf.h"
-
-#include "charge.bpf.h"
-
-#include "sched_clock.bpf.h"
-
-#include "end_wait.bpf.h"
-
-#include "switch_hook.bpf.h"
-
-#include "waking.bpf.h"
-
-#include "children.bpf.h"
 
 SEC("tp_btf/sched_waking")
 int BPF_PROG(offcpu_waking_btf, struct task_struct *p) {
@@ -97,5 +89,3 @@ int BPF_PROG(offcpu_switch_raw, bool preempt, struct task_struct *prev,
   return 0;
 }
 #endif
-
-#include "window_edges.bpf.h"

@@ -12,12 +12,13 @@
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_tracing.h>
 
-#include "id_set.bpf.h"
-#include "offcpu/shared.h"
-#include "stack_store.bpf.h"
-/* After stack_store.bpf.h: counts its losses there. */
 #include "announce.bpf.h"
+#include "offcpu/shared.h"
+#include "settings.bpf.h"
+#include "stack_store.bpf.h"
+#include "task_filter.bpf.h"
 #include "user_unwind.bpf.h"
+#include "waker.bpf.h"
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
@@ -29,22 +30,9 @@ char LICENSE[] SEC("license") = "Dual BSD/GPL";
 #define LCB_F_PERCPU 0x10
 #define LCB_F_MUTEX 0x20
 
-const volatile bool filter_name = false;
-const volatile bool match_thread_name = false; /* else the process name */
-const volatile char target_name[OFFCPU_COMM_LEN] = {};
-const volatile bool filter_tgid = false;
-const volatile bool include_read = false;
-const volatile bool want_user_stacks = true;
-const volatile bool want_kernel_stacks = true;
-const volatile bool user_fp_walk = true;
-const volatile __u64 min_wait_ns = 0;
-/* --wakers: the holder's release path that woke each waiter. */
-const volatile bool want_wakers = false;
-
-ID_SET_MAP(filter_tgids);
-
-/* After the knobs it reads (want_user_stacks, user_fp_walk). */
-#include "waker.bpf.h"
+/* Settings (settings.bpf.h): the task filters, include_read, min_wait_ns,
+ * want_user_stacks and want_kernel_stacks, and want_wakers (the holder's
+ * release path that woke each waiter). */
 
 /* Start times keyed by thread id: a thread waits for one lock at a time. */
 struct {
@@ -65,21 +53,6 @@ struct mm_struct___pre58 {
   struct rw_semaphore mmap_sem;
 } __attribute__((preserve_access_index));
 
-static __always_inline bool name_matches(struct task_struct *task) {
-  char comm[OFFCPU_COMM_LEN];
-  if (match_thread_name)
-    BPF_CORE_READ_STR_INTO(&comm, task, comm);
-  else
-    BPF_CORE_READ_STR_INTO(&comm, task, group_leader, comm);
-  for (int i = 0; i < OFFCPU_COMM_LEN; i++) {
-    if (comm[i] != target_name[i])
-      return false;
-    if (comm[i] == 0)
-      return true;
-  }
-  return true;
-}
-
 /* The task's own mm->mmap_lock (named mmap_sem before 5.8). */
 static __always_inline __u64 own_mmap_lock(struct task_struct *task) {
   struct mm_struct *mm = BPF_CORE_READ(task, mm);
@@ -96,13 +69,9 @@ static __always_inline void wait_begin(void *ctx, __u64 lock, __u32 side) {
   struct task_struct *task = (struct task_struct *)bpf_get_current_task();
   __u64 id = bpf_get_current_pid_tgid();
   __u32 pid = (__u32)id, tgid = id >> 32;
-  if (pid == 0)
-    return;
   if (side == RWSEM_WAIT_READ && !include_read)
     return;
-  if (filter_tgid && !bpf_map_lookup_elem(&filter_tgids, &tgid))
-    return;
-  if (filter_name && !name_matches(task))
+  if (!passes_task_filters(task, pid, tgid, false))
     return;
   /* Already waiting (a retry inside the same slow path): keep the start. */
   if (bpf_map_lookup_elem(&starts, &pid))

@@ -4,6 +4,16 @@
 #ifndef OFFCPU_SCHED_CLOCK_BPF_H
 #define OFFCPU_SCHED_CLOCK_BPF_H
 
+#include "offcpu/shared.h"
+#include "task_filter.bpf.h"
+
+/* Written by user space: when the window ends, set when it opens for a
+ * timed run (so it ends on time however late user space wakes up on a busy
+ * host), or at Ctrl-C. Waits end there; none opens after it. */
+__u64 stop_ns = 0;
+/* Written by user space right after attaching: when the window opened. */
+__u64 window_start_ns = 0;
+
 /* When `t`, runnable, was queued, in ktime (`now`: the ktime matching its
  * run queue's clock); 0 where unknown. The scheduler keeps
  * sched_info.last_queued (rq_clock time) from the enqueue until the task

@@ -9,28 +9,15 @@
 #ifndef OFFCPU_STACK_STORE_BPF_H
 #define OFFCPU_STACK_STORE_BPF_H
 
+#include "offcpu/shared.h"
 #include "offcpu/unwind.h"
-
-/* Frames to keep (<= OFFCPU_MAX_STACK_DEPTH); --perf-max-stack-depth. */
-const volatile __u32 stack_depth = OFFCPU_MAX_STACK_DEPTH;
-
-/* bpf_loop (5.17+): the verifier checks a loop body once instead of once
- * per iteration, which cuts program load time several times over. Older
- * kernels run the same steps as bounded loops. */
-const volatile bool use_bpf_loop = true;
+#include "settings.bpf.h"
 
 /* Events lost, by enum offcpu_loss; read by user space at the end. */
 __u64 lost[OFFCPU_LOST_NR];
 /* The off-CPU time those events carried, where the program knows it. */
 __u64 lost_ns[OFFCPU_LOST_NR];
 
-/* Stacks the window may store (0: all the map holds). The rest is kept
- * for the passes at its edges: the one that opens the waits in progress at
- * start (their user stacks) and the stop pass (the kernel stacks of the
- * threads still blocked, walked at stop): on a busy host the hooks would
- * otherwise fill the map with short waits first, and the longest waits of
- * the run, of threads blocked all along, would lose their stacks. */
-const volatile __u32 window_stack_limit = 0;
 /* Stacks stored so far (bumped on an insert only, not per switch). */
 __u64 stacks_stored = 0;
 /* Who may use the share kept for the edges now, set by user space:
@@ -87,12 +74,6 @@ static __always_inline void uw_count(struct uw_stats *st, int what) {
   if (st && what >= 0 && what < UW_STAT_NR)
     st->v[what]++;
 }
-
-/* Stack reuse: on by default; --no-stack-reuse turns it off (to measure
- * what it saves), --verify-stack-reuse walks anyway and counts
- * disagreements. */
-const volatile bool reuse_stacks = true;
-const volatile bool reuse_verify = false;
 
 /* A per-CPU array allocates each element on its own, one per-CPU
  * allocation under a global lock each: two caches of 8192 small elements

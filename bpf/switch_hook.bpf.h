@@ -4,6 +4,18 @@
 #ifndef OFFCPU_SWITCH_HOOK_BPF_H
 #define OFFCPU_SWITCH_HOOK_BPF_H
 
+#include "announce.bpf.h"
+#include "charge.bpf.h"
+#include "end_wait.bpf.h"
+#include "kernel_unwind.bpf.h"
+#include "offcpu/shared.h"
+#include "sched_clock.bpf.h"
+#include "settings.bpf.h"
+#include "stack_store.bpf.h"
+#include "task_filter.bpf.h"
+#include "user_unwind.bpf.h"
+#include "wait_state.bpf.h"
+
 /* With -m above its default most waits end shorter (a pipe's, a lock's
  * hand-off) and are dropped at their switch-in: a thread's user stack is
  * then left for the switch-in without even looking for its memo, which the

@@ -4,6 +4,13 @@
 #ifndef OFFCPU_TASK_FILTER_BPF_H
 #define OFFCPU_TASK_FILTER_BPF_H
 
+#include "id_set.bpf.h"
+#include "offcpu/shared.h"
+#include "settings.bpf.h"
+
+#define PF_KTHREAD 0x00200000
+#define TASK_DEAD 0x00000080
+
 /* A task field: a plain load through a trusted BTF pointer (tp_btf,
  * iterators), a probe read otherwise (raw_tp). `trusted` is a compile-time
  * constant, so only one of the two is emitted. */
@@ -42,10 +49,14 @@ static __always_inline bool in_filter_cgroups(struct task_struct *t) {
   return false;
 }
 
-/* The process name is its main thread's comm (threads rename themselves). */
+/* The process name is its main thread's comm (threads rename themselves);
+ * with match_thread_name, the thread's own. */
 static __always_inline bool name_matches(struct task_struct *t) {
   char comm[OFFCPU_COMM_LEN];
-  BPF_CORE_READ_STR_INTO(&comm, t, group_leader, comm);
+  if (match_thread_name)
+    BPF_CORE_READ_STR_INTO(&comm, t, comm);
+  else
+    BPF_CORE_READ_STR_INTO(&comm, t, group_leader, comm);
   for (int i = 0; i < OFFCPU_COMM_LEN; i++) {
     if (comm[i] != target_name[i])
       return false;

@@ -6,11 +6,12 @@
 #ifndef OFFCPU_USER_UNWIND_BPF_H
 #define OFFCPU_USER_UNWIND_BPF_H
 
+#include "announce.bpf.h"
+#include "direct_load.bpf.h"
+#include "offcpu/shared.h"
 #include "offcpu/unwind.h"
-
-/* Tables in use (--user-unwind auto with bpf_loop and tp_btf); else every
- * user stack is walked with frame pointers (walk_user_stack_fp). */
-const volatile bool uw_tables = false;
+#include "settings.bpf.h"
+#include "stack_store.bpf.h"
 
 /* offcpu_start.flags: the user stack was walked without tables (not
  * installed yet): the rewalk iterator takes it again while it is blocked. */
@@ -48,21 +49,6 @@ struct {
   __type(key, struct uw_file_key);
   __type(value, struct uw_file_id);
 } uw_file_ids SEC(".maps");
-
-/* bpf_find_vma is there (5.17+): processes not installed yet are walked
- * through their files' tables. */
-const volatile bool uw_find_vma = false;
-
-/* Where the kernel maps all of RAM, and its page tables' depth (found by
- * bpf/direct_map.bpf.c; 0: unknown). With plain loads (OFFCPU_DIRECT_LOADS)
- * the memo check reads the current task's stack words there, through its
- * page tables, rather than by a probe read: a user copy costs ~200 ns on
- * virtual machines that trap the user-access instructions (STAC/CLAC). */
-const volatile __u64 uw_direct_base = 0;
-const volatile __u32 uw_pt_levels = 0;
-/* And with them, a thread's user stack is checked at its switch-in, only
- * for waits that pass -m/-M (uw_can_defer). */
-const volatile bool uw_defer = false;
 
 struct {
   __uint(type, BPF_MAP_TYPE_ARRAY);

@@ -4,6 +4,11 @@
 #ifndef OFFCPU_WAIT_STATE_BPF_H
 #define OFFCPU_WAIT_STATE_BPF_H
 
+#include "kernel_unwind.bpf.h"
+#include "offcpu/shared.h"
+#include "settings.bpf.h"
+#include "user_unwind.bpf.h"
+
 /* A thread's waits at one key, held in its storage until they are added
  * to `counts` (see charge). */
 struct offcpu_held {

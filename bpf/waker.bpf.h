@@ -2,22 +2,22 @@
 /* Who wakes a waiting task (--wakers): the task running at sched_waking,
  * with its kernel and user stacks, or the interrupt that did the wakeup.
  * Stored once per distinct waker in the wakers map. Shared by offcpu's
- * programs; include after stack_store.bpf.h, announce.bpf.h and
- * user_unwind.bpf.h. */
+ * programs. A program that walks kernel stacks with ORC defines
+ * OFFCPU_WAKER_ORC before including it: the waker's kernel stack is then
+ * walked so too (kernel_unwind.bpf.h, whose maps the others do without). */
 #ifndef OFFCPU_WAKER_BPF_H
 #define OFFCPU_WAKER_BPF_H
 
+#include "announce.bpf.h"
+#include "offcpu/shared.h"
+#include "settings.bpf.h"
+#include "stack_store.bpf.h"
 #include "task_comm.bpf.h"
-
-#ifndef PF_KTHREAD
-#define PF_KTHREAD 0x00200000
+#include "task_filter.bpf.h"
+#include "user_unwind.bpf.h"
+#ifdef OFFCPU_WAKER_ORC
+#include "kernel_unwind.bpf.h"
 #endif
-
-/* __irqentry_text_start/end, where the kernel knows them (0: not): a
- * wakeup whose stack passes through interrupt entry code was made by the
- * interrupt, not by the task it happened to hit. */
-const volatile __u64 irqentry_start = 0;
-const volatile __u64 irqentry_end = 0;
 
 /* Wakers (--wakers), deduplicated like stacks: id -> who and from where. */
 struct {
@@ -30,7 +30,7 @@ struct {
 /* The waker's memos, kept per thread by the caller. */
 struct waker_memo_set {
   struct uw_memo_set user;
-#ifdef OFFCPU_KERNEL_UNWIND_BPF_H
+#ifdef OFFCPU_WAKER_ORC
   struct kw_memo_set kernel;
 #endif
   /* The last waker this thread stored and its id (0: none): a thread wakes
@@ -45,7 +45,7 @@ struct waker_memo_set {
  * interrupt happened to hit, not to the wakeup. */
 static __always_inline __u64 waking_kernel_stack(void *ctx, __u32 *kind,
                                                  struct waker_memo_set *wm) {
-#ifdef OFFCPU_KERNEL_UNWIND_BPF_H
+#ifdef OFFCPU_WAKER_ORC
   /* The ORC walk from the tracepoint's frame, reused while the stack holds:
    * a fraction of the kernel's walk, which goes through the tracer's own
    * frames first. It serves on the task's own stack only, never in an

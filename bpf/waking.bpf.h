@@ -4,9 +4,15 @@
 #ifndef OFFCPU_WAKING_BPF_H
 #define OFFCPU_WAKING_BPF_H
 
-/* ---- Wakeups (--wakers, --runqueue) ---- */
-
-/* After the knobs it reads (want_user_stacks, user_fp_walk). */
+#include "offcpu/shared.h"
+#include "settings.bpf.h"
+#include "stack_store.bpf.h"
+#include "task_filter.bpf.h"
+#include "wait_state.bpf.h"
+/* Wakers' kernel stacks walked with ORC, as the waits'. */
+#ifndef OFFCPU_WAKER_ORC
+#define OFFCPU_WAKER_ORC
+#endif
 #include "waker.bpf.h"
 
 /* --wakers: each waker's stack memos (see take_waker). Task storage:

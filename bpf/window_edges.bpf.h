@@ -4,6 +4,18 @@
 #ifndef OFFCPU_WINDOW_EDGES_BPF_H
 #define OFFCPU_WINDOW_EDGES_BPF_H
 
+#include "announce.bpf.h"
+#include "charge.bpf.h"
+#include "end_wait.bpf.h"
+#include "kernel_unwind.bpf.h"
+#include "offcpu/shared.h"
+#include "sched_clock.bpf.h"
+#include "settings.bpf.h"
+#include "stack_store.bpf.h"
+#include "task_filter.bpf.h"
+#include "user_unwind.bpf.h"
+#include "wait_state.bpf.h"
+
 /* Waits already in progress when tracing starts, in two passes. Without
  * them a thread blocked for the whole window (the one the user most needs
  * to see) would never show up.
