@@ -68,19 +68,9 @@ void *offcpu_light_bss(struct offcpu_light *l, size_t *size) {
 
 void offcpu_light_set_sizes(struct offcpu_light *l,
                             const struct offcpu_map_sizes *sizes) {
-  SKEL_DO(l, {
-    sk->maps.filter_tgids.max_entries = sizes->filter_tgids;
-    sk->maps.filter_tids.max_entries = sizes->filter_tids;
-    sk->maps.filter_cgroups.max_entries = sizes->filter_cgroups;
-    sk->maps.stacks.max_entries = sizes->stacks;
-    sk->maps.counts.max_entries = sizes->counts;
-    sk->maps.starts_hash.max_entries = sizes->starts_hash;
-    sk->maps.wakers.max_entries = sizes->wakers;
-    sk->maps.uw_files.max_entries = sizes->uw_files;
-    sk->maps.uw_pages.max_entries = sizes->uw_pages;
-    sk->maps.uw_rows.max_entries = sizes->uw_rows;
-    sk->maps.uw_rules.max_entries = sizes->uw_rules;
-  });
+#define SET_SIZE(name) sk->maps.name.max_entries = sizes->name;
+  SKEL_DO(l, {OFFCPU_SIZED_MAPS(SET_SIZE)});
+#undef SET_SIZE
 }
 
 int offcpu_light_load(struct offcpu_light *l) {
@@ -92,31 +82,13 @@ int offcpu_light_load(struct offcpu_light *l) {
   return err < 0 ? err : err ? -err : 0;
 }
 
-void offcpu_light_get_fds(struct offcpu_light *l,
-                          struct offcpu_light_fds *fds) {
-  SKEL_DO(l, {
-    fds->switch_btf = sk->progs.offcpu_switch_btf.prog_fd;
-    fds->waking_btf = sk->progs.offcpu_waking_btf.prog_fd;
-    fds->fork_btf = sk->progs.offcpu_fork_btf.prog_fd;
-    fds->seed_open = sk->progs.offcpu_seed_open.prog_fd;
-    fds->seed_stacks = sk->progs.offcpu_seed_stacks.prog_fd;
-    fds->flush = sk->progs.offcpu_flush.prog_fd;
-    fds->stacks = sk->maps.stacks.map_fd;
-    fds->counts = sk->maps.counts.map_fd;
-    fds->counts_overflow = sk->maps.counts_overflow.map_fd;
-    fds->waits_charged = sk->maps.waits_charged.map_fd;
-    fds->new_processes = sk->maps.new_processes.map_fd;
-    fds->filter_tgids = sk->maps.filter_tgids.map_fd;
-    fds->filter_tids = sk->maps.filter_tids.map_fd;
-    fds->wakers = sk->maps.wakers.map_fd;
-    fds->filter_cgroups = sk->maps.filter_cgroups.map_fd;
-    fds->uw_procs = sk->maps.uw_procs.map_fd;
-    fds->uw_files = sk->maps.uw_files.map_fd;
-    fds->uw_pages = sk->maps.uw_pages.map_fd;
-    fds->uw_rows = sk->maps.uw_rows.map_fd;
-    fds->uw_rules = sk->maps.uw_rules.map_fd;
-    fds->uw_requests = sk->maps.uw_requests.map_fd;
-    fds->uw_stats = sk->maps.uw_stat_map.map_fd;
-    fds->uw_file_ids = sk->maps.uw_file_ids.map_fd;
-  });
+void offcpu_light_get_fds(struct offcpu_light *l, struct offcpu_fds *fds) {
+#define MAP_FD(name) fds->name = sk->maps.name.map_fd;
+#define PROG_FD(name) fds->name = sk->progs.name.prog_fd;
+#define NO_FD(name) fds->name = -1;
+  SKEL_DO(l, {OFFCPU_MAPS(MAP_FD) OFFCPU_PROGS(PROG_FD)});
+  OFFCPU_RAW_PROGS(NO_FD)
+#undef MAP_FD
+#undef PROG_FD
+#undef NO_FD
 }

@@ -4,33 +4,20 @@
  * never parses the kernel's 5.5 MB BTF (libbpf 1.1 holds it twice while
  * parsing: ~11 MB, the largest part of offcpu's memory). Needs 5.18+ (the
  * programs' own needs); where it fails the regular skeleton is used.
- * Written by hand in C: the generated header is C only. Maps and programs
- * are reached through the skeleton's own fields, so a renamed one fails to
- * compile here rather than falling back at run time. */
+ * Written in C: the generated header is C only. Maps and programs are
+ * reached through the skeleton's own fields, from the lists in
+ * collect/offcpu_objects.h, so a renamed one fails to compile here rather
+ * than falling back at run time. */
 #ifndef OFFCPU_LIGHT_LOADER_H
 #define OFFCPU_LIGHT_LOADER_H
 
 #include <stddef.h>
 
+#include "collect/offcpu_objects.h"
+
 #ifdef __cplusplus
 extern "C" {
 #endif
-
-/* Sizes of the maps the command line sizes; both loaders take these. */
-struct offcpu_map_sizes {
-  unsigned int filter_tgids, filter_tids, filter_cgroups, stacks, counts,
-      starts_hash, wakers;
-  unsigned int uw_files, uw_pages, uw_rows, uw_rules; /* user unwind tables */
-};
-
-/* Descriptors of what a session uses once loaded. */
-struct offcpu_light_fds {
-  int switch_btf, waking_btf, fork_btf, seed_open, seed_stacks, flush;
-  int stacks, counts, counts_overflow, waits_charged, new_processes,
-      filter_tgids, filter_tids, filter_cgroups, wakers;
-  int uw_procs, uw_files, uw_pages, uw_rows, uw_rules, uw_requests, uw_stats;
-  int uw_file_ids;
-};
 
 struct offcpu_light;
 
@@ -47,7 +34,9 @@ void offcpu_light_set_sizes(struct offcpu_light *l,
                             const struct offcpu_map_sizes *sizes);
 /* 0, or a negative errno. */
 int offcpu_light_load(struct offcpu_light *l);
-void offcpu_light_get_fds(struct offcpu_light *l, struct offcpu_light_fds *fds);
+/* Every map's and program's descriptor (the raw_tp programs: -1, the
+ * light objects have none). */
+void offcpu_light_get_fds(struct offcpu_light *l, struct offcpu_fds *fds);
 
 #ifdef __cplusplus
 }

@@ -11,6 +11,7 @@
 #include <cstring>
 #include <functional>
 
+#include "collect/bpf_setup.h"
 #include "collect/light_loader.h"
 #include "offcpu.skel.h"
 #include "util/error.h"
@@ -19,7 +20,7 @@
 namespace offcpu {
 
 void OffcpuSession::add_process(uint32_t tgid) {
-  fill_id_set(h_.filter_tgids, {tgid});
+  fill_id_set(h_.fd.filter_tgids, {tgid});
 }
 
 namespace {
@@ -48,58 +49,57 @@ bool wants_waking_hook(const OffcpuConfig &o, const OffcpuPlan &p) {
 using Rodata = std::remove_pointer_t<decltype(offcpu_bpf::rodata)>;
 using Bss = std::remove_pointer_t<decltype(offcpu_bpf::bss)>;
 
-// The knobs, in either skeleton's .rodata (one layout: one object).
-void set_rodata(Rodata *ro, const OffcpuConfig &o, const OffcpuPlan &p) {
+// The settings of this run (include/offcpu/settings.h).
+offcpu_settings settings_for(const OffcpuConfig &o, const OffcpuPlan &p) {
+  offcpu_settings s = default_settings();
   // With children followed, processes join the filter while tracing.
-  ro->filter_tgid = !o.pids.empty() || o.follow_children;
-  ro->filter_tid = !o.tids.empty();
-  ro->user_threads_only = o.user_threads_only;
-  ro->kernel_threads_only = o.kernel_threads_only;
-  ro->want_user_stacks = !o.kernel_stacks_only;
-  ro->want_kernel_stacks = !o.user_stacks_only;
-  ro->min_block_ns = o.min_block_us * 1000;
-  ro->max_block_ns =
+  s.filter_tgid = !o.pids.empty() || o.follow_children;
+  s.filter_tid = !o.tids.empty();
+  s.user_threads_only = o.user_threads_only;
+  s.kernel_threads_only = o.kernel_threads_only;
+  s.want_user_stacks = !o.kernel_stacks_only;
+  s.want_kernel_stacks = !o.user_stacks_only;
+  s.min_block_ns = o.min_block_us * 1000;
+  s.max_block_ns =
       o.max_block_us >= UINT64_MAX / 1000 ? UINT64_MAX : o.max_block_us * 1000;
-  ro->state_filter = o.state ? *o.state : -1;
-  ro->state_classes = o.state_classes;
-  ro->show_state = o.show_state;
-  ro->want_wakers = o.wakers;
-  ro->follow_children = o.follow_children;
-  ro->filter_name = !o.name.empty();
-  std::memset(const_cast<char *>(ro->target_name), 0, sizeof(ro->target_name));
-  std::memcpy(const_cast<char *>(ro->target_name), o.name.data(),
-              std::min(o.name.size(), sizeof(ro->target_name) - 1));
-  ro->filter_cgroup = !o.cgroup_ids.empty();
-  ro->key_cgroup = o.per_cgroup;
-  ro->split_runqueue = o.runqueue;
-  ro->runq_from_sched_info = o.runqueue && !wants_waking_hook(o, p);
-  ro->has_prev_state_arg = p.prev_state_arg;
-  ro->kstack_at_switch_in = p.kstack_at_switch_in;
-  ro->kwalk_orc = p.kstack_at_switch_in;
-  ro->ktext = p.kernel_text; // zero where unknown: no ORC walk, no irq test
-  ro->irqentry_start = p.kernel_text.irqentry_start;
-  ro->irqentry_end = p.kernel_text.irqentry_end;
+  s.state_filter = o.state ? *o.state : -1;
+  s.state_classes = o.state_classes;
+  s.show_state = o.show_state;
+  s.want_wakers = o.wakers;
+  s.follow_children = o.follow_children;
+  set_target_name(s, o.name);
+  s.filter_cgroup = !o.cgroup_ids.empty();
+  s.key_cgroup = o.per_cgroup;
+  s.split_runqueue = o.runqueue;
+  s.runq_from_sched_info = o.runqueue && !wants_waking_hook(o, p);
+  s.has_prev_state_arg = p.prev_state_arg;
+  s.kstack_at_switch_in = p.kstack_at_switch_in;
+  s.kwalk_orc = p.kstack_at_switch_in;
+  s.ktext = p.kernel_text; // zero where unknown: no ORC walk, no irq test
+  s.irqentry_start = p.kernel_text.irqentry_start;
+  s.irqentry_end = p.kernel_text.irqentry_end;
   if (o.kernel_unwind_limit)
-    ro->kwalk_limit = o.kernel_unwind_limit;
-  ro->kwalk_verify = o.verify_kernel_unwind;
-  ro->reuse_verify = o.verify_stack_reuse;
-  ro->reuse_stacks = !o.no_stack_reuse;
-  ro->use_task_storage = p.task_storage;
+    s.kwalk_limit = o.kernel_unwind_limit;
+  s.kwalk_verify = o.verify_kernel_unwind;
+  s.reuse_verify = o.verify_stack_reuse;
+  s.reuse_stacks = !o.no_stack_reuse;
+  s.use_task_storage = p.task_storage;
   // What threads hold is added at stop by the flush iterator.
-  ro->hold_waits = p.task_storage && p.flush_open_waits;
-  ro->user_fp_walk = p.user_fp_walk;
-  ro->use_bpf_loop = p.bpf_loop;
-  ro->announce_processes = p.announce_processes;
-  ro->stack_depth = o.max_stack_depth;
-  ro->window_stack_limit = o.stack_storage_size - o.stack_reserve;
-  ro->window_counts_limit = o.max_entries - o.counts_reserve;
-  ro->uw_tables = p.user_unwind_tables;
-  ro->uw_find_vma = p.user_unwind_tables && p.find_vma;
+  s.hold_waits = p.task_storage && p.flush_open_waits;
+  s.user_fp_walk = p.user_fp_walk;
+  s.use_bpf_loop = p.bpf_loop;
+  s.announce_processes = p.announce_processes;
+  s.stack_depth = o.max_stack_depth;
+  s.window_stack_limit = o.stack_storage_size - o.stack_reserve;
+  s.window_counts_limit = o.max_entries - o.counts_reserve;
+  s.uw_tables = p.user_unwind_tables;
+  s.uw_find_vma = p.user_unwind_tables && p.find_vma;
   // Read only by the object with plain loads (the others ignore them).
-  ro->uw_direct_base = p.direct_loads ? p.direct_map_base : 0;
-  ro->uw_pt_levels = p.direct_loads ? p.page_table_levels : 0;
+  s.uw_direct_base = p.direct_loads ? p.direct_map_base : 0;
+  s.uw_pt_levels = p.direct_loads ? p.page_table_levels : 0;
   // Stacks left for the switch-in need the page-table reads and the memos.
-  ro->uw_defer = ro->uw_direct_base && ro->uw_tables && ro->reuse_stacks;
+  s.uw_defer = s.uw_direct_base && s.uw_tables && s.reuse_stacks;
+  return s;
 }
 
 // Map sizes. The stack and count maps stay preallocated (a few ms at
@@ -107,24 +107,20 @@ void set_rodata(Rodata *ro, const OffcpuConfig &o, const OffcpuPlan &p) {
 // stacks under perf bench sched pipe, and a stack was lost.
 offcpu_map_sizes map_sizes(const OffcpuConfig &o, const OffcpuPlan &p) {
   offcpu_map_sizes s{};
+  SharedMapNeeds need;
+  need.pids = o.pids.size();
   // Children join the process filter as they are forked.
-  s.filter_tgids =
-      o.follow_children ? 65536u : std::max<uint32_t>(1, o.pids.size());
-  s.filter_cgroups = std::max<uint32_t>(1, o.cgroup_ids.size());
-  s.filter_tids = std::max<uint32_t>(1, o.tids.size());
-  s.stacks = o.stack_storage_size;
+  need.follow_children = o.follow_children;
+  need.tids = o.tids.size();
+  need.cgroups = o.cgroup_ids.size();
+  need.stack_storage = o.stack_storage_size;
+  need.wakers = o.wakers;
+  if (p.user_unwind_tables)
+    need.unwind = o.unwind_sizes;
+  set_shared_sizes(&s, shared_map_sizes(need));
   s.counts = o.max_entries;
   // One in-flight wait per blocked thread; sized for large hosts.
   s.starts_hash = p.task_storage ? 1u : 262144u;
-  // Distinct wakers (thread, stacks): as many as stacks, at most.
-  s.wakers = o.wakers ? o.stack_storage_size : 1u;
-  // Arrays of size 1 where the tables are not used.
-  const UnwindSizes none;
-  const UnwindSizes &u = p.user_unwind_tables ? o.unwind_sizes : none;
-  s.uw_files = u.files;
-  s.uw_pages = u.pages;
-  s.uw_rows = u.row_chunks;
-  s.uw_rules = u.rules;
   return s;
 }
 
@@ -150,35 +146,51 @@ Bss *bss_of(const OffcpuSession::Handles &h) {
   return static_cast<Bss *>(h.bss);
 }
 
-int try_load(offcpu_bpf *skel, const OffcpuConfig &o, const OffcpuPlan &p) {
-  set_rodata(skel->rodata, o, p);
-  const offcpu_map_sizes sizes = map_sizes(o, p);
-  bpf_map__set_max_entries(skel->maps.filter_tgids, sizes.filter_tgids);
-  bpf_map__set_max_entries(skel->maps.filter_tids, sizes.filter_tids);
-  bpf_map__set_max_entries(skel->maps.filter_cgroups, sizes.filter_cgroups);
-  bpf_map__set_max_entries(skel->maps.stacks, sizes.stacks);
-  bpf_map__set_max_entries(skel->maps.counts, sizes.counts);
-  bpf_map__set_max_entries(skel->maps.starts_hash, sizes.starts_hash);
-  bpf_map__set_max_entries(skel->maps.wakers, sizes.wakers);
-  bpf_map__set_max_entries(skel->maps.uw_files, sizes.uw_files);
-  bpf_map__set_max_entries(skel->maps.uw_pages, sizes.uw_pages);
-  bpf_map__set_max_entries(skel->maps.uw_rows, sizes.uw_rows);
-  bpf_map__set_max_entries(skel->maps.uw_rules, sizes.uw_rules);
-  bpf_map__set_autocreate(skel->maps.new_processes, p.announce_processes);
-  bpf_map__set_autocreate(skel->maps.starts_task, p.task_storage);
-  bpf_map__set_autocreate(skel->maps.waker_memos, p.task_storage);
-  bpf_program__set_autoload(skel->progs.offcpu_switch_btf, p.tp_btf);
-  bpf_program__set_autoload(skel->progs.offcpu_switch_raw, !p.tp_btf);
+// What the plan creates and loads of the maps and programs that not every
+// plan uses (libbpf's skeleton; the light one loads all).
+struct Wanted {
+#define OFFCPU_WANT_FIELD(name) bool name = false;
+  OFFCPU_OPTIONAL_MAPS(OFFCPU_WANT_FIELD)
+  OFFCPU_PROGS(OFFCPU_WANT_FIELD)
+  OFFCPU_RAW_PROGS(OFFCPU_WANT_FIELD)
+#undef OFFCPU_WANT_FIELD
+};
+
+Wanted wanted(const OffcpuConfig &o, const OffcpuPlan &p) {
+  Wanted w;
+  w.new_processes = p.announce_processes;
+  w.starts_task = p.task_storage;
+  w.waker_memos = p.task_storage;
+  w.offcpu_switch_btf = p.tp_btf;
+  w.offcpu_switch_raw = !p.tp_btf;
   const bool waking = wants_waking_hook(o, p);
-  bpf_program__set_autoload(skel->progs.offcpu_waking_btf, waking && p.tp_btf);
-  bpf_program__set_autoload(skel->progs.offcpu_waking_raw, waking && !p.tp_btf);
-  bpf_program__set_autoload(skel->progs.offcpu_fork_btf,
-                            o.follow_children && p.tp_btf);
-  bpf_program__set_autoload(skel->progs.offcpu_fork_raw,
-                            o.follow_children && !p.tp_btf);
-  bpf_program__set_autoload(skel->progs.offcpu_seed_open, p.seed_open_waits);
-  bpf_program__set_autoload(skel->progs.offcpu_seed_stacks, p.seed_user_stacks);
-  bpf_program__set_autoload(skel->progs.offcpu_flush, p.flush_open_waits);
+  w.offcpu_waking_btf = waking && p.tp_btf;
+  w.offcpu_waking_raw = waking && !p.tp_btf;
+  w.offcpu_fork_btf = o.follow_children && p.tp_btf;
+  w.offcpu_fork_raw = o.follow_children && !p.tp_btf;
+  w.offcpu_seed_open = p.seed_open_waits;
+  w.offcpu_seed_stacks = p.seed_user_stacks;
+  w.offcpu_flush = p.flush_open_waits;
+  return w;
+}
+
+int try_load(offcpu_bpf *skel, const OffcpuConfig &o, const OffcpuPlan &p) {
+  write_settings(skel->rodata, settings_for(o, p));
+  const offcpu_map_sizes sizes = map_sizes(o, p);
+  const Wanted w = wanted(o, p);
+#define OFFCPU_SET_SIZE(name)                                                  \
+  bpf_map__set_max_entries(skel->maps.name, sizes.name);
+#define OFFCPU_SET_CREATE(name)                                                \
+  bpf_map__set_autocreate(skel->maps.name, w.name);
+#define OFFCPU_SET_LOAD(name)                                                  \
+  bpf_program__set_autoload(skel->progs.name, w.name);
+  OFFCPU_SIZED_MAPS(OFFCPU_SET_SIZE)
+  OFFCPU_OPTIONAL_MAPS(OFFCPU_SET_CREATE)
+  OFFCPU_PROGS(OFFCPU_SET_LOAD)
+  OFFCPU_RAW_PROGS(OFFCPU_SET_LOAD)
+#undef OFFCPU_SET_SIZE
+#undef OFFCPU_SET_CREATE
+#undef OFFCPU_SET_LOAD
   return offcpu_bpf__load(skel);
 }
 
@@ -196,7 +208,7 @@ int try_load_light(offcpu_light *l, const OffcpuConfig &o,
   void *ro = offcpu_light_rodata(l, &size);
   if (!ro || size != sizeof(Rodata))
     return -EINVAL;
-  set_rodata(static_cast<Rodata *>(ro), o, p);
+  write_settings(static_cast<Rodata *>(ro), settings_for(o, p));
   const offcpu_map_sizes sizes = map_sizes(o, p);
   offcpu_light_set_sizes(l, &sizes);
   return offcpu_light_load(l);
@@ -219,68 +231,45 @@ OffcpuSession::~OffcpuSession() = default;
 
 void OffcpuSession::take(std::unique_ptr<offcpu_bpf, SkelDeleter> skel) {
   skel_ = std::move(skel);
-  auto fd = [](bpf_program *p) {
+  // -1 for what was not created or loaded.
+  auto map_fd = [](const bpf_map *m) { return std::max(bpf_map__fd(m), -1); };
+  auto prog_fd = [](const bpf_program *p) {
     return bpf_program__autoload(p) ? bpf_program__fd(p) : -1;
   };
-  h_.switch_prog = fd(plan_.tp_btf ? skel_->progs.offcpu_switch_btf
-                                   : skel_->progs.offcpu_switch_raw);
-  h_.waking_prog = fd(plan_.tp_btf ? skel_->progs.offcpu_waking_btf
-                                   : skel_->progs.offcpu_waking_raw);
-  h_.fork_prog = fd(plan_.tp_btf ? skel_->progs.offcpu_fork_btf
-                                 : skel_->progs.offcpu_fork_raw);
-  h_.seed_open = fd(skel_->progs.offcpu_seed_open);
-  h_.seed_stacks = fd(skel_->progs.offcpu_seed_stacks);
-  h_.flush = fd(skel_->progs.offcpu_flush);
-  h_.stacks = bpf_map__fd(skel_->maps.stacks);
-  h_.counts = bpf_map__fd(skel_->maps.counts);
-  h_.counts_overflow = bpf_map__fd(skel_->maps.counts_overflow);
-  h_.waits_charged = bpf_map__fd(skel_->maps.waits_charged);
-  h_.new_processes =
-      plan_.announce_processes ? bpf_map__fd(skel_->maps.new_processes) : -1;
-  h_.filter_tgids = bpf_map__fd(skel_->maps.filter_tgids);
-  h_.filter_tids = bpf_map__fd(skel_->maps.filter_tids);
-  h_.wakers = bpf_map__fd(skel_->maps.wakers);
-  h_.filter_cgroups = bpf_map__fd(skel_->maps.filter_cgroups);
-  h_.unwind = {
-      bpf_map__fd(skel_->maps.uw_procs), bpf_map__fd(skel_->maps.uw_files),
-      bpf_map__fd(skel_->maps.uw_pages), bpf_map__fd(skel_->maps.uw_rows),
-      bpf_map__fd(skel_->maps.uw_rules)};
-  h_.uw_requests = bpf_map__fd(skel_->maps.uw_requests);
-  h_.uw_stats = bpf_map__fd(skel_->maps.uw_stat_map);
-  h_.bss = skel_->bss;
-  h_.unwind.epoch = &skel_->bss->uw_epoch;
-  h_.unwind.file_ids = bpf_map__fd(skel_->maps.uw_file_ids);
+  offcpu_fds fds{};
+#define OFFCPU_MAP_FD(name) fds.name = map_fd(skel_->maps.name);
+#define OFFCPU_PROG_FD(name) fds.name = prog_fd(skel_->progs.name);
+  OFFCPU_MAPS(OFFCPU_MAP_FD)
+  OFFCPU_PROGS(OFFCPU_PROG_FD)
+  OFFCPU_RAW_PROGS(OFFCPU_PROG_FD)
+#undef OFFCPU_MAP_FD
+#undef OFFCPU_PROG_FD
+  set_handles(fds, skel_->bss);
 }
 
 bool OffcpuSession::take(std::unique_ptr<offcpu_light, LightDeleter> light) {
   light_ = std::move(light);
   offcpu_light *l = light_.get();
   size_t size = 0;
-  h_.bss = offcpu_light_bss(l, &size);
-  if (!h_.bss || size != sizeof(Bss))
+  void *bss = offcpu_light_bss(l, &size);
+  if (!bss || size != sizeof(Bss))
     return false;
-  offcpu_light_fds fds{};
+  offcpu_fds fds{};
   offcpu_light_get_fds(l, &fds);
-  h_.switch_prog = fds.switch_btf;
-  h_.waking_prog = fds.waking_btf;
-  h_.fork_prog = fds.fork_btf;
-  h_.seed_open = fds.seed_open;
-  h_.seed_stacks = fds.seed_stacks;
-  h_.flush = fds.flush;
-  h_.stacks = fds.stacks;
-  h_.counts = fds.counts;
-  h_.counts_overflow = fds.counts_overflow;
-  h_.waits_charged = fds.waits_charged;
-  h_.new_processes = fds.new_processes;
-  h_.filter_tgids = fds.filter_tgids;
-  h_.filter_tids = fds.filter_tids;
-  h_.wakers = fds.wakers;
-  h_.filter_cgroups = fds.filter_cgroups;
+  set_handles(fds, bss);
+  return true;
+}
+
+void OffcpuSession::set_handles(const offcpu_fds &fds, void *bss) {
+  h_.fd = fds;
+  h_.bss = bss;
+  // The plan's hooks: BTF-enabled tracepoints or raw ones.
+  const bool btf = plan_.tp_btf;
+  h_.switch_prog = btf ? fds.offcpu_switch_btf : fds.offcpu_switch_raw;
+  h_.waking_prog = btf ? fds.offcpu_waking_btf : fds.offcpu_waking_raw;
+  h_.fork_prog = btf ? fds.offcpu_fork_btf : fds.offcpu_fork_raw;
   h_.unwind = {fds.uw_procs, fds.uw_files,          fds.uw_pages,   fds.uw_rows,
                fds.uw_rules, &bss_of(h_)->uw_epoch, fds.uw_file_ids};
-  h_.uw_requests = fds.uw_requests;
-  h_.uw_stats = fds.uw_stats;
-  return true;
 }
 
 std::unique_ptr<OffcpuSession>
@@ -292,13 +281,13 @@ OffcpuSession::load(const OffcpuConfig &opts,
   auto loaded = [&](std::unique_ptr<OffcpuSession> s, const char *loader) {
     s->waking_ = wants_waking_hook(opts, s->plan_);
     s->forks_ = opts.follow_children;
-    fill_id_set(s->h_.filter_tgids, opts.pids);
+    fill_id_set(s->h_.fd.filter_tgids, opts.pids);
     const uint8_t one = 1;
     for (uint64_t id : opts.cgroup_ids)
-      if (bpf_map_update_elem(s->h_.filter_cgroups, &id, &one, BPF_ANY))
+      if (bpf_map_update_elem(s->h_.fd.filter_cgroups, &id, &one, BPF_ANY))
         throw runtime_error(std::string("cannot fill the cgroup filter: ") +
                             std::strerror(errno));
-    fill_id_set(s->h_.filter_tids, opts.tids);
+    fill_id_set(s->h_.fd.filter_tids, opts.tids);
     if (verbose)
       fprintf(stderr, "offcpu: attach plan: %s; loaded %s\n",
               s->plan_.describe().c_str(), loader);
@@ -391,9 +380,9 @@ void OffcpuSession::attach(double duration_s) {
   // the map room kept for the window's edges (see window_stack_limit).
   if (plan_.seed_open_waits) {
     bss_of(h_)->reserve_open = OFFCPU_RESERVE_ITER;
-    int err = run_iterator(h_.seed_open);
+    int err = run_iterator(h_.fd.offcpu_seed_open);
     if (!err && plan_.seed_user_stacks)
-      err = run_iterator(h_.seed_stacks);
+      err = run_iterator(h_.fd.offcpu_seed_stacks);
     bss_of(h_)->reserve_open = 0;
     if (err)
       fprintf(stderr,
@@ -403,7 +392,7 @@ void OffcpuSession::attach(double duration_s) {
 }
 
 bool OffcpuSession::rewalk_user_stacks() {
-  if (!plan_.seed_user_stacks || run_iterator(h_.seed_stacks) != 0)
+  if (!plan_.seed_user_stacks || run_iterator(h_.fd.offcpu_seed_stacks) != 0)
     return false;
   return __atomic_exchange_n(&bss_of(h_)->rewalks_deferred, 0,
                              __ATOMIC_RELAXED) != 0;
@@ -412,11 +401,11 @@ bool OffcpuSession::rewalk_user_stacks() {
 std::array<uint64_t, UW_STAT_NR> OffcpuSession::unwind_counters() const {
   std::array<uint64_t, UW_STAT_NR> sum{};
   int ncpus = libbpf_num_possible_cpus();
-  if (ncpus <= 0 || h_.uw_stats < 0)
+  if (ncpus <= 0 || h_.fd.uw_stat_map < 0)
     return sum;
   std::vector<uw_stats> per_cpu(static_cast<size_t>(ncpus));
   for (uint32_t slot = 0; slot < 2; slot++)
-    if (bpf_map_lookup_elem(h_.uw_stats, &slot, per_cpu.data()) == 0)
+    if (bpf_map_lookup_elem(h_.fd.uw_stat_map, &slot, per_cpu.data()) == 0)
       for (const uw_stats &s : per_cpu)
         for (size_t i = 0; i < UW_STAT_NR; i++)
           sum[i] += s.v[i];
@@ -425,7 +414,7 @@ std::array<uint64_t, UW_STAT_NR> OffcpuSession::unwind_counters() const {
 
 std::vector<uint64_t> OffcpuSession::read_stack(uint64_t id) const {
   StackTable table;
-  read_stacks(h_.stacks, {id}, table);
+  read_stacks(h_.fd.stacks, {id}, table);
   auto it = table.find(id);
   return it == table.end() ? std::vector<uint64_t>{} : std::move(it->second);
 }
@@ -434,9 +423,9 @@ bool OffcpuSession::wait(uint64_t deadline, const NewStack &new_stack,
                          const IdleWork &idle, const Finished &finished) {
   if (!announcements_) {
     announcements_ = std::make_unique<Announcements>(
-        plan_.announce_processes ? h_.new_processes : -1);
+        plan_.announce_processes ? h_.fd.new_processes : -1);
     if (plan_.user_unwind_tables && unwind_request_)
-      announcements_->add_requests(h_.uw_requests, unwind_request_);
+      announcements_->add_requests(h_.fd.uw_requests, unwind_request_);
   }
   return announcements_->wait(deadline, new_stack, idle, finished);
 }
@@ -459,7 +448,7 @@ void OffcpuSession::stop() {
   auto flush = [&] {
     if (!plan_.flush_open_waits)
       return;
-    int err = run_iterator(h_.flush);
+    int err = run_iterator(h_.fd.offcpu_flush);
     if (err)
       fprintf(stderr, "offcpu: waits still open at stop were not charged: %s\n",
               errno_text(err).c_str());
@@ -494,7 +483,7 @@ void OffcpuSession::take_deferred_stacks() {
   // User stacks left for switch-ins that will not come in the window are
   // walked while their tasks still block (the flush cannot read them).
   if (plan_.direct_loads && plan_.seed_user_stacks) {
-    int err = run_iterator(h_.seed_stacks);
+    int err = run_iterator(h_.fd.offcpu_seed_stacks);
     if (err)
       fprintf(stderr,
               "offcpu: user stacks of the waits still open at stop were not "
@@ -511,7 +500,7 @@ offcpu_charged OffcpuSession::charged() const {
     return sum;
   std::vector<offcpu_charged> per_cpu(static_cast<size_t>(ncpus));
   uint32_t zero = 0;
-  if (bpf_map_lookup_elem(h_.waits_charged, &zero, per_cpu.data()) != 0)
+  if (bpf_map_lookup_elem(h_.fd.waits_charged, &zero, per_cpu.data()) != 0)
     return sum;
   for (const offcpu_charged &c : per_cpu) {
     sum.waits += c.waits;
@@ -532,7 +521,7 @@ volatile uint64_t *OffcpuSession::window_end_word() {
 OffcpuSession::Progress OffcpuSession::progress() const {
   Progress p;
   p.waits = charged().waits;
-  p.keys = map_keys<offcpu_key>(h_.counts).size();
+  p.keys = map_keys<offcpu_key>(h_.fd.counts).size();
   return p;
 }
 
@@ -551,14 +540,14 @@ RawProfile OffcpuSession::drain() const {
   if (bpf_obj_get_info_by_fd(h_.switch_prog, &info, &len) == 0)
     out.missed_switches = info.recursion_misses;
 
-  int counts_fd = h_.counts;
+  int counts_fd = h_.fd.counts;
   for (const offcpu_key &key : map_keys<offcpu_key>(counts_fd)) {
     offcpu_value val{};
     // Empty: entered for a wait a thread held, lost with it (counted).
     if (bpf_map_lookup_elem(counts_fd, &key, &val) == 0 && val.count)
       out.counts.emplace_back(key, val);
   }
-  add_overflow(h_.counts_overflow, out);
+  add_overflow(h_.fd.counts_overflow, out);
   // Waits whose stack found the storage full: their time, as a loss.
   for (const auto &[key, val] : out.counts)
     if (key.user_stack == OFFCPU_STACK_FULL ||
@@ -579,8 +568,8 @@ RawProfile OffcpuSession::drain() const {
     ids.push_back(kv.first.kernel_stack);
     waker_ids.push_back(kv.first.waker);
   }
-  read_wakers(h_.wakers, waker_ids, out.wakers, ids);
-  read_stacks(h_.stacks, ids, out.stacks);
+  read_wakers(h_.fd.wakers, waker_ids, out.wakers, ids);
+  read_stacks(h_.fd.stacks, ids, out.stacks);
   return out;
 }
 

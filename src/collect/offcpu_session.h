@@ -10,6 +10,7 @@
 
 #include "collect/announcements.h"
 #include "collect/bpf_util.h"
+#include "collect/offcpu_objects.h"
 #include "collect/raw_profile.h"
 #include "collect/trace_config.h"
 #include "offcpu/unwind.h"
@@ -66,7 +67,7 @@ public:
   }
   // The ring of the walker's table requests (struct uw_request), for a
   // reader of its own rather than on_unwind_request.
-  int unwind_requests_fd() const { return h_.uw_requests; }
+  int unwind_requests_fd() const { return h_.fd.uw_requests; }
   // The unwind maps, for the Unwinder to fill (plan().user_unwind_tables).
   const UnwindMapFds &unwind_maps() const { return h_.unwind; }
   // Walks again the user stacks of blocked threads walked before their
@@ -92,14 +93,10 @@ public:
 
   // What the session uses once loaded, from either skeleton.
   struct Handles {
-    int switch_prog = -1, waking_prog = -1, fork_prog = -1, seed_open = -1,
-        seed_stacks = -1, flush = -1;
-    int stacks = -1, counts = -1, waits_charged = -1, new_processes = -1;
-    int counts_overflow = -1;
-    int wakers = -1, filter_cgroups = -1;
-    int filter_tgids = -1, filter_tids = -1;
+    offcpu_fds fd{}; // every map and program (collect/offcpu_objects.h)
+    // The plan's hooks (BTF-enabled tracepoints or raw ones).
+    int switch_prog = -1, waking_prog = -1, fork_prog = -1;
     UnwindMapFds unwind;
-    int uw_requests = -1, uw_stats = -1;
     void *bss = nullptr; // the object's .bss, mapped
   };
 
@@ -122,6 +119,8 @@ private:
   OffcpuSession(OffcpuPlan plan, bool verbose);
   void take(std::unique_ptr<offcpu_bpf, SkelDeleter> skel);
   bool take(std::unique_ptr<offcpu_light, LightDeleter> light);
+  // The handles from either skeleton's descriptors and mapped .bss.
+  void set_handles(const offcpu_fds &fds, void *bss);
 
   std::unique_ptr<offcpu_bpf, SkelDeleter> skel_;
   std::unique_ptr<offcpu_light, LightDeleter> light_;

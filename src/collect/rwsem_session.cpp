@@ -8,6 +8,7 @@
 #include <cstring>
 #include <map>
 
+#include "collect/bpf_setup.h"
 #include "rwsem.skel.h"
 #include "util/error.h"
 #include "util/signals.h"
@@ -21,35 +22,28 @@ bool unwind_tables(const RwsemConfig &o, const RwsemPlan &p) {
 
 int try_load(rwsem_bpf *skel, const RwsemConfig &o, const RwsemPlan &p,
              uint64_t min_wait_ns) {
-  auto *ro = skel->rodata;
-  ro->filter_name = !o.name.empty();
-  ro->match_thread_name = o.match_thread_name;
-  std::memset(const_cast<char *>(ro->target_name), 0, sizeof(ro->target_name));
-  std::memcpy(const_cast<char *>(ro->target_name), o.name.data(),
-              std::min(o.name.size(), sizeof(ro->target_name) - 1));
-  ro->filter_tgid = !o.pids.empty();
-  ro->include_read = o.include_read;
-  ro->user_fp_walk = p.user_fp_walk;
-  ro->use_bpf_loop = p.bpf_loop;
-  ro->min_wait_ns = min_wait_ns;
-  ro->stack_depth = o.max_stack_depth;
-  ro->want_wakers = o.wakers;
+  offcpu_settings s = default_settings();
+  set_target_name(s, o.name);
+  s.match_thread_name = o.match_thread_name;
+  s.filter_tgid = !o.pids.empty();
+  s.include_read = o.include_read;
+  s.user_fp_walk = p.user_fp_walk;
+  s.use_bpf_loop = p.bpf_loop;
+  s.min_wait_ns = min_wait_ns;
+  s.stack_depth = o.max_stack_depth;
+  s.want_wakers = o.wakers;
   // Tables need the walk from the task's registers and bpf_loop (5.17+).
   const bool tables = unwind_tables(o, p);
-  ro->uw_tables = tables;
-  const UnwindSizes none;
-  const UnwindSizes &u = tables ? o.unwind_sizes : none;
-  bpf_map__set_max_entries(skel->maps.uw_files, u.files);
-  bpf_map__set_max_entries(skel->maps.uw_pages, u.pages);
-  bpf_map__set_max_entries(skel->maps.uw_rows, u.row_chunks);
-  bpf_map__set_max_entries(skel->maps.uw_rules, u.rules);
-
-  bpf_map__set_max_entries(skel->maps.filter_tgids,
-                           std::max<uint32_t>(1, o.pids.size()));
-  bpf_map__set_max_entries(skel->maps.stacks, o.stack_storage_size);
+  s.uw_tables = tables;
+  write_settings(skel->rodata, s);
+  SharedMapNeeds need;
+  need.pids = o.pids.size();
+  need.stack_storage = o.stack_storage_size;
+  need.wakers = o.wakers;
+  if (tables)
+    need.unwind = o.unwind_sizes;
+  size_shared_maps(skel, shared_map_sizes(need));
   bpf_map__set_max_entries(skel->maps.waits, o.max_entries);
-  bpf_map__set_max_entries(skel->maps.wakers,
-                           o.wakers ? o.stack_storage_size : 1);
   bpf_program__set_autoload(skel->progs.rwsem_waking, o.wakers);
 
   auto &pr = skel->progs;

@@ -15,7 +15,7 @@ sizes=$build/tools/offcpu_prog_sizes
 show() {
   local what=$1
   shift
-  "$@" >/dev/null 2>&1 &
+  timeout -s INT 10 "$@" >/dev/null 2>&1 &
   local pid=$!
   sleep 3
   echo "== $what"
@@ -27,4 +27,4 @@ show "offcpu, light skeleton, probe reads" "$build/offcpu" --loader light-probe-
 show "offcpu, libbpf" "$build/offcpu" --loader libbpf 4
 show "offcpu, light, --wakers --children -- sleep 4" "$build/offcpu" --wakers --children -- sleep 4
 show "offcpu, libbpf, --wakers --children -- sleep 4" "$build/offcpu" --loader libbpf --wakers --children -- sleep 4
-show "offcpu rwsem --wakers" "$build/offcpu" rwsem --wakers 4
+show "offcpu rwsem --wakers (until stopped)" "$build/offcpu" rwsem --wakers
