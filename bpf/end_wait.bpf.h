@@ -60,15 +60,28 @@ static __always_inline __u64 take_deferred_user_stack(struct task_struct *t,
   return stack;
 }
 
+/* Who ends a wait, and how. Constants at every call site: the compiler
+ * keeps only the paths each caller takes. */
+struct wait_end_mode {
+  /* `t` is a BTF pointer the verifier trusts (tp_btf, iterators), not a
+   * raw_tp's (whose paths are compiled out). */
+  bool trusted;
+  /* The task has not run since the wait began, so its kernel stack is still
+   * the one it blocked on. */
+  bool frozen;
+  /* The switch hook runs before the window's end, so the task's storage
+   * may hold the wait (see charge). */
+  bool open;
+  __u32 slot; /* the caller's scratch buffers (SCRATCH_*) */
+};
+
 /* Ends a wait: applies -m/-M, takes the kernel stack if it was deferred and
- * adds the wait to its key. `slot`: the caller's scratch buffers. `frozen`:
- * the task has not run since the wait began, so its kernel stack is still
- * the one it blocked on. `open`: the switch hook runs before the window's
- * end, so the task's storage may hold the wait (see charge). */
+ * adds the wait to its key. */
 static __always_inline void end_wait(struct task_struct *t, __u32 pid,
                                      struct offcpu_start *rec, __u64 end,
-                                     bool trusted, __u32 slot, bool frozen,
-                                     bool open) {
+                                     struct wait_end_mode mode) {
+  const bool trusted = mode.trusted, frozen = mode.frozen, open = mode.open;
+  const __u32 slot = mode.slot;
   __u64 start = rec->start_ns;
   /* Claimed meanwhile by the other of hook and flush (see below): a start
    * of 0 would make a wait as long as the uptime. */
@@ -164,8 +177,7 @@ __u64 switch_events[OFFCPU_EV_NR];
 static __always_inline void end_unseen_wait(struct task_struct *t, __u32 pid,
                                             struct offcpu_start *rec, __u64 now,
                                             __u64 clock, __u64 stop,
-                                            bool trusted, __u32 slot,
-                                            bool open) {
+                                            struct wait_end_mode mode) {
   __u64 start = rec->start_ns;
   __u64 end = arrival_ktime(t, now, clock);
   if (end < start)
@@ -175,7 +187,8 @@ static __always_inline void end_unseen_wait(struct task_struct *t, __u32 pid,
   if (stop && end > stop)
     end = stop;
   __sync_fetch_and_add(&switch_events[OFFCPU_EV_UNSEEN_SWITCH_IN], 1);
-  end_wait(t, pid, rec, end, trusted, slot, false, open);
+  mode.frozen = false;
+  end_wait(t, pid, rec, end, mode);
 }
 
 #endif /* OFFCPU_END_WAIT_BPF_H */

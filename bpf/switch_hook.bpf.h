@@ -42,6 +42,36 @@ static __always_inline void leave_traced_set(struct task_struct *t,
     bpf_map_delete_elem(&filter_tgids, &tgid);
 }
 
+/* The user stack of `prev`, being switched out, for its new wait `rec`:
+ * walked now, or left for its switch-in (uw_can_defer), taken then only if
+ * the wait passes -m/-M. `ts`: its storage (NULL: a hash map's record). */
+static __always_inline void
+take_switch_out_user_stack(void *ctx, struct task_struct *prev, __u32 tgid,
+                           struct offcpu_task *ts, struct offcpu_start *rec,
+                           bool trusted) {
+  bool reused = false;
+  struct uw_memo_set *memo = ts ? &ts->memo : NULL;
+  __u32 way = 0;
+  bool blind = trusted && user_fp_walk && uw_defer_blind(memo);
+  if (blind || (trusted && user_fp_walk && uw_can_defer(prev, memo, &way))) {
+    /* Taken at switch-in if the wait passes -m/-M. */
+    rec->user_stack = OFFCPU_STACK_MISSED;
+    rec->flags |= OFFCPU_USTACK_DEFERRED | (blind ? OFFCPU_USTACK_DEFERRED_ANY
+                                            : way ? OFFCPU_USTACK_DEFERRED_WAY1
+                                                  : 0);
+    uw_count(uw_stats_of(SCRATCH_HOOK), UW_STAT_DEFERRED);
+    reused = true; /* announced when its memo was walked */
+  } else if (trusted && user_fp_walk)
+    rec->user_stack =
+        walk_user_stack_hook(bpf_get_current_task_btf(), &rec->flags, memo,
+                             &reused, false, SCRATCH_HOOK);
+  else
+    rec->user_stack = take_current_stack(ctx, BPF_F_USER_STACK);
+  /* A reused stack was announced when it was walked. */
+  if (!reused && !announce(prev, tgid, rec->user_stack))
+    uw_memo_forget(memo);
+}
+
 static __always_inline void on_switch(void *ctx, struct task_struct *prev,
                                       struct task_struct *next,
                                       unsigned int prev_state, bool trusted) {
@@ -62,8 +92,11 @@ static __always_inline void on_switch(void *ctx, struct task_struct *prev,
   if (next_pid != 0) {
     struct offcpu_start *rec = find_start(next, next_pid, trusted);
     if (rec && rec->start_ns)
-      end_wait(next, next_pid, rec, open ? now : stop, trusted, SCRATCH_HOOK,
-               true, open);
+      end_wait(next, next_pid, rec, open ? now : stop,
+               (struct wait_end_mode){.trusted = trusted,
+                                      .frozen = true,
+                                      .open = open,
+                                      .slot = SCRATCH_HOOK});
   }
 
   /* The task switched out. A dying task's last switch-out (it has no
@@ -101,9 +134,10 @@ static __always_inline void on_switch(void *ctx, struct task_struct *prev,
     prev_open = find_start(prev, pid, trusted);
   }
   if (prev_open && prev_open->start_ns)
-    end_unseen_wait(prev, pid, prev_open, now,
-                    clock ? clock : rq_clock_of(prev), stop, trusted,
-                    SCRATCH_HOOK, open && !dying);
+    end_unseen_wait(
+        prev, pid, prev_open, now, clock ? clock : rq_clock_of(prev), stop,
+        (struct wait_end_mode){
+            .trusted = trusted, .open = open && !dying, .slot = SCRATCH_HOOK});
 
   /* Open a wait if it passes the filters. */
   if (dying || !open || !passes_state_filter(prev_state))
@@ -116,29 +150,8 @@ static __always_inline void on_switch(void *ctx, struct task_struct *prev,
       .tgid = tgid,
       .state = prev_state,
   };
-  if (want_user_stacks && !(TASK_FIELD(trusted, prev, flags) & PF_KTHREAD)) {
-    bool reused = false;
-    struct uw_memo_set *memo = ts ? &ts->memo : NULL;
-    __u32 way = 0;
-    bool blind = trusted && user_fp_walk && uw_defer_blind(memo);
-    if (blind || (trusted && user_fp_walk && uw_can_defer(prev, memo, &way))) {
-      /* Taken at switch-in if the wait passes -m/-M. */
-      rec.user_stack = OFFCPU_STACK_MISSED;
-      rec.flags |= OFFCPU_USTACK_DEFERRED | (blind ? OFFCPU_USTACK_DEFERRED_ANY
-                                             : way ? OFFCPU_USTACK_DEFERRED_WAY1
-                                                   : 0);
-      uw_count(uw_stats_of(SCRATCH_HOOK), UW_STAT_DEFERRED);
-      reused = true; /* announced when its memo was walked */
-    } else if (trusted && user_fp_walk)
-      rec.user_stack =
-          walk_user_stack_hook(bpf_get_current_task_btf(), &rec.flags, memo,
-                               &reused, false, SCRATCH_HOOK);
-    else
-      rec.user_stack = take_current_stack(ctx, BPF_F_USER_STACK);
-    /* A reused stack was announced when it was walked. */
-    if (!reused && !announce(prev, tgid, rec.user_stack))
-      uw_memo_forget(memo);
-  }
+  if (want_user_stacks && !(TASK_FIELD(trusted, prev, flags) & PF_KTHREAD))
+    take_switch_out_user_stack(ctx, prev, tgid, ts, &rec, trusted);
   if (want_kernel_stacks && !(trusted && kstack_at_switch_in))
     rec.kernel_stack = take_current_stack(ctx, 0);
   if (ts)

@@ -375,8 +375,19 @@ struct uw_frame {
   __u64 rd_extra; /* 0, or the saved rbp's address when not in the pair */
   __u64 val_deref, pair[2], extra;
   struct uw_rule rule;
-  /* A walk through bpf_find_vma (gen): the mapping last resolved. */
-  __u64 vma_start, vma_end, vma_base;
+  union {
+    /* A walk through bpf_find_vma (the rewalk iterator's: gen has
+     * UW_GEN_BY_VMA): the mapping last resolved. */
+    struct {
+      __u64 vma_start, vma_end, vma_base;
+    };
+    /* A walk with plain loads (a hook's or the flush's): the task's
+     * top-level page table (0: reads by probe read), the last page
+     * translated and its direct-map address (0 if it could not be). */
+    struct {
+      __u64 pt_page, pgd, pt_base;
+    };
+  };
   __u32 vma_file, vma_state;
   __u32 n, max;
   __u32 owner; /* uw_procs entry used; 0: none, frame pointers only */
@@ -618,13 +629,6 @@ struct {
   __type(value, struct uw_frame);
 } uw_frames SEC(".maps");
 
-/* With plain loads, a walk from a hook or the flush keeps in the fields of
- * the bpf_find_vma cache (used by the rewalk iterator's walks only): the
- * task's top-level page table (vma_end; 0: reads by probe read), the last
- * page translated (vma_start) and its direct-map address (vma_base; 0 if it
- * could not be). */
-#define uw_pgd f->vma_end
-
 /* Notes a word the walk used in memo m, for checking it next time. A
  * global function: the count of words noted stays out of the walk's loop
  * state, which the verifier then checks far fewer times. */
@@ -678,14 +682,13 @@ __noinline int uw_read_direct(struct uw_frame *f, __u32 which) {
     __u64 a = addr + j * sizeof(__u64), page = a & ~4095ull, in = a & 4095;
     if (in > 4096 - sizeof(__u64))
       return -1; /* across two pages: never seen (sp is aligned) */
-    if (page != f->vma_start) {
-      f->vma_start = page;
-      f->vma_base =
-          pt_lookup(uw_direct_base, uw_pt_levels, f->vma_end, page, true);
+    if (page != f->pt_page) {
+      f->pt_page = page;
+      f->pt_base = pt_lookup(uw_direct_base, uw_pt_levels, f->pgd, page, true);
     }
-    if (!f->vma_base)
+    if (!f->pt_base)
       return -1;
-    got[j] = kernel_word(f->vma_base + in);
+    got[j] = kernel_word(f->pt_base + in);
   }
   if (which == UW_READ_DEREF)
     f->val_deref = got[0];
@@ -701,7 +704,7 @@ __noinline int uw_read_direct(struct uw_frame *f, __u32 which) {
 static __always_inline long uw_read(struct uw_walk *w, void *dst, __u32 size,
                                     __u64 addr, bool other_task, __u32 which) {
 #ifdef OFFCPU_DIRECT_LOADS
-  if (!other_task && w->uw_pgd) {
+  if (!other_task && w->f->pgd) {
     if (!uw_read_direct(w->f, which))
       return 0;
     if (w->frozen)
@@ -919,6 +922,141 @@ uw_memo_find(struct uw_memo_set *ms, __u64 pc, __u64 sp, __u64 bp, __u64 mm,
   return NULL;
 }
 
+/* What a walk starts from: the task's user registers at its system call
+ * and the state of its address space that its memo keys on. */
+struct uw_start {
+  __u64 pc, sp, bp;
+  __u64 mm, map_count;
+  __u64 pgd; /* mm's top-level page table, read with plain loads (0: not) */
+  __u32 epoch;
+};
+
+/* The memo of `ms` a walk from `r` uses: the one with these registers and
+ * address space, checked, or else the way the walk will fill. *memo_stack:
+ * the checked memo's stack, if it still holds (then, without
+ * --verify-stack-reuse, that is the stack: no walk). */
+static __always_inline struct uw_memo *
+uw_memo_pick(struct uw_memo_set *ms, const struct uw_start *r, bool frozen,
+             struct uw_stats *st, __u32 *way, __u64 *memo_stack) {
+  struct uw_memo *m =
+      uw_memo_find(ms, r->pc, r->sp, r->bp, r->mm, r->map_count, r->epoch, way);
+  if (m) {
+    if (uw_memo_holds(m, r->pgd, frozen)) {
+      uw_count(st, UW_STAT_REUSED);
+      ms->last = *way;
+      *memo_stack = m->stack;
+      if (!reuse_verify)
+        return m;
+    } else {
+      uw_count(st, UW_STAT_REUSE_CHANGED);
+    }
+  } else {
+    *way = ms->last ^ 1;
+    if (*way >= UW_MEMO_WAYS)
+      *way = 0;
+    m = &ms->way[*way];
+  }
+  /* Noted afresh by this walk; kept only if it completes. */
+  m->nr = 0;
+  return m;
+}
+
+/* The walk's state, per CPU (uw_frames, for context `slot`), at its first
+ * frame. */
+static __always_inline struct uw_frame *
+uw_frame_start(__u32 slot, const struct uw_start *r) {
+  struct uw_frame *f = bpf_map_lookup_elem(&uw_frames, &slot);
+  if (!f)
+    return NULL;
+  __builtin_memset(f, 0, sizeof(*f));
+  f->pc = r->pc;
+  f->sp = r->sp;
+  f->bp = r->bp;
+  f->max = stack_bytes() / sizeof(__u64);
+  f->cache = slot;
+  f->exact = 1;
+  f->pgd = r->pgd;
+  return f;
+}
+
+/* Whose tables the walk of `t` (process `tgid`) uses, set in `f`: its
+ * process's, its parent's (forked without exec: the parent's image), the
+ * files' it maps (through bpf_find_vma, from the rewalk iterator), or none
+ * (frame pointers; partial where tables are in use). Returns the process
+ * entry used (NULL: none); *parent, *by_vma: which of the first three. */
+static __always_inline struct uw_proc *
+uw_walk_tables(struct uw_frame *f, struct task_struct *t, __u32 tgid,
+               __u64 map_count, bool other_task, bool *parent, bool *by_vma) {
+  __u32 owner = tgid;
+  struct uw_proc *p = uw_tables ? bpf_map_lookup_elem(&uw_procs, &owner) : NULL;
+  *parent = false;
+  if (!p && uw_tables) {
+    /* Forked without exec: the parent's image, its mappings. */
+    owner = same_image_parent(t);
+    if (owner)
+      p = bpf_map_lookup_elem(&uw_procs, &owner);
+    *parent = p != NULL;
+  }
+  *by_vma = false;
+  /* A child's map_count is its own: only a reading of this process can be
+   * stale. */
+  bool stale = p && owner == tgid && p->map_count != map_count;
+  if (p && !(stale && uw_find_vma && other_task)) {
+    f->owner = owner;
+    f->gen = p->gen;
+    f->stale = stale;
+  } else if (uw_find_vma && other_task) {
+    /* Not installed yet (a fresh exec), or installed from a reading its
+     * maps have changed since (one taken while ld.so was still mapping
+     * its libraries), from the rewalk iterator: through the tables of the
+     * files it maps, each address's mapping from the kernel
+     * (uw_resolve_vma). */
+    *by_vma = true;
+    f->owner = tgid;
+    f->gen = UW_GEN_BY_VMA;
+  } else if (uw_tables) {
+    f->partial = 1;
+  } /* else frame pointers only (--user-unwind fp), complete as such */
+  return p;
+}
+
+/* The walk's counts into the walker's statistics, once per walk. */
+static __always_inline void uw_walk_counted(struct uw_stats *st,
+                                            const struct uw_frame *f) {
+  if (!st)
+    return;
+  st->v[UW_STAT_FRAMES_TABLE] += f->by_table;
+  st->v[UW_STAT_FRAMES_FP] += f->by_fp;
+  st->v[UW_STAT_CACHE_MISSES] += f->misses;
+  __u64 end = f->end;
+  same_register(end);
+  if (end && end < UW_STAT_NR)
+    st->v[end]++;
+}
+
+/* Keeps the memo the walk `w` from `r` noted in way `way` of `ms`, if the
+ * walk was whole and stored (`id`): the next walk from the same registers
+ * may reuse it. */
+static __always_inline void uw_memo_keep(struct uw_memo_set *ms, __u32 way,
+                                         struct uw_memo *m,
+                                         const struct uw_walk *w,
+                                         const struct uw_start *r, __u64 id) {
+  if (!m || w->note.bad || w->f->partial || w->f->end == UW_STAT_READ_FAULT ||
+      !stack_stored(id) || !w->note.nr)
+    return;
+  m->ip = r->pc;
+  m->sp = r->sp;
+  m->bp = r->bp;
+  m->mm = r->mm;
+  m->pgd = r->pgd;
+  m->map_count = r->map_count;
+  m->epoch = r->epoch;
+  m->stack = id;
+  m->span = w->note.span;
+  m->nr = w->note.nr;
+  ms->last = way;
+}
+
 /* The user stack of `t`: the current task; or, `frozen`, a task off CPU
  * since its switch-out (the switch hook's next task, or one the flush finds
  * blocked), read through its page tables; or, `other_task`, a blocked one
@@ -945,18 +1083,22 @@ static __always_inline __u64 walk_user_stack_memo(struct task_struct *t,
   if (!regs)
     return OFFCPU_STACK_MISSED;
   /* BTF pointers: plain loads, no helper call each. */
-  __u64 pc = regs->ip, sp = regs->sp, bp = regs->bp, pgd = 0;
+  struct mm_struct *mmp = t->mm;
+  struct uw_start r = {
+      .pc = regs->ip,
+      .sp = regs->sp,
+      .bp = regs->bp,
+      .mm = (__u64)mmp,
+      .map_count = mmp ? mmp->map_count : 0,
+      .epoch = *(volatile __u32 *)&uw_epoch,
+  };
   struct uw_stats *st = uw_stats_of(slot);
   __u32 tgid = t->tgid;
-  struct mm_struct *mmp = t->mm;
-  __u64 mm = (__u64)mmp;
-  __u64 map_count = mmp ? mmp->map_count : 0;
-  __u32 epoch = *(volatile __u32 *)&uw_epoch;
 #ifdef OFFCPU_DIRECT_LOADS
   if (!other_task && uw_direct_base)
-    pgd = pgd_of(mmp);
+    r.pgd = pgd_of(mmp);
 #endif
-  if (frozen && !pgd)
+  if (frozen && !r.pgd)
     return OFFCPU_STACK_MISSED; /* never: frozen walks come with the map */
 
   /* A memo that holds: the stack this walk would store, before any other
@@ -967,83 +1109,32 @@ static __always_inline __u64 walk_user_stack_memo(struct task_struct *t,
   if (!reuse_stacks || other_task)
     ms = NULL;
   if (ms) {
-    m = uw_memo_find(ms, pc, sp, bp, mm, map_count, epoch, &way);
-    if (m) {
-      if (uw_memo_holds(m, pgd, frozen)) {
-        uw_count(st, UW_STAT_REUSED);
-        ms->last = way;
-        if (!reuse_verify) {
-          *reused = true;
-          return m->stack;
-        }
-        memo_stack = m->stack;
-      } else {
-        uw_count(st, UW_STAT_REUSE_CHANGED);
-      }
-    } else {
-      way = ms->last ^ 1;
-      if (way >= UW_MEMO_WAYS)
-        way = 0;
-      m = &ms->way[way];
+    m = uw_memo_pick(ms, &r, frozen, st, &way, &memo_stack);
+    if (memo_stack != OFFCPU_STACK_MISSED && !reuse_verify) {
+      *reused = true;
+      return memo_stack;
     }
-    /* Noted afresh by this walk; kept only if it completes. */
-    m->nr = 0;
   }
 
-  struct uw_frame *f = bpf_map_lookup_elem(&uw_frames, &slot);
+  struct uw_frame *f = uw_frame_start(slot, &r);
   if (!f)
     return OFFCPU_STACK_MISSED;
-  __builtin_memset(f, 0, sizeof(*f));
-  f->pc = pc;
-  f->sp = sp;
-  f->bp = bp;
-  f->max = stack_bytes() / sizeof(__u64);
-  f->cache = slot;
-  f->exact = 1;
   struct uw_walk w = {.task = t, .f = f, .frozen = frozen};
-  w.uw_pgd = pgd;
 
   /* Walking after all: the scratch buffer. */
   struct offcpu_stack *s = scratch_stack(slot);
   if (!s)
     return OFFCPU_STACK_MISSED;
   w.s = s;
-  __u32 owner = tgid;
-  struct uw_proc *p = uw_tables ? bpf_map_lookup_elem(&uw_procs, &owner) : NULL;
-  bool parent = false;
-  if (!p && uw_tables) {
-    /* Forked without exec: the parent's image, its mappings. */
-    owner = same_image_parent(t);
-    if (owner)
-      p = bpf_map_lookup_elem(&uw_procs, &owner);
-    parent = p != NULL;
-  }
-  bool by_vma = false;
-  /* A child's map_count is its own: only a reading of this process can be
-   * stale. */
-  bool stale = p && owner == tgid && p->map_count != map_count;
-  if (p && !(stale && uw_find_vma && other_task)) {
-    w.f->owner = owner;
-    w.f->gen = p->gen;
-    w.f->stale = stale;
-  } else if (uw_find_vma && other_task) {
-    /* Not installed yet (a fresh exec), or installed from a reading its
-     * maps have changed since (one taken while ld.so was still mapping
-     * its libraries), from the rewalk iterator: through the tables of the
-     * files it maps, each address's mapping from the kernel
-     * (uw_resolve_vma). */
-    by_vma = true;
-    w.f->owner = tgid;
-    w.f->gen = UW_GEN_BY_VMA;
-  } else if (uw_tables) {
-    w.f->partial = 1;
-  } /* else frame pointers only (--user-unwind fp), complete as such */
+  bool parent, by_vma;
+  struct uw_proc *p =
+      uw_walk_tables(f, t, tgid, r.map_count, other_task, &parent, &by_vma);
   /* A stale reading still serves: the memo keys on map_count and the
    * epoch, so a walk now would be this same walk. Without tables the walk
    * is partial and not kept. */
   if (m) {
     w.m = m;
-    w.note.sp = w.f->sp;
+    w.note.sp = r.sp;
   }
 
   uw_count(st, UW_STAT_WALKS);
@@ -1053,44 +1144,22 @@ static __always_inline __u64 walk_user_stack_memo(struct task_struct *t,
     uw_count(st, UW_STAT_BY_VMA);
   else if (!p && uw_tables)
     uw_count(st, UW_STAT_NO_TABLES);
-  __u64 ip0 = w.f->pc, sp0 = w.f->sp, bp0 = w.f->bp; /* the walk moves them */
   bpf_loop(OFFCPU_MAX_STACK_DEPTH + 1,
            other_task ? uw_step_other : uw_step_current, &w, 0);
-  if (st) {
-    st->v[UW_STAT_FRAMES_TABLE] += w.f->by_table;
-    st->v[UW_STAT_FRAMES_FP] += w.f->by_fp;
-    st->v[UW_STAT_CACHE_MISSES] += w.f->misses;
-    __u64 end = w.f->end;
-    same_register(end);
-    if (end && end < UW_STAT_NR)
-      st->v[end]++;
-  }
-  if (w.f->partial) {
+  uw_walk_counted(st, f);
+  if (f->partial) {
     *flags |= OFFCPU_USTACK_PARTIAL;
-    uw_request(tgid, map_count, st);
+    uw_request(tgid, r.map_count, st);
   } else if (by_vma) {
-    uw_request(tgid, map_count, st); /* its own tables, for later walks */
+    uw_request(tgid, r.map_count, st); /* its own tables, for later walks */
   }
   __u64 id = store_stack_from(
-      slot, s, (long)w.f->n * sizeof(__u64),
+      slot, s, (long)f->n * sizeof(__u64),
       OFFCPU_STACK_USER |
-          (w.f->end == UW_STAT_TRUNCATED ? OFFCPU_STACK_TRUNCATED : 0));
+          (f->end == UW_STAT_TRUNCATED ? OFFCPU_STACK_TRUNCATED : 0));
   if (memo_stack != OFFCPU_STACK_MISSED && memo_stack != id)
     uw_count(st, UW_STAT_REUSE_MISMATCH);
-  if (m && !w.note.bad && !w.f->partial && w.f->end != UW_STAT_READ_FAULT &&
-      stack_stored(id) && w.note.nr) {
-    m->ip = ip0;
-    m->sp = sp0;
-    m->bp = bp0;
-    m->mm = mm;
-    m->pgd = pgd;
-    m->map_count = map_count;
-    m->epoch = epoch;
-    m->stack = id;
-    m->span = w.note.span;
-    m->nr = w.note.nr;
-    ms->last = way;
-  }
+  uw_memo_keep(ms, way, m, &w, &r, id);
   return id;
 }
 

@@ -174,13 +174,16 @@ int offcpu_flush(struct bpf_iter__task *ctx) {
    * based; up to a tick stale here, unlike in the hook). */
   __u64 pc = task_pcount(task, true);
   if (pc && pc != rec->pcount)
-    end_unseen_wait(task, pid, rec, bpf_ktime_get_ns(),
-                    rq_clock_of(bpf_get_current_task_btf()), stop_ns, true,
-                    SCRATCH_ITER, false);
+    end_unseen_wait(
+        task, pid, rec, bpf_ktime_get_ns(),
+        rq_clock_of(bpf_get_current_task_btf()), stop_ns,
+        (struct wait_end_mode){.trusted = true, .slot = SCRATCH_ITER});
   else {
     if (want_wakers && !rec->wake_ns)
       rec->waker = OFFCPU_WAKER_STILL_WAITING;
-    end_wait(task, pid, rec, stop_ns, true, SCRATCH_ITER, true, false);
+    end_wait(task, pid, rec, stop_ns,
+             (struct wait_end_mode){
+                 .trusted = true, .frozen = true, .slot = SCRATCH_ITER});
   }
   return 0;
 }
