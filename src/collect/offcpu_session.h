@@ -15,7 +15,7 @@
 #include "collect/trace_config.h"
 #include "offcpu/unwind.h"
 #include "probe/features.h"
-#include "unwind/unwinder.h"
+#include "probe/unwind_maps.h"
 #include "util/fd.h"
 
 struct offcpu_bpf;

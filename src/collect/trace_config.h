@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "probe/choices.h"
-#include "unwind/unwinder.h"
+#include "probe/unwind_maps.h"
 
 namespace offcpu {
 

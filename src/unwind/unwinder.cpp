@@ -270,12 +270,6 @@ exec_ranges(const std::vector<unwind::ElfCfi::Segment> &loads) {
   return out;
 }
 
-uint64_t UnwindSizes::bytes() const {
-  return uint64_t{files} * sizeof(uw_file) + uint64_t{pages} * 8 +
-         uint64_t{row_chunks} * sizeof(uw_chunk) +
-         uint64_t{rules} * sizeof(uw_rule);
-}
-
 Unwinder::Unwinder(const FileReader &files, std::vector<std::string> debug_dirs,
                    uint64_t memory_cap, std::string proc_root)
     : files_(files), debug_dirs_(std::move(debug_dirs)), cap_(memory_cap),

@@ -19,6 +19,7 @@
 
 #include "offcpu/shared.h"
 #include "offcpu/unwind.h"
+#include "probe/unwind_maps.h"
 #include "symbolize/proc_maps.h"
 #include "unwind/elf_cfi.h"
 #include "unwind/table.h"
@@ -27,23 +28,6 @@
 #include "util/fs.h"
 
 namespace offcpu {
-
-// Descriptors of the walker's maps, from the loaded object.
-struct UnwindMapFds {
-  int procs = -1, files = -1, pages = -1, rows = -1, rules = -1;
-  // The walker's uw_epoch in its mapped .bss (null: none), bumped after
-  // every install so its stack memos know the tables changed.
-  uint32_t *epoch = nullptr;
-  // Files with tables by identity, for walks of processes not installed
-  // yet (-1: none).
-  int file_ids = -1;
-};
-
-// Sizes of the walker's arrays (entries), fixed when the object is loaded.
-struct UnwindSizes {
-  uint32_t files = 1, pages = 1, row_chunks = 1, rules = 1;
-  uint64_t bytes() const;
-};
 
 struct UnwindStats {
   uint64_t files_loaded = 0;
