@@ -326,7 +326,9 @@ struct FlamegraphArgs {
   OutputArgs out;
 };
 
-void setup_profile(CLI::App &app, ProfileOptions &o, ProfileArgs &a) {
+// Which tasks are traced: processes, threads, names, cgroups, and the
+// command offcpu runs.
+void add_profile_targets(CLI::App &app, ProfileOptions &o, ProfileArgs &a) {
   add_id_list(
       &app, "-p,--pid", a.pids,
       "trace these processes (all threads); comma separated or repeated", "PID")
@@ -370,6 +372,10 @@ void setup_profile(CLI::App &app, ProfileOptions &o, ProfileArgs &a) {
                "the command inherits offcpu's file descriptors above 2 "
                "(default: closed, as sudo does)")
       ->group("Filters");
+}
+
+// Which of their waits count, and what each wait is split into.
+void add_profile_waits(CLI::App &app, ProfileOptions &o, ProfileArgs &a) {
   auto *uth = app.add_flag("-u,--user-threads-only", o.user_threads_only,
                            "user threads only (no kernel threads)")
                   ->group("Filters");
@@ -403,7 +409,10 @@ void setup_profile(CLI::App &app, ProfileOptions &o, ProfileArgs &a) {
                "split each wait into time blocked and time runnable, waiting "
                "for a CPU ([runqueue] leaf frame)")
       ->group("Output");
+}
 
+// What the stacks show and where the results go.
+void add_profile_output(CLI::App &app, ProfileOptions &o, ProfileArgs &a) {
   auto *us = app.add_flag("-U,--user-stacks-only", o.user_stacks_only,
                           "show user stacks only")
                  ->group("Output");
@@ -415,7 +424,10 @@ void setup_profile(CLI::App &app, ProfileOptions &o, ProfileArgs &a) {
   add_file_options(&app, o.output, a.out);
   app.add_flag("-q,--quiet", o.output.quiet, "no progress line on a terminal")
       ->group("Output");
+}
 
+// Sizes, how stacks are walked and loaded, and test knobs.
+void add_profile_limits(CLI::App &app, ProfileOptions &o, ProfileArgs &a) {
   add_stack_limits(&app, o.stack_storage_size, o.max_stack_depth, o.max_entries,
                    "Limits", true);
   app.add_flag("-v,--verbose", o.verbose,
@@ -474,6 +486,14 @@ void setup_profile(CLI::App &app, ProfileOptions &o, ProfileArgs &a) {
                  "hand kernel stacks over to the kernel's walk after N frames")
       ->check(CLI::Range(1u, 127u))
       ->group("");
+}
+
+// The main command, its options in the order --help lists them.
+void setup_profile(CLI::App &app, ProfileOptions &o, ProfileArgs &a) {
+  add_profile_targets(app, o, a);
+  add_profile_waits(app, o, a);
+  add_profile_output(app, o, a);
+  add_profile_limits(app, o, a);
   app.add_option("duration", a.duration,
                  "seconds to trace (default: until Ctrl-C)");
 }

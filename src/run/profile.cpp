@@ -419,12 +419,9 @@ int finish_command(TracedCommand &cmd) {
   return cmd.status();
 }
 
-} // namespace
-
-int run_profile(const ProfileOptions &given) {
-  check_pids_are_processes(given.pids);
-  ProfileOptions opts = given;
-  // Not given: sized from what the machine holds.
+// The maps' sizes (those not given: from what the machine holds) and the
+// stop pass's share of them, checked against the machine's limits.
+void size_maps(ProfileOptions &opts) {
   constexpr uint64_t kCountsItem = sizeof(offcpu_key) + sizeof(offcpu_value);
   if (!opts.stack_storage_size)
     opts.stack_storage_size = default_stack_storage(system_files());
@@ -440,6 +437,14 @@ int run_profile(const ProfileOptions &given) {
          std::to_string(opts.max_entries) + " aggregation keys (" +
          std::to_string(opts.stack_reserve) + " and " +
          std::to_string(opts.counts_reserve) + " kept for the stop pass)");
+}
+
+} // namespace
+
+int run_profile(const ProfileOptions &given) {
+  check_pids_are_processes(given.pids);
+  ProfileOptions opts = given;
+  size_maps(opts);
   for (const std::string &path : opts.cgroup_paths)
     opts.cgroup_ids.push_back(cgroup_id(path));
   Outputs outputs(opts.output); // before tracing: a bad -o fails first

@@ -46,6 +46,100 @@ struct RawSymbol {
   uint32_t name; // offset into the string table
 };
 
+// One symbol table's reading: its limits, its clock, where it records the
+// first budget it ran out of.
+struct TableRead {
+  const SymbolLimits &limits;
+  SymbolRunBudget *run; // null: no run-wide budget
+  uint64_t start_ns;
+  SymbolLoss &loss;
+
+  void cut(SymbolLoss why) {
+    if (loss == SymbolLoss::None)
+      loss = why;
+  }
+  // Past the time limit, looked at every kClockEvery items.
+  bool late(size_t i) const {
+    return i % kClockEvery == kClockEvery - 1 &&
+           monotonic_ns() - start_ns > limits.max_ns;
+  }
+};
+
+// The function entries of a table of `count` entries, within the symbol
+// budgets (cheap: no name is copied yet).
+std::vector<RawSymbol> function_entries(Elf_Data *data, size_t count,
+                                        size_t strings_size, TableRead &t) {
+  std::vector<RawSymbol> raw;
+  for (size_t i = 0; i < count; i++) {
+    if (t.late(i)) {
+      t.cut(SymbolLoss::Time);
+      break;
+    }
+    GElf_Sym sym;
+    if (!gelf_getsym(data, static_cast<int>(i), &sym) || !is_function(sym) ||
+        sym.st_name == 0 || sym.st_name >= strings_size)
+      continue;
+    if (raw.size() >= t.limits.max_symbols) {
+      t.cut(SymbolLoss::Symbols);
+      break;
+    }
+    if (t.run && raw.size() >= t.run->symbols_left) {
+      t.cut(SymbolLoss::RunBudget);
+      break;
+    }
+    raw.push_back({sym.st_value, sym.st_size, sym.st_name});
+  }
+  return raw;
+}
+
+// The distinct names of the entries, each copied once.
+struct NameCopies {
+  struct Span {
+    size_t pos = 0, len = 0;
+  };
+  std::vector<uint32_t> offsets; // in the string table, sorted
+  std::vector<Span> spans;       // of each offset in `names` (len 0: none)
+  std::vector<char> names;
+
+  const Span &of(uint32_t offset) const {
+    auto at = std::lower_bound(offsets.begin(), offsets.end(), offset);
+    return spans[static_cast<size_t>(at - offsets.begin())];
+  }
+};
+
+// Each distinct name once, in offset order; a name that would go past a
+// budget is not copied (its symbols are dropped: their frames show as
+// [module]).
+NameCopies copy_names(const std::vector<RawSymbol> &raw, const char *strings,
+                      size_t strings_size, TableRead &t) {
+  NameCopies c;
+  c.offsets.reserve(raw.size());
+  for (const RawSymbol &r : raw)
+    c.offsets.push_back(r.name);
+  std::sort(c.offsets.begin(), c.offsets.end());
+  c.offsets.erase(std::unique(c.offsets.begin(), c.offsets.end()),
+                  c.offsets.end());
+  c.spans.resize(c.offsets.size());
+  for (size_t k = 0; k < c.offsets.size(); k++) {
+    if (t.late(k)) {
+      t.cut(SymbolLoss::Time);
+      break;
+    }
+    const char *name = strings + c.offsets[k];
+    size_t len =
+        strnlen(name, std::min(kMaxSymbolName, strings_size - c.offsets[k]));
+    if (t.run && len > t.run->name_bytes_left) {
+      t.cut(SymbolLoss::RunBudget);
+      break;
+    }
+    if (t.run)
+      t.run->name_bytes_left -= len;
+    c.spans[k] = {c.names.size(), len};
+    c.names.insert(c.names.end(), name, name + len);
+  }
+  return c;
+}
+
 } // namespace
 
 // Function symbols of one table, within the limits: entries first (cheap),
@@ -55,17 +149,13 @@ void ElfFile::read_symbols(void *handle, void *scn_handle,
                            uint64_t start_ns) {
   Elf *elf = static_cast<Elf *>(handle);
   Elf_Scn *scn = static_cast<Elf_Scn *>(scn_handle);
-  auto cut = [&](SymbolLoss why) {
-    if (loss_ == SymbolLoss::None)
-      loss_ = why;
-  };
-  auto late = [&] { return monotonic_ns() - start_ns > limits.max_ns; };
+  TableRead t{limits, run, start_ns, loss_};
   GElf_Shdr shdr;
   if (!gelf_getshdr(scn, &shdr) || shdr.sh_entsize == 0)
     return;
   if (shdr.sh_size > kMaxSymbolTableBytes ||
       !section_at_most(elf, shdr.sh_link, kMaxSymbolTableBytes)) {
-    cut(SymbolLoss::TableTooLarge);
+    t.cut(SymbolLoss::TableTooLarge);
     return;
   }
   Elf_Data *data = elf_getdata(scn, nullptr);
@@ -75,91 +165,39 @@ void ElfFile::read_symbols(void *handle, void *scn_handle,
     return;
   const char *strings = static_cast<const char *>(str->d_buf);
   const size_t strings_size = str->d_size;
-
-  std::vector<RawSymbol> raw;
   // Entries as libelf reads them, whatever sh_entsize claims (1 would make
   // a loop of one step per byte).
   size_t entry = gelf_fsize(elf, ELF_T_SYM, 1, EV_CURRENT);
   if (entry == 0)
     return;
-  size_t count = data->d_size / entry;
-  for (size_t i = 0; i < count; i++) {
-    if (i % kClockEvery == kClockEvery - 1 && late()) {
-      cut(SymbolLoss::Time);
-      break;
-    }
-    GElf_Sym sym;
-    if (!gelf_getsym(data, static_cast<int>(i), &sym) || !is_function(sym) ||
-        sym.st_name == 0 || sym.st_name >= strings_size)
-      continue;
-    if (raw.size() >= limits.max_symbols) {
-      cut(SymbolLoss::Symbols);
-      break;
-    }
-    if (run && raw.size() >= run->symbols_left) {
-      cut(SymbolLoss::RunBudget);
-      break;
-    }
-    raw.push_back({sym.st_value, sym.st_size, sym.st_name});
-  }
-
-  // Each distinct name once, in offset order; a symbol whose name would go
-  // past a budget is dropped (its frames show as [module]).
-  std::vector<uint32_t> offsets;
-  offsets.reserve(raw.size());
-  for (const RawSymbol &r : raw)
-    offsets.push_back(r.name);
-  std::sort(offsets.begin(), offsets.end());
-  offsets.erase(std::unique(offsets.begin(), offsets.end()), offsets.end());
-  struct Span {
-    size_t pos = 0, len = 0;
-  };
-  std::vector<Span> spans(offsets.size());
-  std::vector<char> names;
-  for (size_t k = 0; k < offsets.size(); k++) {
-    if (k % kClockEvery == kClockEvery - 1 && late()) {
-      cut(SymbolLoss::Time);
-      break;
-    }
-    const char *name = strings + offsets[k];
-    size_t len =
-        strnlen(name, std::min(kMaxSymbolName, strings_size - offsets[k]));
-    if (run && len > run->name_bytes_left) {
-      cut(SymbolLoss::RunBudget);
-      break;
-    }
-    if (run)
-      run->name_bytes_left -= len;
-    spans[k] = {names.size(), len};
-    names.insert(names.end(), name, name + len);
-  }
+  std::vector<RawSymbol> raw =
+      function_entries(data, data->d_size / entry, strings_size, t);
+  NameCopies names = copy_names(raw, strings, strings_size, t);
 
   // The views, charged per use of each name.
   symbols_.clear();
   symbols_.reserve(raw.size());
   uint64_t name_bytes = 0;
   for (size_t i = 0; i < raw.size(); i++) {
-    if (i % kClockEvery == kClockEvery - 1 && late()) {
-      cut(SymbolLoss::Time);
+    if (t.late(i)) {
+      t.cut(SymbolLoss::Time);
       break;
     }
-    size_t k = static_cast<size_t>(
-        std::lower_bound(offsets.begin(), offsets.end(), raw[i].name) -
-        offsets.begin());
-    const Span &sp = spans[k];
+    const NameCopies::Span &sp = names.of(raw[i].name);
     if (sp.len == 0)
       continue;
     if (name_bytes + sp.len > limits.max_name_bytes) {
-      cut(SymbolLoss::NameBytes);
+      t.cut(SymbolLoss::NameBytes);
       break;
     }
     name_bytes += sp.len;
     symbols_.push_back({raw[i].addr, raw[i].size,
-                        std::string_view(names.data() + sp.pos, sp.len)});
+                        std::string_view(names.names.data() + sp.pos, sp.len)});
   }
   if (run)
     run->symbols_left -= std::min<uint64_t>(run->symbols_left, symbols_.size());
-  names_ = std::move(names); // the views stay valid: a vector moves its bytes
+  // The views stay valid: a vector moves its bytes.
+  names_ = std::move(names.names);
 }
 
 std::unique_ptr<ElfFile> ElfFile::open(const std::string &path) {

@@ -350,150 +350,218 @@ public:
 
   bool run(std::string_view code, State &s, const State *initial, uint64_t &loc,
            FdeRows *out) {
-    Reader r(code);
-    std::vector<State> saved;
+    Program p{Reader(code), s, initial, loc, out, {}};
     size_t steps = 0;
-    while (!r.at_end()) {
+    while (!p.r.at_end()) {
       if (++steps > kMaxInstructions || !meter_.step())
         return false;
-      uint8_t op = r.fixed<uint8_t>();
-      uint8_t low = op & 0x3f;
-      uint64_t reg = 0, n = 0;
-      switch (op & 0xc0) {
-      case 0x40: // advance_loc
-        advance(s, loc, low * cie_.code_align, out);
-        continue;
-      case 0x80: // offset
-        set_offset(s, low, factored(r.uleb()));
-        continue;
-      case 0xc0: // restore
-        restore(s, low, initial);
-        continue;
-      default:
-        break;
-      }
-      switch (op) {
-      case 0x00: // nop
-        break;
-      case 0x01: { // set_loc
-        uint64_t to = r.pointer(eh_ ? cie_.fde_enc : 0x00, vaddr_);
-        if (to < loc)
-          return false;
-        advance(s, loc, to - loc, out);
-        break;
-      }
-      case 0x02:
-        advance(s, loc, r.fixed<uint8_t>() * cie_.code_align, out);
-        break;
-      case 0x03:
-        advance(s, loc, r.fixed<uint16_t>() * cie_.code_align, out);
-        break;
-      case 0x04:
-        advance(s, loc, r.fixed<uint32_t>() * cie_.code_align, out);
-        break;
-      case 0x05: // offset_extended
-        reg = r.uleb();
-        set_offset(s, reg, factored(r.uleb()));
-        break;
-      case 0x06: // restore_extended
-        restore(s, r.uleb(), initial);
-        break;
-      case 0x07: // undefined
-        set_kind(s, r.uleb(), RegRule::Undefined);
-        break;
-      case 0x08: // same_value
-        set_kind(s, r.uleb(), RegRule::Same);
-        break;
-      case 0x09: // register
-        reg = r.uleb();
-        r.uleb();
-        set_kind(s, reg, RegRule::Other);
-        break;
-      case 0x0a: // remember_state
-        if (saved.size() >= kMaxStateStack)
-          return false;
-        saved.push_back(s);
-        break;
-      case 0x0b: // restore_state: the CFA rule too, as libgcc and GCC do
-        if (saved.empty())
-          return false;
-        s = saved.back();
-        saved.pop_back();
-        break;
-      case 0x0c: // def_cfa
-        s.cfa_expr = false;
-        s.cfa_reg = r.uleb();
-        s.cfa_off = static_cast<int64_t>(r.uleb());
-        break;
-      case 0x0d: // def_cfa_register
-        s.cfa_expr = false;
-        s.cfa_reg = r.uleb();
-        break;
-      case 0x0e: // def_cfa_offset
-        s.cfa_off = static_cast<int64_t>(r.uleb());
-        break;
-      case 0x0f: // def_cfa_expression
-        s.cfa_expr = true;
-        s.cfa_expression = r.bytes(r.uleb());
-        break;
-      case 0x10: // expression
-        reg = r.uleb();
-        set_expr(s, reg, r.bytes(r.uleb()));
-        break;
-      case 0x11: // offset_extended_sf
-        reg = r.uleb();
-        set_offset(s, reg, factored(static_cast<uint64_t>(r.sleb())));
-        break;
-      case 0x12: // def_cfa_sf
-        s.cfa_expr = false;
-        s.cfa_reg = r.uleb();
-        s.cfa_off = factored(static_cast<uint64_t>(r.sleb()));
-        break;
-      case 0x13: // def_cfa_offset_sf
-        s.cfa_off = factored(static_cast<uint64_t>(r.sleb()));
-        break;
-      case 0x14: // val_offset
-      case 0x15: // val_offset_sf
-        reg = r.uleb();
-        if (op == 0x14)
-          r.uleb();
-        else
-          r.sleb();
-        set_kind(s, reg, RegRule::Other);
-        break;
-      case 0x16: // val_expression
-        reg = r.uleb();
-        r.bytes(r.uleb());
-        set_kind(s, reg, RegRule::Other);
-        break;
-      case 0x2e: // GNU_args_size
-        r.uleb();
-        break;
-      case 0x2f: // GNU_negative_offset_extended
-        reg = r.uleb();
-        n = r.uleb();
-        set_offset(s, reg, factored(0 - n));
-        break;
-      default:
-        return false; // unknown: the rest cannot be trusted
-      }
-      if (r.bad())
+      if (!execute(p.r.fixed<uint8_t>(), p) || p.r.bad())
         return false;
     }
-    return !r.bad();
+    return !p.r.bad();
   }
 
 private:
+  // One run over a CIE's or FDE's instructions: where it reads, the state
+  // it changes, and the states remember_state saved.
+  struct Program {
+    Reader r;
+    State &s;
+    const State *initial; // the CIE's state, for restore (null: in the CIE)
+    uint64_t &loc;
+    FdeRows *out; // rows emitted as the location advances (null: none)
+    std::vector<State> saved;
+  };
+
+  // One instruction; false when the rest cannot be trusted (unknown or
+  // invalid instruction).
+  bool execute(uint8_t op, Program &p) {
+    uint8_t low = op & 0x3f;
+    switch (op & 0xc0) {
+    case 0x40: // advance_loc
+      advance(p, low * cie_.code_align);
+      return true;
+    case 0x80: // offset
+      set_offset(p.s, low, factored(p.r.uleb()));
+      return true;
+    case 0xc0: // restore
+      restore(p.s, low, p.initial);
+      return true;
+    default:
+      break;
+    }
+    switch (op) {
+    case 0x00: // nop
+      return true;
+    case 0x01: // set_loc
+    case 0x02: // advance_loc1
+    case 0x03: // advance_loc2
+    case 0x04: // advance_loc4
+      return location(op, p);
+    case 0x0a: // remember_state
+    case 0x0b: // restore_state
+      return state_stack(op, p);
+    case 0x0c: // def_cfa
+    case 0x0d: // def_cfa_register
+    case 0x0e: // def_cfa_offset
+    case 0x0f: // def_cfa_expression
+    case 0x12: // def_cfa_sf
+    case 0x13: // def_cfa_offset_sf
+      cfa(op, p.r, p.s);
+      return true;
+    case 0x2e: // GNU_args_size
+      p.r.uleb();
+      return true;
+    default:
+      return register_rule(op, p);
+    }
+  }
+
+  // set_loc and advance_loc1/2/4: rows up to the new location.
+  bool location(uint8_t op, Program &p) {
+    switch (op) {
+    case 0x01: {
+      uint64_t to = p.r.pointer(eh_ ? cie_.fde_enc : 0x00, vaddr_);
+      if (to < p.loc)
+        return false;
+      advance(p, to - p.loc);
+      return true;
+    }
+    case 0x02:
+      advance(p, p.r.fixed<uint8_t>() * cie_.code_align);
+      return true;
+    case 0x03:
+      advance(p, p.r.fixed<uint16_t>() * cie_.code_align);
+      return true;
+    default:
+      advance(p, p.r.fixed<uint32_t>() * cie_.code_align);
+      return true;
+    }
+  }
+
+  // remember_state and restore_state (the CFA rule too, as libgcc and GCC
+  // do), within a bounded stack.
+  static bool state_stack(uint8_t op, Program &p) {
+    if (op == 0x0a) {
+      if (p.saved.size() >= kMaxStateStack)
+        return false;
+      p.saved.push_back(p.s);
+      return true;
+    }
+    if (p.saved.empty())
+      return false;
+    p.s = p.saved.back();
+    p.saved.pop_back();
+    return true;
+  }
+
+  // The def_cfa family: how the CFA is computed.
+  void cfa(uint8_t op, Reader &r, State &s) const {
+    switch (op) {
+    case 0x0c: // def_cfa
+      s.cfa_expr = false;
+      s.cfa_reg = r.uleb();
+      s.cfa_off = static_cast<int64_t>(r.uleb());
+      break;
+    case 0x0d: // def_cfa_register
+      s.cfa_expr = false;
+      s.cfa_reg = r.uleb();
+      break;
+    case 0x0e: // def_cfa_offset
+      s.cfa_off = static_cast<int64_t>(r.uleb());
+      break;
+    case 0x0f: // def_cfa_expression
+      s.cfa_expr = true;
+      s.cfa_expression = r.bytes(r.uleb());
+      break;
+    case 0x12: // def_cfa_sf
+      s.cfa_expr = false;
+      s.cfa_reg = r.uleb();
+      s.cfa_off = factored(static_cast<uint64_t>(r.sleb()));
+      break;
+    default: // def_cfa_offset_sf
+      s.cfa_off = factored(static_cast<uint64_t>(r.sleb()));
+      break;
+    }
+  }
+
+  // How a register is recovered; false for an unknown instruction.
+  bool register_rule(uint8_t op, Program &p) {
+    Reader &r = p.r;
+    uint64_t reg = 0;
+    switch (op) {
+    case 0x05: // offset_extended
+      reg = r.uleb();
+      set_offset(p.s, reg, factored(r.uleb()));
+      return true;
+    case 0x06: // restore_extended
+      restore(p.s, r.uleb(), p.initial);
+      return true;
+    case 0x07: // undefined
+      set_kind(p.s, r.uleb(), RegRule::Undefined);
+      return true;
+    case 0x08: // same_value
+      set_kind(p.s, r.uleb(), RegRule::Same);
+      return true;
+    case 0x09: // register
+      reg = r.uleb();
+      r.uleb();
+      set_kind(p.s, reg, RegRule::Other);
+      return true;
+    case 0x10: // expression
+      reg = r.uleb();
+      set_expr(p.s, reg, r.bytes(r.uleb()));
+      return true;
+    case 0x11: // offset_extended_sf
+      reg = r.uleb();
+      set_offset(p.s, reg, factored(static_cast<uint64_t>(r.sleb())));
+      return true;
+    default:
+      return other_register_rule(op, p);
+    }
+  }
+
+  // The register rules offcpu does not follow (val_*), and GNU's negative
+  // offset; false for an unknown instruction.
+  bool other_register_rule(uint8_t op, Program &p) {
+    Reader &r = p.r;
+    uint64_t reg = 0;
+    switch (op) {
+    case 0x14: // val_offset
+    case 0x15: // val_offset_sf
+      reg = r.uleb();
+      if (op == 0x14)
+        r.uleb();
+      else
+        r.sleb();
+      set_kind(p.s, reg, RegRule::Other);
+      return true;
+    case 0x16: // val_expression
+      reg = r.uleb();
+      r.bytes(r.uleb());
+      set_kind(p.s, reg, RegRule::Other);
+      return true;
+    case 0x2f: { // GNU_negative_offset_extended
+      reg = r.uleb();
+      uint64_t n = r.uleb();
+      set_offset(p.s, reg, factored(0 - n));
+      return true;
+    }
+    default:
+      return false; // unknown: the rest cannot be trusted
+    }
+  }
+
   // An operand times the data alignment, wrapping as the unsigned product
   // (hostile operands must not overflow a signed multiplication; such
   // offsets fit no rule and are refused later).
   int64_t factored(uint64_t v) const {
     return static_cast<int64_t>(v * static_cast<uint64_t>(cie_.data_align));
   }
-  void advance(State &s, uint64_t &loc, uint64_t delta, FdeRows *out) {
-    if (out && delta)
-      emit(s, loc, out);
-    loc += delta;
+  void advance(Program &p, uint64_t delta) {
+    if (p.out && delta)
+      emit(p.s, p.loc, p.out);
+    p.loc += delta;
   }
   void emit(const State &s, uint64_t loc, FdeRows *out) {
     Row row{loc, to_rule(s, cie_.signal)};
