@@ -14,6 +14,7 @@
 
 #include "support/folded_parse.h"
 #include "support/process.h"
+#include "support/root_fixture.h"
 
 namespace offcpu {
 namespace {
@@ -31,16 +32,7 @@ std::string golden(const std::string &name) {
   return std::string(OFFCPU_SOURCE_DIR) + "/tests/golden/" + name;
 }
 
-class FlamegraphStream : public ::testing::Test {
-protected:
-  void SetUp() override {
-    char tmpl[] = "/tmp/offcpu-fgstream-XXXXXX";
-    ASSERT_NE(mkdtemp(tmpl), nullptr);
-    dir_ = tmpl;
-  }
-  void TearDown() override { test::run({"/bin/rm", "-rf", dir_}, 30); }
-  std::string dir_;
-};
+class FlamegraphStream : public test::ScratchDirTest {};
 
 // The golden files were written by offcpu flamegraph before it streamed.
 TEST_F(FlamegraphStream, WritesTheSameBytesAsBeforeItStreamed) {

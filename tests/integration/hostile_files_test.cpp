@@ -21,6 +21,7 @@
 #include <regex>
 #include <sstream>
 
+#include "support/chromium.h"
 #include "support/folded_parse.h"
 #include "support/hostile_fixture.h"
 #include "support/png.h"
@@ -234,19 +235,6 @@ TEST_F(HostileFiles, LargePerfMapPeakMemory) {
 
 // 4. Process names are bytes, not text.
 
-std::vector<std::string> chromium_args(const std::string &profile_dir) {
-  return {"/usr/bin/chromium",
-          "--headless",
-          "--no-sandbox",
-          "--disable-gpu",
-          "--no-first-run",
-          "--disable-background-networking",
-          "--disable-component-update",
-          "--disable-sync",
-          "--user-data-dir=" + profile_dir,
-          "--window-size=1200,700"};
-}
-
 TEST_F(HostileFiles, InvalidUtf8ProcessNameIsEscapedEverywhere) {
   const std::string name = "bad\xff\xfe<&>";
   Workload w = start({hostile(), "comm", name});
@@ -284,20 +272,14 @@ TEST_F(HostileFiles, InvalidUtf8ProcessNameIsEscapedEverywhere) {
   } else {
     missing.push_back("go (golang-go)");
   }
-  if (access("/usr/bin/chromium", X_OK) == 0) {
+  if (test::chromium_installed()) {
     // Chromium shows an error page, not the graph, for malformed XML.
     std::string png = dir_ + "/x.png";
-    auto args = chromium_args(dir_ + "/chrome");
-    args.push_back("--screenshot=" + png);
-    args.push_back("file://" + svg);
-    auto shot = test::run(args, 120);
-    auto img = test::read_png(png);
-    ASSERT_TRUE(img) << "no screenshot: " << shot.err;
-    size_t blue = 0, pixels = img->rgb.size() / 3;
-    for (size_t i = 0; i < pixels; i++) {
-      int r = img->rgb[3 * i], g = img->rgb[3 * i + 1], b = img->rgb[3 * i + 2];
-      blue += b > r + 40 && b > 140 && g > 100;
-    }
+    auto shot =
+        test::chromium_screenshot("file://" + svg, png, dir_ + "/chrome");
+    const auto &img = shot.image;
+    ASSERT_TRUE(img) << "no screenshot: " << shot.log;
+    size_t blue = test::user_frame_pixels(*img), pixels = img->rgb.size() / 3;
     EXPECT_GT(blue, pixels / 20)
         << "Chromium shows no flame graph (" << 100 * blue / pixels
         << "% frame pixels): " << png;

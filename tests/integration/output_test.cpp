@@ -17,9 +17,11 @@
 #include <set>
 #include <sstream>
 
+#include "support/chromium.h"
 #include "support/folded_parse.h"
 #include "support/png.h"
 #include "support/process.h"
+#include "support/root_fixture.h"
 #include "symbolize/elf_file.h"
 
 namespace offcpu {
@@ -63,21 +65,13 @@ private:
   std::string pid_;
 };
 
-class Output : public ::testing::Test {
+class Output : public test::RootTest {
 protected:
-  void SetUp() override {
-    if (geteuid() != 0)
-      GTEST_SKIP() << "integration tests load BPF programs: run as root";
-    char tmpl[] = "/tmp/offcpu-out-XXXXXX";
-    dir_ = mkdtemp(tmpl);
-  }
   void TearDown() override {
-    if (!dir_.empty()) {
+    if (!dir_.empty())
       umount2((dir_ + "/small").c_str(), MNT_DETACH);
-      test::run({"/bin/rm", "-rf", dir_}, 10);
-    }
+    RootTest::TearDown();
   }
-  std::string dir_;
 };
 
 // Cumulative time per frame name in folded lines, as pprof's "cum" counts
@@ -253,23 +247,8 @@ TEST_F(Output, PprofAddressesMappingsAndBuildIds) {
   EXPECT_NE(top.out.find("block_in_nanosleep"), std::string::npos) << top.out;
 }
 
-std::vector<std::string> chromium_args(const std::string &profile_dir) {
-  return {"/usr/bin/chromium",
-          "--headless",
-          "--no-sandbox",
-          "--disable-gpu",
-          "--disable-quic",
-          "--no-first-run",
-          "--disable-background-networking",
-          "--disable-component-update",
-          "--disable-sync",
-          "--user-data-dir=" + profile_dir,
-          "--enable-logging=stderr",
-          "--v=0"};
-}
-
 TEST_F(Output, SvgRendersInChromiumAndItsScriptsWork) {
-  if (access("/usr/bin/chromium", X_OK) != 0)
+  if (!test::chromium_installed())
     GTEST_SKIP() << "chromium (Debian package chromium) is not installed";
   Blocker w;
   std::string svg = dir_ + "/graph.svg";
@@ -280,29 +259,20 @@ TEST_F(Output, SvgRendersInChromiumAndItsScriptsWork) {
 
   // A screenshot that shows a graph: a good share of the off-CPU blues.
   std::string png = dir_ + "/graph.png";
-  auto args = chromium_args(dir_ + "/chrome1");
-  args.push_back("--window-size=1200,700");
-  args.push_back("--screenshot=" + png);
-  args.push_back("file://" + svg);
-  auto shot = test::run(args, 120);
-  auto img = test::read_png(png);
-  ASSERT_TRUE(img) << "no screenshot: " << shot.err;
-  size_t blue = 0, pixels = img->rgb.size() / 3;
-  for (size_t i = 0; i < pixels; i++) {
-    int rr = img->rgb[3 * i], g = img->rgb[3 * i + 1], b = img->rgb[3 * i + 2];
-    blue += b > rr + 40 && b > 140 && g > 100;
-  }
+  auto shot =
+      test::chromium_screenshot("file://" + svg, png, dir_ + "/chrome1");
+  const auto &img = shot.image;
+  ASSERT_TRUE(img) << "no screenshot: " << shot.log;
+  size_t blue = test::user_frame_pixels(*img), pixels = img->rgb.size() / 3;
   EXPECT_GT(blue, pixels / 20) << "the screenshot shows almost no frames";
-  EXPECT_EQ(shot.err.find("Uncaught"), std::string::npos) << shot.err;
+  EXPECT_EQ(shot.log.find("Uncaught"), std::string::npos) << shot.log;
   std::cerr << "screenshot " << png << ": " << 100 * blue / pixels
             << "% frame pixels\n";
   test::run({"/bin/cp", png, "/tmp/offcpu-flamegraph-screenshot.png"}, 10);
 
   // Search by URL (?s=) and zoom (?x=): the scripts run and change the page.
-  auto dom_args = chromium_args(dir_ + "/chrome2");
-  dom_args.push_back("--dump-dom");
-  dom_args.push_back("file://" + svg + "?s=block_in_nanosleep&x=1");
-  auto dom = test::run(dom_args, 120);
+  auto dom = test::chromium_dom("file://" + svg + "?s=block_in_nanosleep&x=1",
+                                dir_ + "/chrome2");
   EXPECT_EQ(dom.err.find("Uncaught"), std::string::npos) << dom.err;
   std::smatch m;
   ASSERT_TRUE(std::regex_search(dom.out, m, std::regex("Matched: ([0-9.]+)%")))
@@ -317,7 +287,7 @@ TEST_F(Output, SvgRendersInChromiumAndItsScriptsWork) {
 // a whole-system run gives) opens at its root: the first screen shows the
 // wide frames and the title, not the tower's tips over empty space.
 TEST_F(Output, TallSvgOpensAtItsRootInChromium) {
-  if (access("/usr/bin/chromium", X_OK) != 0)
+  if (!test::chromium_installed())
     GTEST_SKIP() << "chromium (Debian package chromium) is not installed";
   std::string in = dir_ + "/tall.folded";
   {
@@ -333,13 +303,10 @@ TEST_F(Output, TallSvgOpensAtItsRootInChromium) {
   std::string svg = dir_ + "/tall.svg", png = dir_ + "/tall.png";
   auto r = test::run({OFFCPU_BIN, "flamegraph", in, "-o", svg}, 30);
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  auto args = chromium_args(dir_ + "/chrome3");
-  args.push_back("--window-size=1200,700");
-  args.push_back("--screenshot=" + png);
-  args.push_back("file://" + svg);
-  auto shot = test::run(args, 120);
-  auto img = test::read_png(png);
-  ASSERT_TRUE(img) << "no screenshot: " << shot.err;
+  auto shot =
+      test::chromium_screenshot("file://" + svg, png, dir_ + "/chrome3");
+  const auto &img = shot.image;
+  ASSERT_TRUE(img) << "no screenshot: " << shot.log;
   test::run({"/bin/cp", png, "/tmp/offcpu-tall-flamegraph.png"}, 10);
   auto share = [&](uint32_t y0, uint32_t y1, auto pick) {
     size_t hits = 0, all = 0;
@@ -351,8 +318,8 @@ TEST_F(Output, TallSvgOpensAtItsRootInChromium) {
     return all ? static_cast<double>(hits) / static_cast<double>(all) : 0;
   };
   auto frame = [](int red, int g, int b) {
-    return (b > red + 40 && b > 140 && g > 100) || // user (blue)
-           (g > red + 60 && b > red + 60);         // kernel (teal)
+    return test::user_frame_blue(red, g, b) ||
+           (g > red + 60 && b > red + 60); // kernel (teal)
   };
   auto ink = [](int red, int g, int b) { return red + g + b < 200; };
   // The bottom 200 px: the workers' wide stacks (7 rows of frames).

@@ -11,6 +11,7 @@
 
 #include "support/folded_parse.h"
 #include "support/process.h"
+#include "support/root_fixture.h"
 
 namespace offcpu {
 namespace {
@@ -49,13 +50,8 @@ private:
   int pid_ = 0;
 };
 
-class Profile : public ::testing::Test {
+class Profile : public test::RootTest {
 protected:
-  void SetUp() override {
-    if (geteuid() != 0)
-      GTEST_SKIP() << "integration tests load BPF programs: run as root";
-  }
-
   test::RunResult offcpu(std::vector<std::string> args) {
     args.insert(args.begin(), OFFCPU_BIN);
     auto r = test::run(args, 60);

@@ -12,17 +12,12 @@
 
 #include "support/folded_parse.h"
 #include "support/process.h"
+#include "support/root_fixture.h"
 
 namespace offcpu {
 namespace {
 
-class Reliability : public ::testing::Test {
-protected:
-  void SetUp() override {
-    if (geteuid() != 0)
-      GTEST_SKIP() << "integration tests load BPF programs: run as root";
-  }
-};
+class Reliability : public test::RootTest {};
 
 // "ready PID" from a workload.
 int wait_ready(test::Subprocess &p) {

@@ -12,15 +12,17 @@
 
 #include "support/folded_parse.h"
 #include "support/process.h"
+#include "support/root_fixture.h"
 
 namespace offcpu {
 namespace {
 
-class Reuse : public ::testing::Test {
+class Reuse : public test::RootTest {
 protected:
   void SetUp() override {
-    if (geteuid() != 0)
-      GTEST_SKIP() << "integration tests load BPF programs: run as root";
+    RootTest::SetUp();
+    if (IsSkipped())
+      return;
     auto line = workload_.read_line(20);
     ASSERT_TRUE(line && line->rfind("ready ", 0) == 0);
     pid_ = line->substr(6);

@@ -16,15 +16,10 @@
 
 #include "support/folded_parse.h"
 #include "support/process.h"
+#include "support/root_fixture.h"
 
 namespace offcpu {
 namespace {
-
-std::string temp_dir() {
-  char tmpl[] = "/tmp/offcpu-rwsem-XXXXXX";
-  char *d = mkdtemp(tmpl);
-  return d ? d : "/tmp";
-}
 
 // The workload under another name: comm comes from the executed file name.
 std::string renamed_workload(const std::string &dir, const std::string &name) {
@@ -54,19 +49,7 @@ private:
   int pid_ = 0;
 };
 
-class Rwsem : public ::testing::Test {
-protected:
-  void SetUp() override {
-    if (geteuid() != 0)
-      GTEST_SKIP() << "integration tests load BPF programs: run as root";
-    dir_ = temp_dir();
-  }
-  void TearDown() override {
-    if (!dir_.empty())
-      test::run({"/bin/rm", "-rf", dir_}, 10);
-  }
-  std::string dir_;
-};
+class Rwsem : public test::RootTest {};
 
 uint64_t total_for(const std::vector<test::FoldedLine> &lines,
                    const std::string &comm) {

@@ -12,17 +12,12 @@
 
 #include "support/folded_parse.h"
 #include "support/process.h"
+#include "support/root_fixture.h"
 
 namespace offcpu {
 namespace {
 
-class Scope : public ::testing::Test {
-protected:
-  void SetUp() override {
-    if (geteuid() != 0)
-      GTEST_SKIP() << "integration tests load BPF programs: run as root";
-  }
-};
+class Scope : public test::RootTest {};
 
 std::set<std::string> comms(const std::vector<test::FoldedLine> &lines) {
   std::set<std::string> out;

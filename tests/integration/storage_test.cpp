@@ -11,6 +11,7 @@
 
 #include "support/folded_parse.h"
 #include "support/process.h"
+#include "support/root_fixture.h"
 
 namespace offcpu {
 namespace {
@@ -18,13 +19,7 @@ namespace {
 constexpr double kWindowS = 2;
 constexpr uint64_t kWindowUs = 2000000;
 
-class Storage : public ::testing::Test {
-protected:
-  void SetUp() override {
-    if (geteuid() != 0)
-      GTEST_SKIP() << "integration tests load BPF programs: run as root";
-  }
-};
+class Storage : public test::RootTest {};
 
 // A workload started before the run: "ready PID".
 struct Workload {

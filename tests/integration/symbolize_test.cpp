@@ -9,23 +9,13 @@
 
 #include "support/folded_parse.h"
 #include "support/process.h"
+#include "support/root_fixture.h"
 
 namespace offcpu {
 namespace {
 
-class Symbolize : public ::testing::Test {
+class Symbolize : public test::RootTest {
 protected:
-  void SetUp() override {
-    if (geteuid() != 0)
-      GTEST_SKIP() << "integration tests load BPF programs: run as root";
-    char tmpl[] = "/tmp/offcpu-sym-XXXXXX";
-    dir_ = mkdtemp(tmpl);
-  }
-  void TearDown() override {
-    if (!dir_.empty())
-      test::run({"/bin/rm", "-rf", dir_}, 10);
-  }
-
   // Starts argv (which prints "ready PID"), traces it for 2 s, returns the
   // folded lines.
   std::vector<test::FoldedLine> trace(std::vector<std::string> argv,
@@ -62,8 +52,6 @@ protected:
     EXPECT_EQ(test::run({"/bin/cp", WORKLOAD_BLOCKER, path}, 10).exit_code, 0);
     return path;
   }
-
-  std::string dir_;
 };
 
 class DeletedBinary : public Symbolize {

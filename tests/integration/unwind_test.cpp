@@ -18,6 +18,7 @@
 
 #include "support/folded_parse.h"
 #include "support/process.h"
+#include "support/root_fixture.h"
 #include "symbolize/elf_file.h"
 #include "symbolize/proc_maps.h"
 
@@ -53,20 +54,15 @@ for t in sorted(gdb.selected_inferior().threads(), key=lambda t: t.ptid[1]):
             break
 )";
 
-class Unwind : public ::testing::Test {
+class Unwind : public test::RootTest {
 protected:
   void SetUp() override {
-    if (geteuid() != 0)
-      GTEST_SKIP() << "integration tests load BPF programs: run as root";
+    RootTest::SetUp();
+    if (IsSkipped())
+      return;
     if (access("/usr/bin/gdb", X_OK) != 0)
       GTEST_SKIP() << "gdb is the oracle: apt-get install gdb";
-    char tmpl[] = "/tmp/offcpu-unwind-XXXXXX";
-    dir_ = mkdtemp(tmpl);
     std::ofstream(dir_ + "/bt.py") << kGdbScript;
-  }
-  void TearDown() override {
-    if (!dir_.empty())
-      test::run({"/bin/rm", "-rf", dir_}, 10);
   }
 
   // Thread name -> gdb's frames, leaf first.
@@ -290,7 +286,7 @@ protected:
     return copy;
   }
 
-  std::string dir_, err_;
+  std::string err_;
   std::set<std::string> files_;
   std::map<std::string, uint64_t> addr_of_;
 };
@@ -298,61 +294,76 @@ protected:
 const std::vector<std::string> kNofpThreads = {
     "offcpu_nofp", "nf_sleep", "nf_read", "nf_cond", "nf_signal", "nf_dlopen"};
 
-TEST_F(Unwind, FramelessProgramMatchesGdb) {
-  test::Subprocess w({WORKLOAD_NOFP, WORKLOAD_NOFP_LIB});
-  int pid = start(w);
-  ASSERT_GT(pid, 0);
-  expect_good(check_process(pid, kNofpThreads));
-  // The whole stack came from the tables, once they were loaded.
-  EXPECT_NE(err_.find("user stacks by unwind tables"), std::string::npos)
-      << err_;
-  EXPECT_TRUE(std::regex_search(err_, std::regex("[1-9][0-9]* walked again "
-                                                 "while blocked")))
-      << err_;
+// The nofp workload built and stripped several ways; each case is one
+// way its CFI reaches offcpu.
+struct NofpCase {
+  const char *name;   // the test's name
+  const char *binary; // as built
+  enum { AsBuilt, StrippedWithDebugFile, StrippedAlone } strip;
+  const char *main; // the main thread's name (comm: 15 bytes)
+  std::vector<const char *> stderr_has; // regexes -v must match
+};
+
+void PrintTo(const NofpCase &c, std::ostream *os) {
+  *os << c.name;
 }
 
-TEST_F(Unwind, NonPieExecutableMatchesGdb) {
-  test::Subprocess w({WORKLOAD_NOFP_NOPIE, WORKLOAD_NOFP_LIB});
-  int pid = start(w);
-  ASSERT_GT(pid, 0);
-  std::vector<std::string> threads = kNofpThreads;
-  threads[0] = "offcpu_nofp_nop";
-  expect_good(check_process(pid, threads));
-}
+const NofpCase kNofpCases[] = {
+    // The whole stack came from the tables, once they were loaded.
+    {"FramelessProgram",
+     WORKLOAD_NOFP,
+     NofpCase::AsBuilt,
+     "offcpu_nofp",
+     {"user stacks by unwind tables",
+      "[1-9][0-9]* walked again while blocked"}},
+    {"NonPieExecutable",
+     WORKLOAD_NOFP_NOPIE,
+     NofpCase::AsBuilt,
+     "offcpu_nofp_nop",
+     {}},
+    {"StrippedWithDebugFile",
+     WORKLOAD_NOFP,
+     NofpCase::StrippedWithDebugFile,
+     "nofp_stripped",
+     {}},
+    // Stripped and no debug file: gdb names only the libraries' frames, and
+    // offcpu must still walk through the program's own (its .eh_frame
+    // stays).
+    {"StrippedWithoutDebugFile",
+     WORKLOAD_NOFP,
+     NofpCase::StrippedAlone,
+     "nofp_stripped",
+     {}},
+    // CFI only in .debug_frame, which stripping moves to the debug file.
+    {"DebugFrameFromTheDebugFile",
+     WORKLOAD_NOFP_DEBUGFRAME,
+     NofpCase::StrippedWithDebugFile,
+     "nofp_stripped",
+     {"\\(1 from \\.debug_frame\\)"}},
+};
 
-TEST_F(Unwind, StrippedWithDebugFileMatchesGdb) {
-  std::string bin = stripped_copy(WORKLOAD_NOFP, true);
+class NofpVsGdb : public Unwind,
+                  public ::testing::WithParamInterface<NofpCase> {};
+
+TEST_P(NofpVsGdb, MatchesGdb) {
+  const NofpCase &c = GetParam();
+  std::string bin = c.binary;
+  if (c.strip != NofpCase::AsBuilt)
+    bin = stripped_copy(bin, c.strip == NofpCase::StrippedWithDebugFile);
   test::Subprocess w({bin, WORKLOAD_NOFP_LIB});
   int pid = start(w);
   ASSERT_GT(pid, 0);
   std::vector<std::string> threads = kNofpThreads;
-  threads[0] = "nofp_stripped";
+  threads[0] = c.main;
   expect_good(check_process(pid, threads));
+  for (const char *re : c.stderr_has)
+    EXPECT_TRUE(std::regex_search(err_, std::regex(re))) << re << "\n" << err_;
 }
 
-// Stripped and no debug file: gdb names only the libraries' frames, and
-// offcpu must still walk through the program's own (its .eh_frame stays).
-TEST_F(Unwind, StrippedWithoutDebugFileMatchesGdb) {
-  std::string bin = stripped_copy(WORKLOAD_NOFP, false);
-  test::Subprocess w({bin, WORKLOAD_NOFP_LIB});
-  int pid = start(w);
-  ASSERT_GT(pid, 0);
-  std::vector<std::string> threads = kNofpThreads;
-  threads[0] = "nofp_stripped";
-  expect_good(check_process(pid, threads));
-}
-
-// CFI only in .debug_frame, which stripping moves to the debug file.
-TEST_F(Unwind, DebugFrameFromTheDebugFileMatchesGdb) {
-  std::string bin = stripped_copy(WORKLOAD_NOFP_DEBUGFRAME, true);
-  test::Subprocess w({bin, WORKLOAD_NOFP_LIB});
-  int pid = start(w);
-  ASSERT_GT(pid, 0);
-  std::vector<std::string> threads = kNofpThreads;
-  threads[0] = "nofp_stripped";
-  expect_good(check_process(pid, threads));
-  EXPECT_NE(err_.find("(1 from .debug_frame)"), std::string::npos) << err_;
-}
+INSTANTIATE_TEST_SUITE_P(Workloads, NofpVsGdb, ::testing::ValuesIn(kNofpCases),
+                         [](const ::testing::TestParamInfo<NofpCase> &i) {
+                           return std::string(i.param.name);
+                         });
 
 TEST_F(Unwind, BashWaitingOnAChildMatchesGdb) {
   test::Subprocess w({"/bin/bash", "-c", "echo ready $$; sleep 100; true"});

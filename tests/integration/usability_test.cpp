@@ -15,6 +15,7 @@
 
 #include "support/folded_parse.h"
 #include "support/process.h"
+#include "support/root_fixture.h"
 #include "symbolize/elf_file.h"
 
 namespace offcpu {
@@ -48,19 +49,8 @@ struct Workload {
   int pid = 0, helper = 0;
 };
 
-class Usability : public ::testing::Test {
+class Usability : public test::RootTest {
 protected:
-  void SetUp() override {
-    if (geteuid() != 0)
-      GTEST_SKIP() << "integration tests load BPF programs: run as root";
-    char tmpl[] = "/tmp/offcpu-usability-XXXXXX";
-    ASSERT_NE(mkdtemp(tmpl), nullptr);
-    dir_ = tmpl;
-  }
-  void TearDown() override {
-    if (!dir_.empty())
-      test::run({"/bin/rm", "-rf", dir_}, 30);
-  }
   static test::RunResult offcpu(std::vector<std::string> args,
                                 int expect_exit = 0) {
     args.insert(args.begin(), OFFCPU_BIN);
@@ -72,7 +62,6 @@ protected:
     args.insert(args.begin(), {kGo, "tool", "pprof"});
     return test::run(args, 120);
   }
-  std::string dir_;
 };
 
 // A usage error: exit 2, one line on stderr naming what to do, no output.

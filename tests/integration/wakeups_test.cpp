@@ -12,16 +12,13 @@
 
 #include "support/folded_parse.h"
 #include "support/process.h"
+#include "support/root_fixture.h"
 
 namespace offcpu {
 namespace {
 
-class Wakeups : public ::testing::Test {
+class Wakeups : public test::RootTest {
 protected:
-  void SetUp() override {
-    if (geteuid() != 0)
-      GTEST_SKIP() << "integration tests load BPF programs: run as root";
-  }
   static test::RunResult offcpu(std::vector<std::string> args) {
     args.insert(args.begin(), OFFCPU_BIN);
     auto r = test::run(args, 60);

@@ -26,6 +26,7 @@
 
 #include "support/folded_parse.h"
 #include "support/process.h"
+#include "support/root_fixture.h"
 
 namespace offcpu::test {
 
@@ -176,7 +177,7 @@ private:
   std::string pid_, error_;
 };
 
-class HostileFiles : public ::testing::Test {
+class HostileFiles : public RootTest {
 protected:
   static void SetUpTestSuite() {
     skip_.clear();
@@ -214,14 +215,14 @@ protected:
   void SetUp() override {
     if (!skip_.empty())
       GTEST_SKIP() << skip_;
-    char tmpl[] = "/tmp/offcpu-hostile-XXXXXX";
-    dir_ = mkdtemp(tmpl);
-    chmod(dir_.c_str(), 0755); // the user reaches what we put here
+    RootTest::SetUp();
+    if (!dir_.empty())
+      chmod(dir_.c_str(), 0755); // the user reaches what we put here
   }
   void TearDown() override {
-    for (const auto &d : {dir_, shm_dir_})
-      if (!d.empty())
-        test::run({"/bin/rm", "-rf", d}, 30);
+    if (!shm_dir_.empty())
+      test::run({"/bin/rm", "-rf", shm_dir_}, 30);
+    RootTest::TearDown();
   }
 
   static std::string hostile() { return bin_dir_ + "/hostile"; }
@@ -286,7 +287,7 @@ protected:
   static inline std::string skip_, bin_dir_;
   static inline uid_t uid_ = 0;
   static inline gid_t gid_ = 0;
-  std::string dir_, shm_dir_, secret_;
+  std::string shm_dir_, secret_;
 };
 
 } // namespace offcpu::test
