@@ -97,7 +97,7 @@ static __always_inline void end_wait(struct task_struct *t, __u32 pid,
   __u64 delta = end > start ? end - start : 0;
   if (delta == 0 || delta < min_block_ns || delta > max_block_ns) {
     /* Outside -m/-M: nothing more to do, the common case with -m. */
-    uw_partial_ended(rec->flags, slot);
+    uw_partial_ended(rec->flags, slot, 0);
     if (claim)
       __sync_val_compare_and_swap(&rec->start_ns, start, 0);
     else
@@ -130,7 +130,7 @@ static __always_inline void end_wait(struct task_struct *t, __u32 pid,
   }
   if (!claim)
     forget_start(rec, pid, trusted);
-  uw_partial_ended(rec->flags, slot);
+  uw_partial_ended(rec->flags, slot, delta);
   /* Memos are the switch hook's alone: the flush iterator may walk the
    * same task at once. */
   struct offcpu_task *ts = slot == SCRATCH_HOOK ? task_of(rec, trusted) : NULL;

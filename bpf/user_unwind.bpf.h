@@ -127,6 +127,7 @@ __u32 uw_epoch = 0;
 #define UW_VMA_NONE 0    /* not resolved, or the kernel said busy */
 #define UW_VMA_TABLE 1   /* an executable mapping of a file with a table */
 #define UW_VMA_NOTABLE 2 /* an executable mapping without one */
+#define UW_VMA_OUTSIDE 3 /* no executable mapping there: the walk stops */
 
 struct uw_query {
   __u64 pc; /* address to look up (a return address minus one) */
@@ -312,6 +313,12 @@ static __always_inline int uw_lookup(struct uw_query *q) {
     q->missed = 1;
     __builtin_memset(&q->rule, 0, sizeof(q->rule));
     q->where = UW_AT_NO_TABLE;
+    /* A frame pointer that led out of code ([heap], a data file): junk,
+     * not a frame. */
+    if (q->vma_state == UW_VMA_OUTSIDE) {
+      q->where = UW_AT_OUTSIDE;
+      return 0;
+    }
     if (q->vma_state != UW_VMA_TABLE || q->pc < q->vma_start ||
         q->pc >= q->vma_end)
       return 0;
@@ -732,9 +739,12 @@ static __always_inline void uw_resolve_vma(struct uw_walk *w) {
     return;
   struct uw_vma_find v = {};
   __u32 state = UW_VMA_NONE;
-  if (!bpf_find_vma(w->task, pc, uw_vma_found, &v, 0) && v.found) {
+  long err = bpf_find_vma(w->task, pc, uw_vma_found, &v, 0);
+  if (!err && v.found) {
     uw_vma_table(&v);
     state = v.has_table ? UW_VMA_TABLE : UW_VMA_NOTABLE;
+  } else if (!err || err == -2 /* ENOENT: no mapping at all */) {
+    state = UW_VMA_OUTSIDE; /* not on -EBUSY: the lock was taken */
   }
   f->vma_start = v.start;
   f->vma_end = v.end;
@@ -1266,10 +1276,16 @@ static __always_inline __u64 walk_user_stack(struct task_struct *t,
                               other_task ? SCRATCH_ITER : SCRATCH_HOOK);
 }
 
-/* A partial stack charged before it could be walked again. */
-static __always_inline void uw_partial_ended(__u32 flags, __u32 slot) {
-  if (flags & OFFCPU_USTACK_PARTIAL)
-    uw_count(uw_stats_of(slot), UW_STAT_PARTIAL_ENDED);
+/* A partial stack charged before it could be walked again, with the time
+ * charged on it (0: outside -m/-M), for the share of off-CPU time. */
+static __always_inline void uw_partial_ended(__u32 flags, __u32 slot,
+                                             __u64 charged_ns) {
+  if (!(flags & OFFCPU_USTACK_PARTIAL))
+    return;
+  struct uw_stats *st = uw_stats_of(slot);
+  uw_count(st, UW_STAT_PARTIAL_ENDED);
+  if (st)
+    st->v[UW_STAT_PARTIAL_NS] += charged_ns;
 }
 
 #endif /* OFFCPU_USER_UNWIND_BPF_H */

@@ -183,6 +183,8 @@ enum uw_stat {
   UW_STAT_DEFERRED,    /* user stacks left for the switch-in (uw_can_defer) */
   UW_STAT_DEFER_TAKEN, /* of those, taken then for a wait that passed -m */
   UW_STAT_DEFER_LOST,  /* the task ran unseen first: its stack is missed */
+  UW_STAT_PARTIAL_NS,  /* off-CPU ns of the waits in UW_STAT_PARTIAL_ENDED
+                          that were charged (within -m/-M) */
   UW_STAT_NR,
 };
 
