@@ -1,5 +1,8 @@
 #include "collect/announcements.h"
 
+#include <sys/epoll.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
@@ -56,6 +59,18 @@ bool Announcements::wait(uint64_t deadline, const NewStack &new_stack,
     ring_.reset(ring_buffer__new(ring_fd_, on_new_stack, &ctx_, nullptr));
     if (ring_ && requests_fd_ >= 0)
       ring_buffer__add(ring_.get(), requests_fd_, on_request, &ctx_);
+    if (ring_ && wake_fd_ >= 0) {
+      // One epoll over the ring's and the wake-up: a request read by
+      // another thread is handled at once, not after the 50 ms timeout.
+      epoll_ = UniqueFd(epoll_create1(EPOLL_CLOEXEC));
+      epoll_event ev{};
+      ev.events = EPOLLIN;
+      if (!epoll_ ||
+          epoll_ctl(epoll_.get(), EPOLL_CTL_ADD,
+                    ring_buffer__epoll_fd(ring_.get()), &ev) != 0 ||
+          epoll_ctl(epoll_.get(), EPOLL_CTL_ADD, wake_fd_, &ev) != 0)
+        epoll_.reset(); // plain polls: late by the timeout at most
+    }
   }
   bool work_left = true;
   while (!stop_requested()) {
@@ -80,7 +95,18 @@ bool Announcements::wait(uint64_t deadline, const NewStack &new_stack,
       // EINTR on a signal: the loop checks. New stacks may have brought
       // files to parse, and deferred work held back may be due: idle work
       // runs after every poll, at least every 50 ms.
-      ring_buffer__poll(ring_.get(), timeout_ms);
+      if (epoll_) {
+        epoll_event ev;
+        if (epoll_wait(epoll_.get(), &ev, 1, timeout_ms) > 0) {
+          uint64_t count;
+          if (read(wake_fd_, &count, sizeof(count)) < 0) {
+            // Not this one that was ready: nothing to read.
+          }
+          ring_buffer__consume(ring_.get());
+        }
+      } else {
+        ring_buffer__poll(ring_.get(), timeout_ms);
+      }
       work_left = true;
     } else if (timeout_ms > 0) {
       wait_for_stop(timeout_ms / 1000.0);

@@ -9,6 +9,8 @@
 #include <functional>
 #include <memory>
 
+#include "util/fd.h"
+
 namespace offcpu {
 
 class Announcements {
@@ -29,6 +31,9 @@ public:
   // (struct uw_request), polled with the first.
   using Request = std::function<void(uint32_t tgid)>;
   void add_requests(int ring_fd, Request callback);
+  // An eventfd that ends a poll early when readable (and is read then):
+  // another thread has work for the idle callback (a table request).
+  void wake_on(int event_fd) { wake_fd_ = event_fd; }
 
   // Until `deadline_ns` (CLOCK_MONOTONIC; 0: none), a stop request or
   // `finished`. True when stopped by a signal or finished.
@@ -48,6 +53,8 @@ private:
   };
   int ring_fd_;
   int requests_fd_ = -1;
+  int wake_fd_ = -1;
+  UniqueFd epoll_; // the ring's epoll and wake_fd_, when there is one
   std::unique_ptr<ring_buffer, RingDeleter> ring_;
   Context ctx_;
 };

@@ -426,6 +426,7 @@ bool OffcpuSession::wait(uint64_t deadline, const NewStack &new_stack,
         plan_.announce_processes ? h_.fd.new_processes : -1);
     if (plan_.user_unwind_tables && unwind_request_)
       announcements_->add_requests(h_.fd.uw_requests, unwind_request_);
+    announcements_->wake_on(wake_fd_);
   }
   return announcements_->wait(deadline, new_stack, idle, finished);
 }

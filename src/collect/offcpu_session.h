@@ -65,6 +65,9 @@ public:
   void on_unwind_request(std::function<void(uint32_t tgid)> cb) {
     unwind_request_ = std::move(cb);
   }
+  // An eventfd whose count ends wait()'s polls early (see
+  // Announcements::wake_on); set before wait().
+  void wake_on(int event_fd) { wake_fd_ = event_fd; }
   // The ring of the walker's table requests (struct uw_request), for a
   // reader of its own rather than on_unwind_request.
   int unwind_requests_fd() const { return h_.fd.uw_requests; }
@@ -134,6 +137,7 @@ private:
   bool forks_ = false;
   std::unique_ptr<Announcements> announcements_;
   std::function<void(uint32_t)> unwind_request_;
+  int wake_fd_ = -1;
   uint64_t start_ns_ = 0;
   uint64_t planned_stop_ns_ = 0;
   uint64_t stop_ns_ = 0;

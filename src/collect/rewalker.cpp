@@ -42,7 +42,8 @@ Rewalker::Rewalker(int requests_ring, std::function<bool()> pass,
                    bool pass_on_request)
     : pass_(std::move(pass)), pass_on_request_(pass_on_request),
       epoll_(epoll_create1(EPOLL_CLOEXEC)),
-      event_(eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)) {
+      event_(eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)),
+      requested_(eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)) {
   if (!epoll_ || !event_) {
     fprintf(stderr,
             "offcpu: warning: stacks walked before their tables are "
@@ -113,6 +114,10 @@ void Rewalker::on_request(uint32_t tgid) {
     requests_.push_back(tgid);
   }
   request_due_ |= pass_on_request_;
+  uint64_t one = 1;
+  if (requested_ && write(requested_.get(), &one, sizeof(one)) < 0) {
+    // Full counter (never in practice): the taker is awake anyway.
+  }
 }
 
 std::vector<uint32_t> Rewalker::take_requests() {

@@ -40,6 +40,9 @@ public:
   void installed();
   // The processes whose tables were asked for since the last call.
   std::vector<uint32_t> take_requests();
+  // An eventfd made readable at each request, for the thread that takes
+  // them to wake on (-1: none).
+  int requests_event() const { return requested_.get(); }
   // Ends the thread; no pass runs after this returns (the session's stop
   // runs the same iterator).
   void stop();
@@ -57,7 +60,7 @@ private:
   std::function<bool()> pass_;
   bool pass_on_request_;
   std::unique_ptr<ring_buffer, RingDeleter> ring_;
-  UniqueFd epoll_, event_;
+  UniqueFd epoll_, event_, requested_;
   std::mutex mutex_;
   std::vector<uint32_t> requests_; // guarded by mutex_
   std::atomic<bool> install_due_{false}, stopping_{false};

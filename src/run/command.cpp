@@ -206,6 +206,7 @@ TracedCommand::TracedCommand(const std::vector<std::string> &args,
   Found found = find_command(args[0]);
   if (found.path.empty())
     throw FatalError(found.status, "cannot run " + found.why);
+  path_ = found.path;
   // Everything the child needs is prepared here: after fork it only makes
   // system calls (offcpu may have threads by then).
   std::vector<std::string> env = command_environment(setup.as, environ);

@@ -48,6 +48,8 @@ public:
   TracedCommand &operator=(const TracedCommand &) = delete;
 
   pid_t pid() const { return pid_; }
+  // The file it execs (found on PATH as execvp finds it).
+  const std::string &path() const { return path_; }
   // Lets the child exec.
   void release();
   // Reaps the child if it has ended; true once it has.
@@ -68,6 +70,7 @@ private:
   int status_ = 0;
   std::string exec_error_;
   std::string name_;
+  std::string path_;
 };
 
 } // namespace offcpu

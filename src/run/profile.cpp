@@ -1,5 +1,6 @@
 #include "run/profile.h"
 
+#include <dirent.h>
 #include <signal.h>
 #include <unistd.h>
 
@@ -20,6 +21,7 @@
 #include "run/report.h"
 #include "symbolize/kernel_namer.h"
 #include "symbolize/name_samples.h"
+#include "symbolize/proc_maps.h"
 #include "symbolize/symbolizer.h"
 #include "unwind/unwinder.h"
 #include "util/clock.h"
@@ -113,6 +115,52 @@ uint64_t window_closed_ns(uint64_t planned_stop_ns, uint64_t left_loop_ns) {
   return closed;
 }
 
+// What building the tables of the processes named by -p/-n may add to
+// the start-up (and those of -- COMMAND's files to its release): a small C
+// program's take a few ms, python3's tens; a costly file (libLLVM: 600 ms on a
+// loaded VM) is cut there and built whole after the window opens.
+constexpr uint64_t kTablesBeforeWindowNs = 200000000;
+
+// The processes whose name (comm) is `name` now, for -n.
+std::vector<uint32_t> processes_named(const std::string &name) {
+  std::vector<uint32_t> out;
+  DIR *d = opendir("/proc");
+  if (!d)
+    return out;
+  while (const dirent *e = readdir(d)) {
+    char *end = nullptr;
+    const unsigned long pid = std::strtoul(e->d_name, &end, 10);
+    if (!end || *end != '\0' || pid == 0 || pid >= UINT32_MAX)
+      continue;
+    auto comm =
+        system_files().read(std::string("/proc/") + e->d_name + "/comm", 64);
+    if (comm && *comm == name + "\n")
+      out.push_back(static_cast<uint32_t>(pid));
+  }
+  closedir(d);
+  return out;
+}
+
+// The files -- COMMAND maps from its first instruction on, whose tables
+// are built before the window opens: the program, and the C library and
+// dynamic loader offcpu itself was linked with (a dynamically linked
+// command maps the same files; its first waits are in them).
+std::vector<std::string> command_files(const std::string &program) {
+  std::vector<std::string> out{program};
+  auto maps = system_files().read("/proc/self/maps", 1u << 20);
+  if (!maps)
+    return out;
+  for (const Mapping &m : parse_proc_maps(*maps)) {
+    if (!m.executable || !m.is_file() || m.deleted())
+      continue;
+    const std::string name = m.display_name();
+    if ((name.rfind("libc.so.", 0) == 0 || name.rfind("ld-linux", 0) == 0) &&
+        std::find(out.begin(), out.end(), m.path) == out.end())
+      out.push_back(m.path);
+  }
+  return out;
+}
+
 std::string ms_between(uint64_t a, uint64_t b) {
   return std::to_string((b - a) / 1000000);
 }
@@ -138,14 +186,25 @@ std::unique_ptr<OffcpuSession> start_session(const ProfileOptions &opts,
   auto session = OffcpuSession::load(config, plans, opts.verbose);
   if (stop_requested())
     return nullptr;
+  const uint64_t t_loaded = monotonic_ns();
   if (session->plan().user_unwind_tables) {
     unwinder.attach(session->unwind_maps(), config.unwind_sizes);
-    // The walker's requests are read by the rewalker (collect()). Traced
-    // processes first: their tables load right after the attach.
-    for (uint32_t pid : opts.pids)
+    // The walker's requests are read by the rewalker (collect()). The
+    // processes named by -p and -n get their tables before the window
+    // opens, so that their first waits are walked whole; what the budget
+    // leaves is built while tracing.
+    std::vector<uint32_t> first = opts.pids;
+    if (!opts.name.empty())
+      for (uint32_t pid : processes_named(opts.name))
+        first.push_back(pid);
+    for (uint32_t pid : first)
       unwinder.request(pid);
+    if (!first.empty())
+      unwinder.work_ahead(kTablesBeforeWindowNs);
+    if (stop_requested())
+      return nullptr;
   }
-  const uint64_t t_loaded = monotonic_ns();
+  const uint64_t t_tables = monotonic_ns();
   session->attach(opts.duration_s ? *opts.duration_s : -1.0);
   // A table still being built when the window closes is dropped.
   unwinder.stop_at(session->planned_stop_ns());
@@ -153,8 +212,9 @@ std::unique_ptr<OffcpuSession> start_session(const ProfileOptions &opts,
     const uint64_t opened = session->window_start_ns();
     note("attached after " + ms_between(t_start, opened) + " ms: probe " +
          ms_between(t_start, t_probed) + ", load " +
-         ms_between(t_probed, t_loaded) + ", attach " +
-         ms_between(t_loaded, opened) +
+         ms_between(t_probed, t_loaded) + ", unwind tables " +
+         ms_between(t_loaded, t_tables) + ", attach " +
+         ms_between(t_tables, opened) +
          "; window opened then; waits already in progress seeded in " +
          ms_between(opened, monotonic_ns()) + " ms");
   }
@@ -214,6 +274,8 @@ void collect(OffcpuSession &session, const ProfileOptions &opts,
   if (rewalker && !rewalker->reads_requests()) // it could not start
     session.on_unwind_request(
         [&unwinder](uint32_t tgid) { unwinder.request(tgid); });
+  else if (rewalker) // its requests handled at once, not at the next poll
+    session.wake_on(rewalker->requests_event());
   auto parse = [&](uint64_t deadline) {
     if (rewalker)
       for (uint32_t tgid : rewalker->take_requests())
@@ -300,7 +362,79 @@ std::string reuse_summary(const std::array<uint64_t, UW_STAT_NR> &w) {
          " disagreed (with --verify-stack-reuse, a fresh walk checks each)";
 }
 
-// Everything lost, by cause; with -v, how the run went.
+// Off-CPU time on stacks that are not whole, or lost, from what was
+// collected and the counters of the programs and the walker.
+IncompleteStacks incomplete_stacks(const RawProfile &raw,
+                                   const std::array<uint64_t, UW_STAT_NR> &w,
+                                   const ProfileOptions &opts) {
+  IncompleteStacks s;
+  s.stack_storage_size = opts.stack_storage_size;
+  s.max_entries = opts.max_entries;
+  const auto &lost = raw.lost;
+  const auto &lost_ns = raw.lost_ns;
+  uint64_t both_ns = 0, both_waits = 0; // neither stack
+  for (const auto &[key, value] : raw.counts) {
+    s.total_ns += value.total_ns;
+    // Counted with the storage's loss (lost_ns, from the same keys).
+    if (key.user_stack == OFFCPU_STACK_FULL ||
+        key.kernel_stack == OFFCPU_STACK_FULL)
+      continue;
+    const bool no_user = key.user_stack == OFFCPU_STACK_MISSED;
+    const bool no_kernel = key.kernel_stack == OFFCPU_STACK_MISSED;
+    if (no_user && no_kernel) {
+      both_ns += value.total_ns;
+      both_waits += value.count;
+    } else if (no_user) {
+      s.no_user_ns += value.total_ns;
+      s.no_user_waits += value.count;
+    } else if (no_kernel) {
+      s.no_kernel_ns += value.total_ns;
+      s.no_kernel_waits += value.count;
+    }
+  }
+  s.full_stacks = lost[OFFCPU_LOST_STACK_MAP_FULL];
+  s.full_ns = lost_ns[OFFCPU_LOST_STACK_MAP_FULL];
+  // The overflow buckets have neither stack: what is left of those is the
+  // walks' own.
+  s.lost_waits = lost[OFFCPU_LOST_OVERFLOW_FULL];
+  s.lost_ns = lost_ns[OFFCPU_LOST_OVERFLOW_FULL];
+  s.overflow_waits = lost[OFFCPU_LOST_AGG_MAP_FULL] -
+                     std::min(lost[OFFCPU_LOST_AGG_MAP_FULL], s.lost_waits);
+  s.overflow_ns = lost_ns[OFFCPU_LOST_AGG_MAP_FULL] -
+                  std::min(lost_ns[OFFCPU_LOST_AGG_MAP_FULL], s.lost_ns);
+  both_ns -= std::min(both_ns, s.overflow_ns);
+  both_waits -= std::min(both_waits, s.overflow_waits);
+  s.no_user_ns += both_ns;
+  s.no_user_waits += both_waits;
+  s.no_kernel_ns += both_ns;
+  s.no_kernel_waits += both_waits;
+  s.no_stack_ns = s.no_user_ns + s.no_kernel_ns - both_ns;
+  s.held_waits = lost[OFFCPU_LOST_HELD];
+  s.held_ns = lost_ns[OFFCPU_LOST_HELD];
+  s.total_ns += s.lost_ns + s.held_ns; // not in the profile
+  s.partial_waits = w[UW_STAT_PARTIAL_ENDED];
+  s.partial_ns = std::min(w[UW_STAT_PARTIAL_NS], s.total_ns);
+  if (raw.missed_switches)
+    s.events.push_back(std::to_string(raw.missed_switches) +
+                       " context switches the kernel did not run the hook "
+                       "for (waits may be missing)");
+  if (uint64_t n = lost[OFFCPU_LOST_START_STORE])
+    s.events.push_back(std::to_string(n) +
+                       " waits lost: the kernel had no memory for their "
+                       "start time");
+  if (uint64_t n = lost[OFFCPU_LOST_ANNOUNCE])
+    s.events.push_back(std::to_string(n) +
+                       " new stacks announced late (a process gone by then "
+                       "may show [unknown])");
+  // Switch-ins the kernel did not report lose nothing but, with stacks
+  // taken at switch-in, the kernel stack: counted above as such.
+  return s;
+}
+
+// Everything lost, by cause. By default one summary line for what the
+// window could not record whole (the share of off-CPU time, with the
+// option that helps), and one line per other limit that was hit; with -v
+// each cause on its line, and how the run went.
 void report(const RawProfile &raw, const Symbolizer &symbolizer,
             const OffcpuSession &session, const ProfileOptions &opts,
             const Unwinder &unwinder, const CostReport &cost) {
@@ -312,29 +446,16 @@ void report(const RawProfile &raw, const Symbolizer &symbolizer,
   // Not in the profile: lost with their waits.
   time.total_ns +=
       raw.lost_ns[OFFCPU_LOST_OVERFLOW_FULL] + raw.lost_ns[OFFCPU_LOST_HELD];
-  std::string losses = describe_losses(raw.lost, opts.stack_storage_size,
-                                       opts.max_entries, &time);
+  // The summary first: the causes it covers have their lines with -v.
+  const auto walker = session.unwind_counters();
+  std::string losses = incomplete_summary(incomplete_stacks(raw, walker, opts));
+  losses += describe_losses(raw.lost, opts.stack_storage_size, opts.max_entries,
+                            &time, opts.verbose ? 0 : kSummarizedLosses);
   const TruncatedStacks cut = truncated_stacks(raw.counts, raw.stacks);
   losses += describe_truncated(cut.stacks, cut.waits, opts.max_stack_depth);
-  const auto walker = session.unwind_counters();
   if (session.plan().user_unwind_tables)
     losses += unwinder.describe_losses(walker) +
               unwinder.describe_mapping_losses(raw.counts, raw.stacks);
-  if (raw.missed_switches)
-    losses += "offcpu: warning: " + std::to_string(raw.missed_switches) +
-              " context switches were not seen (the kernel skipped the "
-              "hook: its recursion guard); waits may be missing\n";
-  const bool orc = session.plan().kstack_at_switch_in;
-  if (raw.unseen_switch_ins && orc)
-    losses += "offcpu: warning: " + std::to_string(raw.unseen_switch_ins) +
-              " waits ended by switch-ins the kernel did not report "
-              "(sched_switch skipped them): their time is recovered from the "
-              "scheduler's accounting, their kernel stacks are lost ([Missed "
-              "Kernel Stack])\n";
-  if (uint64_t lost = walker[UW_STAT_DEFER_LOST])
-    losses += "offcpu: warning: " + std::to_string(lost) +
-              " user stacks left for a switch-in the kernel did not report "
-              "were lost ([Missed User Stack])\n";
   if (uint64_t bad =
           walker[UW_STAT_REUSE_MISMATCH] + walker[UW_STAT_KREUSE_MISMATCH])
     losses += "offcpu: warning: " + std::to_string(bad) +
@@ -342,9 +463,34 @@ void report(const RawProfile &raw, const Symbolizer &symbolizer,
               "report it; --no-stack-reuse avoids it)\n";
   losses += symbolizer.describe_losses();
   fputs(losses.c_str(), stderr);
-  note(cost.summary());
   if (!opts.verbose)
     return;
+  // The causes behind the summary line that are not the programs' losses.
+  const bool orc = session.plan().kstack_at_switch_in;
+  std::string details;
+  if (uint64_t n = walker[UW_STAT_PARTIAL_ENDED])
+    details += "offcpu: warning: " + std::to_string(n) +
+               " waits ended before their process's unwind tables were "
+               "ready (" +
+               std::to_string(walker[UW_STAT_PARTIAL_NS] / 1000000) +
+               " ms of off-CPU time): their user stacks were walked with "
+               "frame pointers only and may be short\n";
+  if (raw.missed_switches)
+    details += "offcpu: warning: " + std::to_string(raw.missed_switches) +
+               " context switches were not seen (the kernel skipped the "
+               "hook: its recursion guard); waits may be missing\n";
+  if (raw.unseen_switch_ins && orc)
+    details += "offcpu: warning: " + std::to_string(raw.unseen_switch_ins) +
+               " waits ended by switch-ins the kernel did not report "
+               "(sched_switch skipped them): their time is recovered from "
+               "the scheduler's accounting, their kernel stacks are lost "
+               "([Missed Kernel Stack])\n";
+  if (uint64_t lost = walker[UW_STAT_DEFER_LOST])
+    details += "offcpu: warning: " + std::to_string(lost) +
+               " user stacks left for a switch-in the kernel did not report "
+               "were lost ([Missed User Stack])\n";
+  fputs(details.c_str(), stderr);
+  note(cost.summary());
   for (const ProgramCost &p : cost.programs)
     if (p.runs)
       note("  BPF program " + p.name + ": " + std::to_string(p.runs) +
@@ -484,6 +630,18 @@ int run_profile(const ProfileOptions &given) {
   symbolizer.stop_window_at(session->planned_stop_ns());
   OffcpuSession::Finished finished;
   if (command) {
+    // The tables of the files it maps first, before it runs: its first
+    // waits are then walked again through them while they last, and its
+    // install needs no table built. After the attach, off the start-up's
+    // path: nothing of the command runs before its release.
+    if (session->plan().user_unwind_tables) {
+      const uint64_t t0 = monotonic_ns();
+      unwinder.work_ahead(kTablesBeforeWindowNs,
+                          command_files(command->path()));
+      if (opts.verbose)
+        note("unwind tables of the command's files built in " +
+             ms_between(t0, monotonic_ns()) + " ms before its release");
+    }
     // In the filter only now: its wait for this release is offcpu's, not
     // the command's; from exec on, it and its children are traced.
     session->add_process(static_cast<uint32_t>(command->pid()));

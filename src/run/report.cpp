@@ -27,21 +27,19 @@ std::string time_share(uint64_t ns, uint64_t total_ns) {
 
 std::string describe_losses(const std::array<uint64_t, OFFCPU_LOST_NR> &lost,
                             uint32_t stack_storage_size, uint32_t max_entries,
-                            const LossTime *time) {
+                            const LossTime *time, uint32_t skip) {
   std::string out;
   // `text` goes after the count and the time the loss carried.
   auto line = [&](int cause, const std::string &what, const std::string &text) {
     const uint64_t n = lost[cause];
-    if (!n)
+    if (!n || (skip & (1u << cause)))
       return;
     out += "offcpu: warning: " + std::to_string(n) + " " + what;
     if (time && time->ns[cause])
       out += " " + time_share(time->ns[cause], time->total_ns);
     out += text + "\n";
   };
-  // Four times as many: a busy host's stacks grow slowly past the first.
-  const uint64_t more =
-      std::min<uint64_t>(uint64_t{stack_storage_size} * 4, uint64_t{1} << 24);
+  const uint64_t more = more_stack_storage(stack_storage_size);
   line(OFFCPU_LOST_STACK_MAP_FULL, "stacks lost",
        ": stack storage full (shown as [Missed User Stack] or [Missed Kernel "
        "Stack]); raise --stack-storage-size to " +
@@ -64,9 +62,10 @@ std::string describe_losses(const std::array<uint64_t, OFFCPU_LOST_NR> &lost,
   line(OFFCPU_LOST_START_STORE, "waits lost",
        ": the kernel could not store their start time (out of memory)");
   line(OFFCPU_LOST_USER_STACK_WALK, "user stacks could not be walked",
-       " (shown as [Missed User Stack])");
+       ": not even their first frame was in an executable mapping or "
+       "readable (shown as [Missed User Stack])");
   line(OFFCPU_LOST_KERNEL_STACK_WALK, "kernel stacks could not be walked",
-       " (shown as [Missed Kernel Stack])");
+       ": the walk found no frame (shown as [Missed Kernel Stack])");
   line(OFFCPU_LOST_WAKER_STORE, "wakers lost",
        ": too many distinct wakers ([waker lost]); raise "
        "--stack-storage-size (now " +
@@ -82,6 +81,90 @@ std::string describe_losses(const std::array<uint64_t, OFFCPU_LOST_NR> &lost,
        " (announcement ring full): a process that exited before blocking on "
        "the same stack again may show [unknown]");
   return out;
+}
+
+uint64_t more_stack_storage(uint32_t size) {
+  // Four times as many: a busy host's stacks grow slowly past the first.
+  return std::min<uint64_t>(uint64_t{size} * 4, uint64_t{1} << 24);
+}
+
+namespace {
+
+std::string percent(uint64_t part, uint64_t total) {
+  char s[32];
+  const double p =
+      total ? 100.0 * static_cast<double>(part) / static_cast<double>(total)
+            : 0.0;
+  if (p > 0 && p < 0.1)
+    return "<0.1%";
+  snprintf(s, sizeof(s), "%.1f%%", p);
+  return s;
+}
+
+} // namespace
+
+std::string incomplete_summary(const IncompleteStacks &s) {
+  const uint64_t waits = s.full_stacks + s.overflow_waits + s.lost_waits +
+                         s.held_waits + s.no_user_waits + s.no_kernel_waits +
+                         s.partial_waits;
+  if (!waits && s.events.empty())
+    return "";
+  const uint64_t no_stack =
+      s.no_stack_ns ? s.no_stack_ns : s.no_user_ns + s.no_kernel_ns;
+  // `partial` may overlap the others: the share is capped at the whole.
+  const uint64_t affected =
+      std::min(s.total_ns, s.full_ns + s.overflow_ns + s.lost_ns + s.held_ns +
+                               no_stack + s.partial_ns);
+  std::string causes;
+  bool advised = false;
+  auto cause = [&](uint64_t n, uint64_t ns, const std::string &what,
+                   const std::string &count) {
+    if (n)
+      causes += (causes.empty() ? "" : ", ") + percent(ns, s.total_ns) + " " +
+                what + " (" + std::to_string(n) + " " + count + ")";
+  };
+  if (s.full_stacks) {
+    cause(s.full_stacks, s.full_ns,
+          "stack storage full: raise --stack-storage-size to " +
+              std::to_string(more_stack_storage(s.stack_storage_size)) +
+              " (now " + std::to_string(s.stack_storage_size) + ")",
+          "stacks");
+    advised = true;
+  }
+  if (s.overflow_waits || s.lost_waits)
+    advised = true;
+  cause(s.overflow_waits, s.overflow_ns,
+        "kept without stacks, the aggregation map full: raise --max-entries "
+        "(now " +
+            std::to_string(s.max_entries) + ")",
+        "waits");
+  cause(s.lost_waits, s.lost_ns,
+        "lost, the aggregation map and the per-process overflow both full: "
+        "raise --max-entries",
+        "waits");
+  cause(s.held_waits, s.held_ns,
+        "lost, their thread gone without a last switch-out the kernel "
+        "reported",
+        "waits");
+  cause(s.partial_waits, s.partial_ns,
+        "walked before their process's unwind tables were ready, with frame "
+        "pointers only",
+        "waits");
+  cause(s.no_user_waits, s.no_user_ns, "without a user stack", "waits");
+  cause(s.no_kernel_waits, s.no_kernel_ns, "without a kernel stack", "waits");
+  for (const std::string &e : s.events)
+    causes += (causes.empty() ? "" : ", ") + e;
+  const bool notable = advised || (s.total_ns && affected * 100 >= s.total_ns);
+  std::string line = std::string("offcpu: ") + (notable ? "warning: " : "");
+  if (waits)
+    line +=
+        percent(affected, s.total_ns) + " of the off-CPU time is on " +
+        (s.lost_waits || s.held_waits ? "stacks that are not whole or lost: "
+                                      : "stacks that are not whole: ");
+  else
+    line += "not all was seen: ";
+  return line + causes + (advised ? "; " : "; no option changes this; ") +
+         "-v lists each cause and what it cost\n";
 }
 
 std::string describe_truncated(size_t stacks, uint64_t waits, uint32_t depth) {

@@ -4,6 +4,8 @@
 #include <dirent.h>
 #include <sys/auxv.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cinttypes>
@@ -49,6 +51,9 @@ constexpr uint64_t kSparePages = 8192;
 constexpr size_t kMaxNewRulesPerFile = 4096;
 // uw_procs' max_entries (bpf/user_unwind.bpf.h).
 constexpr uint64_t kMaxProcs = 8192;
+// Readings of one process redone because a mapping went away while it
+// was read (an exec in progress): then the mapping is skipped.
+constexpr uint32_t kMaxRereads = 8;
 // Distinct vDSO images kept (one per kernel, really; more are processes
 // that rewrote their own).
 constexpr size_t kMaxVdsoImages = 8;
@@ -380,6 +385,53 @@ bool Unwinder::work(uint64_t deadline_ns) {
   return true;
 }
 
+bool Unwinder::work_ahead(uint64_t budget_ns,
+                          const std::vector<std::string> &files) {
+  const uint64_t stop = stop_ns_;
+  const uint64_t deadline = monotonic_ns() + budget_ns;
+  stop_ns_ = deadline; // cuts a costly file's reading at the budget
+  before_window_ = true;
+  for (const std::string &path : files)
+    if (monotonic_ns() < deadline && !stop_requested())
+      preload(path);
+  const bool done = work(deadline);
+  before_window_ = false;
+  stop_ns_ = stop;
+  return done;
+}
+
+void Unwinder::preload(const std::string &path) {
+  FilePolicy policy;
+  policy.follow_last_symlink = true;
+  policy.max_size = UINT64_MAX; // only the CFI sections are read
+  CheckedFile opened = open_checked(path, policy);
+  if (!opened)
+    return; // read from the process's mappings once it runs, if at all
+  Mapping m;
+  m.dev_major = major(opened.st.st_dev);
+  m.dev_minor = minor(opened.st.st_dev);
+  m.inode = opened.st.st_ino;
+  m.path = path;
+  auto key = std::make_tuple(m.dev_major, m.dev_minor, m.inode);
+  if (by_inode_.count(key))
+    return;
+  auto &slot = by_inode_[key];
+  slot = std::make_unique<File>();
+  const bool trusted =
+      opened.st.st_uid == 0 && (opened.st.st_mode & (S_IWGRP | S_IWOTH)) == 0;
+  const uint64_t interrupted = stats_.files_interrupted;
+  load_file(*slot, opened.fd.get(), path, static_cast<uint32_t>(getpid()),
+            static_cast<uint64_t>(opened.st.st_size), trusted);
+  if (stats_.files_interrupted != interrupted) {
+    // Cut by the start-up's budget: read whole from the mappings later.
+    stats_.files_interrupted = interrupted;
+    by_inode_.erase(key);
+    return;
+  }
+  if (slot->id != UW_FILE_NONE)
+    publish(m, *slot);
+}
+
 std::optional<bool> Unwinder::install(uint32_t tgid, uint64_t deadline_ns) {
   const std::string dir = pid_dir(proc_root_, tgid);
   auto text = files_.read(dir + "/maps", kMaxMapsBytes);
@@ -424,8 +476,12 @@ std::optional<bool> Unwinder::install(uint32_t tgid, uint64_t deadline_ns) {
     else if (m.path == "[vdso]")
       f = vdso_for(tgid, m);
     else if (m.is_file()) {
-      f = file_for(tgid, m, monotonic_ns() < deadline_ns);
-      if (!f)
+      bool gone = false;
+      f = file_for(tgid, m, monotonic_ns() < deadline_ns, &gone);
+      // Not loaded yet, or its mapping changed under the reading: the
+      // process is read again later (a few times at most for a mapping
+      // gone, then that mapping goes without a table in this reading).
+      if (!f && (!gone || ++rereads_[tgid] <= kMaxRereads))
         return std::nullopt;
     }
     if (f && f->id != UW_FILE_NONE)
@@ -439,6 +495,7 @@ std::optional<bool> Unwinder::install(uint32_t tgid, uint64_t deadline_ns) {
   MappingFit fit = fit_mappings(maps);
   proc->nr = static_cast<uint32_t>(maps.size());
   std::copy(maps.begin(), maps.end(), proc->maps);
+  rereads_.erase(tgid);
   if (gen_.count(tgid) == 0 && stats_.processes >= max_procs_) {
     stats_.processes_over_cap++;
     return false;
@@ -520,16 +577,25 @@ Unwinder::File *Unwinder::vdso_for(uint32_t tgid, const Mapping &m) {
 }
 
 Unwinder::File *Unwinder::file_for(uint32_t tgid, const Mapping &m,
-                                   bool may_load) {
+                                   bool may_load, bool *gone) {
   auto key = std::make_tuple(m.dev_major, m.dev_minor, m.inode);
   auto found = by_inode_.find(key);
   if (found != by_inode_.end())
     return found->second.get();
   if (!may_load)
     return nullptr;
+  CheckedFile opened = open_mapped(proc_root_, tgid, m);
+  if (!opened && opened.failure == OpenFailure::Missing) {
+    // The mapping went away after the maps were read (an exec, an unmap):
+    // the file may be fine, so nothing is kept for it. Kept as unreadable,
+    // a library mapped by the command offcpu starts (read during its exec)
+    // had no table for the whole run.
+    if (gone)
+      *gone = true;
+    return nullptr;
+  }
   auto &slot = by_inode_[key];
   slot = std::make_unique<File>();
-  CheckedFile opened = open_mapped(proc_root_, tgid, m);
   if (!opened) {
     stats_.files_unreadable++;
     return slot.get();
@@ -538,8 +604,17 @@ Unwinder::File *Unwinder::file_for(uint32_t tgid, const Mapping &m,
   // with its build id; anyone else's only for itself.
   const bool trusted =
       opened.st.st_uid == 0 && (opened.st.st_mode & (S_IWGRP | S_IWOTH)) == 0;
+  const uint64_t interrupted = stats_.files_interrupted;
   load_file(*slot, opened.fd.get(), m.real_path(), tgid,
             static_cast<uint64_t>(opened.st.st_size), trusted);
+  if (before_window_ && stats_.files_interrupted != interrupted &&
+      !stop_requested()) {
+    // Cut by the start-up's budget, not by the run's end: read again, as
+    // if never tried, once the window is open.
+    stats_.files_interrupted = interrupted;
+    by_inode_.erase(key);
+    return nullptr;
+  }
   return slot.get();
 }
 
@@ -907,9 +982,6 @@ Unwinder::describe_losses(const std::array<uint64_t, UW_STAT_NR> &w) const {
     if (n)
       out += "offcpu: warning: " + std::to_string(n) + " " + text + "\n";
   };
-  line(w[UW_STAT_PARTIAL_ENDED],
-       "waits ended before their process's unwind tables were ready: their "
-       "user stacks were walked with frame pointers only and may be short");
   const UnwindStats &s = stats_;
   const std::string fp = ": frame pointers used there";
   // Which limit sized the arrays decides what helps.

@@ -99,6 +99,15 @@ public:
   // Handles requests until `deadline_ns` (CLOCK_MONOTONIC); true when none
   // is left.
   bool work(uint64_t deadline_ns);
+  // work() before the waits it is for begin (the window's opening, the
+  // release of -- COMMAND), for at most `budget_ns`: a file cut by the
+  // budget is not given up but read again, whole, when asked later. First
+  // the tables of `files`, which a process is about to map (the program of
+  // -- COMMAND before its exec), published under their device and inode:
+  // found through the mapping (find_vma) before that process is installed,
+  // and its install needs no table built.
+  bool work_ahead(uint64_t budget_ns,
+                  const std::vector<std::string> &files = {});
   // True once after processes were installed: waits walked without their
   // tables can now be walked again.
   bool take_installed();
@@ -124,9 +133,12 @@ public:
 
 private:
   struct File;
-  // Null when the file is not loaded yet and `may_load` is false.
-  File *file_for(uint32_t tgid, const Mapping &m, bool may_load = true);
+  // Null when the file is not loaded yet and `may_load` is false, or when
+  // the mapping is gone since the maps were read (then *gone is set).
+  File *file_for(uint32_t tgid, const Mapping &m, bool may_load = true,
+                 bool *gone = nullptr);
   File *vdso_for(uint32_t tgid, const Mapping &m);
+  void preload(const std::string &path);
   void load_file(File &f, int fd, const std::string &path, uint32_t tgid,
                  uint64_t size, bool trusted);
   // Files given up over a budget so far (every cause).
@@ -163,6 +175,7 @@ private:
   // Debug-file CRCs, per file and for the run (util/debug_file.h).
   CrcBudget crc_budget_;
   uint64_t stop_ns_ = 0;
+  bool before_window_ = false; // in work_ahead()
   // Processes whose mappings may be installed (their kernel memory is
   // reserved out of the cap by plan()).
   uint64_t max_procs_ = 8192;
@@ -194,6 +207,8 @@ private:
   std::unordered_map<uint32_t, uint32_t> gen_; // installs per process
   // Processes whose last reading did not fit UW_MAX_MAPPINGS, and how.
   std::map<uint32_t, MappingFit> over_mappings_;
+  // Readings redone per process since its last install (see install).
+  std::unordered_map<uint32_t, uint32_t> rereads_;
   bool installed_ = false;
   uint64_t ready_ns_ = 0;
   UnwindStats stats_;

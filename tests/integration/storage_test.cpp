@@ -75,9 +75,10 @@ TEST_F(Storage,
   constexpr int kHolders = 8;
   Workload w(storm_args({"stacks", std::to_string(kHolders), "2"}));
   // Whole system, with room for far fewer stacks than the storm makes
-  // (65,536 paths): the storage fills within milliseconds.
-  auto r = test::run({OFFCPU_BIN, "-q", "-f", "--stack-storage-size", "4096",
-                      std::to_string(static_cast<int>(kWindowS))},
+  // (65,536 paths): the storage fills within milliseconds. -v: the loss's
+  // own line, with its time (the summary line has its share).
+  auto r = test::run({OFFCPU_BIN, "-q", "-v", "-f", "--stack-storage-size",
+                      "4096", std::to_string(static_cast<int>(kWindowS))},
                      120);
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const auto lines = test::parse_folded(r.out);
@@ -109,6 +110,12 @@ TEST_F(Storage,
   EXPECT_NE(r.err.find("raise --stack-storage-size to 16384 (now 4096"),
             std::string::npos)
       << r.err;
+  EXPECT_TRUE(std::regex_search(
+      r.err, std::regex("offcpu: warning: [0-9.]+% of the off-CPU time is on "
+                        "stacks that are not whole: [^\\n]*[0-9.]+% stack "
+                        "storage full: raise --stack-storage-size to 16384 "
+                        "\\(now 4096\\)")))
+      << r.err;
   uint64_t storm_missed = 0, all_missed = 0;
   for (const auto &l : lines) {
     if (!missed(l))
@@ -130,7 +137,7 @@ TEST_F(Storage, AThreadChurnerDoesNotCrowdOutTheOtherProcesses) {
   // Room for a few dozen (thread, stack) keys: the churner's new threads
   // fill it at once.
   auto r = test::run(
-      {OFFCPU_BIN, "-q", "-f", "-p",
+      {OFFCPU_BIN, "-q", "-v", "-f", "-p",
        std::to_string(steady.pid) + "," + std::to_string(churn.pid),
        "--max-entries", "64", std::to_string(static_cast<int>(kWindowS))},
       120);
@@ -159,6 +166,10 @@ TEST_F(Storage, AThreadChurnerDoesNotCrowdOutTheOtherProcesses) {
               static_cast<double>(buckets_us) * 0.05 + 1000)
       << r.err;
   EXPECT_NE(r.err.find("raise --max-entries (now 64)"), std::string::npos)
+      << r.err;
+  EXPECT_NE(r.err.find("% kept without stacks, the aggregation map full: "
+                       "raise --max-entries (now 64)"),
+            std::string::npos)
       << r.err;
   EXPECT_EQ(r.err.find("waits lost"), std::string::npos) << r.err;
 }
