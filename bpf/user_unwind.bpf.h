@@ -809,6 +809,16 @@ static long uw_step_other(__u32 i, void *data) {
   return uw_step(data, true);
 }
 
+/* A process's mappings as the walker keys them (uw_proc.map_count, its
+ * memos and requests): mm->map_count, with the start of the stack, which
+ * each exec places anew, above it. An exec of the same program maps as
+ * many VMAs at other addresses: by map_count alone it passed for the image
+ * installed before, and every walk ended outside its mappings. User space
+ * computes the same from /proc/PID/stat (src/unwind/unwinder.cpp). */
+static __always_inline __u64 uw_map_key(struct mm_struct *mm) {
+  return mm->map_count ^ (mm->start_stack << 16);
+}
+
 /* Asks user space for the process's tables, once per map_count. */
 static __always_inline void uw_request(__u32 tgid, __u64 map_count,
                                        struct uw_stats *st) {
@@ -1099,7 +1109,7 @@ static __always_inline __u64 walk_user_stack_memo(struct task_struct *t,
       .sp = regs->sp,
       .bp = regs->bp,
       .mm = (__u64)mmp,
-      .map_count = mmp ? mmp->map_count : 0,
+      .map_count = mmp ? uw_map_key(mmp) : 0,
       .epoch = *(volatile __u32 *)&uw_epoch,
   };
   struct uw_stats *st = uw_stats_of(slot);
@@ -1238,7 +1248,7 @@ static __always_inline bool uw_can_defer(struct task_struct *t,
   if (!regs || !mmp)
     return false;
   return uw_memo_find(ms, regs->ip, regs->sp, regs->bp, (__u64)mmp,
-                      mmp->map_count, *(volatile __u32 *)&uw_epoch,
+                      uw_map_key(mmp), *(volatile __u32 *)&uw_epoch,
                       way) != NULL;
 }
 

@@ -118,7 +118,8 @@ struct uw_file_id {
 struct uw_proc {
   __u32 nr;        /* mappings used, sorted by start */
   __u32 gen;       /* bumped at each install: cached rules of older ones die */
-  __u64 map_count; /* mm->map_count when the maps were read */
+  __u64 map_count; /* uw_map_key when the maps were read: mm->map_count ^
+                      mm->start_stack << 16 */
   struct uw_mapping maps[UW_MAX_MAPPINGS];
 };
 

@@ -94,6 +94,30 @@ uint64_t vma_count(const std::string &text) {
   return lines;
 }
 
+// mm->start_stack from /proc/PID/stat (its 28th field; the name in
+// parentheses before may hold spaces): where each exec put the stack. 0 if
+// unknown: the key then differs from the walker's, which asks again.
+uint64_t start_stack(const FileReader &files, const std::string &dir) {
+  auto stat = files.read(dir + "/stat", 4096);
+  if (!stat)
+    return 0;
+  const size_t paren = stat->rfind(')');
+  if (paren == std::string::npos)
+    return 0;
+  std::string_view rest(*stat);
+  rest.remove_prefix(paren + 1);
+  std::string_view field;
+  for (int i = 3; i <= 28; i++) // the state is the 3rd field
+    field = next_field(rest);
+  uint64_t v = 0;
+  for (char c : field) {
+    if (c < '0' || c > '9')
+      return 0;
+    v = v * 10 + static_cast<uint64_t>(c - '0');
+  }
+  return v;
+}
+
 CheckedFile open_mapped(const std::string &proc_root, uint32_t tgid,
                         const Mapping &m) {
   char range[64];
@@ -441,7 +465,9 @@ std::optional<bool> Unwinder::install(uint32_t tgid, uint64_t deadline_ns) {
   }
   auto proc = std::make_unique<uw_proc>();
   std::memset(proc.get(), 0, sizeof(*proc));
-  proc->map_count = vma_count(*text);
+  // As the walker keys a process's mappings (uw_map_key): an exec of the
+  // same program, as many mappings elsewhere, is not this reading.
+  proc->map_count = vma_count(*text) ^ (start_stack(files_, dir) << 16);
   std::vector<Mapping> exec;
   for (Mapping &m : parse_proc_maps(*text))
     if (m.executable)
