@@ -44,7 +44,7 @@ struct {
   __uint(type, BPF_MAP_TYPE_HASH);
   __uint(max_entries, 16384);
   __type(key, struct offcpu_overflow_key);
-  __type(value, struct offcpu_value);
+  __type(value, struct offcpu_totals);
 } counts_overflow SEC(".maps");
 
 /* `n` waits of `key` that found the aggregation map full: into their
@@ -57,8 +57,8 @@ static __always_inline void add_to_overflow(const struct offcpu_key *key,
   __sync_fetch_and_add(&lost_ns[OFFCPU_LOST_AGG_MAP_FULL], ns);
   struct offcpu_overflow_key ok = {.tgid = key->tgid};
   __builtin_memcpy(ok.comm, key->comm, sizeof(ok.comm));
-  struct offcpu_value empty = {};
-  struct offcpu_value *o = lookup_or_insert(&counts_overflow, &ok, &empty, -1);
+  struct offcpu_totals empty = {};
+  struct offcpu_totals *o = lookup_or_insert(&counts_overflow, &ok, &empty, -1);
   if (!o) {
     __sync_fetch_and_add(&lost[OFFCPU_LOST_OVERFLOW_FULL], n);
     __sync_fetch_and_add(&lost_ns[OFFCPU_LOST_OVERFLOW_FULL], ns);
@@ -92,18 +92,44 @@ counts_entry(const struct offcpu_key *key) {
   return bpf_map_lookup_elem(&counts, key);
 }
 
-/* Adds `n` waits of `key` to the aggregation map. */
+/* Adds one wait of `ns` (`runq` of it runnable) to `key` in the
+ * aggregation map: its totals, its max and its histogram bucket, all in
+ * the value the lookup found. The max is a plain store: a key is one
+ * thread's, whose waits end one at a time. */
 static __always_inline void add_to_counts(const struct offcpu_key *key,
-                                          __u64 ns, __u64 n, __u64 runq) {
+                                          __u64 ns, __u64 runq) {
   struct offcpu_value *val = counts_entry(key);
   if (!val) {
-    add_to_overflow(key, ns, n, runq);
+    add_to_overflow(key, ns, 1, runq);
     return;
   }
   __sync_fetch_and_add(&val->total_ns, ns);
-  __sync_fetch_and_add(&val->count, n);
+  __sync_fetch_and_add(&val->count, 1);
   if (split_runqueue && runq)
     __sync_fetch_and_add(&val->runq_ns, runq);
+  if (ns > val->max_ns)
+    val->max_ns = ns;
+  __sync_fetch_and_add(&val->hist[offcpu_hist_slot(ns)], 1);
+}
+
+/* Adds the `n` waits `add` sums up (a thread's held waits) to `key`. */
+static __always_inline void merge_to_counts(const struct offcpu_key *key,
+                                            const struct offcpu_value *add,
+                                            __u64 n) {
+  struct offcpu_value *val = counts_entry(key);
+  if (!val) {
+    add_to_overflow(key, add->total_ns, n, add->runq_ns);
+    return;
+  }
+  __sync_fetch_and_add(&val->total_ns, add->total_ns);
+  __sync_fetch_and_add(&val->count, n);
+  if (split_runqueue && add->runq_ns)
+    __sync_fetch_and_add(&val->runq_ns, add->runq_ns);
+  if (add->max_ns > val->max_ns)
+    val->max_ns = add->max_ns;
+  for (int i = 0; i < OFFCPU_HIST_BUCKETS; i++)
+    if (add->hist[i])
+      __sync_fetch_and_add(&val->hist[i], add->hist[i]);
 }
 
 /* Adds the waits `held` holds to the aggregation map, if it holds any. The
@@ -114,7 +140,7 @@ static __always_inline void release_held(struct offcpu_held *held,
   __u64 n = held->val.count;
   if (!n || __sync_val_compare_and_swap(&held->val.count, n, 0) != n)
     return;
-  add_to_counts(&held->key, held->val.total_ns, n, held->val.runq_ns);
+  merge_to_counts(&held->key, &held->val, n);
   if (c) {
     c->held_waits -= n;
     c->held_ns -= held->val.total_ns;
@@ -167,15 +193,20 @@ __noinline int charge(const struct offcpu_key *key, __u64 delta, __u64 runq,
         h->key = *key;
         h->val.total_ns = 0;
         h->val.runq_ns = 0;
+        h->val.max_ns = 0;
+        __builtin_memset(h->val.hist, 0, sizeof(h->val.hist));
         /* count last: 0 said "empty" while the key was written */
       }
       held->last = way;
     }
     h->val.total_ns += delta;
     h->val.runq_ns += runq;
+    if (delta > h->val.max_ns)
+      h->val.max_ns = delta;
+    h->val.hist[offcpu_hist_slot(delta)] += 1;
     h->val.count += 1;
   } else {
-    add_to_counts(key, delta, 1, runq);
+    add_to_counts(key, delta, runq);
   }
   if (c) {
     c->waits += 1;

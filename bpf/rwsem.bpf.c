@@ -122,6 +122,7 @@ static __always_inline void wait_end(void) {
   __sync_fetch_and_add(&val->count, 1);
   if (delta > val->max_ns) /* racy by design: a max, not a sum */
     val->max_ns = delta;
+  __sync_fetch_and_add(&val->hist[offcpu_hist_slot(delta)], 1);
 }
 
 /* A waiter being woken (--wakers): the first wakeup of its wait names the

@@ -142,7 +142,7 @@ struct offcpu_charged {
 };
 
 /* Waits that found the aggregation map full, summed by process and thread
- * name (an offcpu_value each): a thread churner filling the map keeps the
+ * name (an offcpu_totals each): a thread churner filling the map keeps the
  * time of the others' waits and its own, shown without stacks. */
 struct offcpu_overflow_key {
   __u32 tgid;
@@ -227,10 +227,69 @@ struct offcpu_key {
 #define OFFCPU_KEY_STATE_SHIFT 8
 #define OFFCPU_KEY_STATE_MASK 0xf00u
 
+/* The latency distribution kept per key: a log2 histogram of the waits'
+ * lengths in microseconds. Bucket 0 holds waits under 2 us (-m's default is
+ * 1 us), bucket i waits of [2^i, 2^(i+1)) us, and the last one everything
+ * from 2^31 us (36 min) up: 32 buckets cover 1 us to over an hour with a
+ * factor of two of resolution, as BCC's *dist tools print them. Counts are
+ * 32-bit (128 bytes a key, not 256): a bucket of one thread's key wraps
+ * only after 4 billion waits, which user space detects (the buckets then
+ * no longer add up to `count`). */
+#define OFFCPU_HIST_BUCKETS 32
+
+/* The bucket of a wait of `ns` nanoseconds: floor(log2(us)), at most the
+ * last. Branch-free halving, a dozen instructions. */
+static inline __attribute__((always_inline)) __u32
+offcpu_hist_bucket(__u64 ns) {
+  __u64 v = ns / 1000;
+  __u32 r = 0, shift;
+  shift = (v > 0xFFFFFFFFULL) << 5;
+  v >>= shift;
+  r |= shift;
+  shift = (v > 0xFFFF) << 4;
+  v >>= shift;
+  r |= shift;
+  shift = (v > 0xFF) << 3;
+  v >>= shift;
+  r |= shift;
+  shift = (v > 0xF) << 2;
+  v >>= shift;
+  r |= shift;
+  shift = (v > 0x3) << 1;
+  v >>= shift;
+  r |= shift;
+  r |= (__u32)(v >> 1);
+  return r < OFFCPU_HIST_BUCKETS ? r : OFFCPU_HIST_BUCKETS - 1;
+}
+
+#ifdef __bpf__
+/* offcpu_hist_bucket as an index the verifier can bound: the compiler sees
+ * the clamp is redundant and may test a copy of the value, not the register
+ * it then indexes with; the barrier hides the range, the mask restores it. */
+static inline __attribute__((always_inline)) __u32 offcpu_hist_slot(__u64 ns) {
+  __u32 b = offcpu_hist_bucket(ns);
+  asm volatile("" : "+r"(b));
+  return b & (OFFCPU_HIST_BUCKETS - 1);
+}
+#endif
+
+/* What the aggregation map holds per key. */
 struct offcpu_value {
   __u64 total_ns;
   __u64 count;
   __u64 runq_ns; /* --runqueue: the part spent runnable, waiting for a CPU */
+  __u64 max_ns;  /* the longest wait */
+  __u32 hist[OFFCPU_HIST_BUCKETS]; /* waits per offcpu_hist_bucket */
+};
+
+/* The overflow map's value (see offcpu_overflow_key): totals only. Its
+ * waits have no stacks to show a distribution under, and it is
+ * preallocated: 128 bytes of histogram a key would be 2 MiB of kernel
+ * memory held for nothing. */
+struct offcpu_totals {
+  __u64 total_ns;
+  __u64 count;
+  __u64 runq_ns;
 };
 
 /* offcpu_stack.flags; part of the stack's identity (and of its hash). */
@@ -281,6 +340,7 @@ struct rwsem_value {
   __u64 total_ns;
   __u64 count;
   __u64 max_ns;
+  __u32 hist[OFFCPU_HIST_BUCKETS]; /* waits per offcpu_hist_bucket */
 };
 
 /* The aggregation key of a wait that began as `s`, of thread `pid`: built

@@ -129,9 +129,14 @@ offcpu_map_sizes map_sizes(const OffcpuConfig &o, const OffcpuPlan &p) {
 // ... Stack]), so their time stays in the profile under their names.
 void add_overflow(int overflow_fd, RawProfile &out) {
   for (const auto &ok : map_keys<offcpu_overflow_key>(overflow_fd)) {
-    offcpu_value val{};
-    if (bpf_map_lookup_elem(overflow_fd, &ok, &val) != 0 || !val.count)
+    offcpu_totals t{};
+    if (bpf_map_lookup_elem(overflow_fd, &ok, &t) != 0 || !t.count)
       continue;
+    // No histogram: the model shows these waits' totals only.
+    offcpu_value val{};
+    val.total_ns = t.total_ns;
+    val.count = t.count;
+    val.runq_ns = t.runq_ns;
     offcpu_key key{};
     key.tgid = ok.tgid;
     key.pid = ok.tgid; // the threads are not told apart

@@ -290,7 +290,9 @@ RawLockWaits RwsemSession::stop_and_drain() {
     rwsem_key key = rwsem_key_of(&rec, tid);
     if (wakers_ && !key.waker)
       key.waker = OFFCPU_WAKER_STILL_WAITING;
-    out.waits.emplace_back(key, rwsem_value{delta, 1, delta});
+    rwsem_value val{delta, 1, delta, {}};
+    val.hist[offcpu_hist_bucket(delta)] = 1;
+    out.waits.emplace_back(key, val);
     ids.push_back(rec.user_stack);
     ids.push_back(rec.kernel_stack);
     waker_ids.push_back(key.waker);

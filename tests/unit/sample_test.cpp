@@ -68,7 +68,7 @@ TEST_F(SampleTest, KernelStackRootFirstWithoutTracerFrames) {
   raw.stacks[100] = {0xffffffffa0000010, 0xffffffff81000610, 0xffffffff81000510,
                      0xffffffff81000410, 0xffffffff81000310, 0xffffffff81000210,
                      0xffffffff81000110, 0xffffffff81000010};
-  raw.counts.push_back({key(5, OFFCPU_NO_STACK, 100), {3000, 2, 0}});
+  raw.counts.push_back({key(5, OFFCPU_NO_STACK, 100), {3000, 2, 0, 0, {}}});
   auto samples = symbolize_profile(raw, *sym_, {});
   ASSERT_EQ(samples.size(), 1u);
   EXPECT_EQ(
@@ -85,8 +85,9 @@ TEST_F(SampleTest, MissedAndUnknownStacks) {
   RawProfile raw;
   raw.stacks[200] = {0x401000, 0x402000};
   raw.counts.push_back(
-      {key(5, OFFCPU_STACK_MISSED, OFFCPU_STACK_MISSED), {1000, 1, 0}});
-  raw.counts.push_back({key(6, 200, 999 /* not in the map */), {1000, 1, 0}});
+      {key(5, OFFCPU_STACK_MISSED, OFFCPU_STACK_MISSED), {1000, 1, 0, 0, {}}});
+  raw.counts.push_back(
+      {key(6, 200, 999 /* not in the map */), {1000, 1, 0, 0, {}}});
   auto samples = symbolize_profile(raw, *sym_, {});
   ASSERT_EQ(samples.size(), 2u);
   EXPECT_TRUE(samples[0].user_missed);
@@ -104,9 +105,9 @@ TEST_F(SampleTest, TruncatedStacksAreMarkedAtTheRootAndCounted) {
   raw.stacks[200] = {0x401000, 0x402000};
   raw.stacks[300] = {0x403000};
   raw.stacks.truncated = {100, 200};
-  raw.counts.push_back({key(5, 200, 100), {1000, 2, 0}});
-  raw.counts.push_back({key(6, 200, OFFCPU_NO_STACK), {1000, 3, 0}});
-  raw.counts.push_back({key(7, 300, OFFCPU_NO_STACK), {1000, 4, 0}});
+  raw.counts.push_back({key(5, 200, 100), {1000, 2, 0, 0, {}}});
+  raw.counts.push_back({key(6, 200, OFFCPU_NO_STACK), {1000, 3, 0, 0, {}}});
+  raw.counts.push_back({key(7, 300, OFFCPU_NO_STACK), {1000, 4, 0, 0, {}}});
   auto samples = symbolize_profile(raw, *sym_, {});
   ASSERT_EQ(samples.size(), 3u);
   EXPECT_EQ(
@@ -145,7 +146,7 @@ TEST_F(SampleTest, StackSelectionHidesParts) {
   RawProfile raw;
   raw.stacks[100] = {0xffffffff81000410};
   raw.stacks[200] = {0x401000};
-  raw.counts.push_back({key(5, 200, 100), {1000, 1, 0}});
+  raw.counts.push_back({key(5, 200, 100), {1000, 1, 0, 0, {}}});
   auto user_only = symbolize_profile(raw, *sym_, StackSelection{true, false});
   EXPECT_TRUE(user_only[0].kernel.empty());
   EXPECT_FALSE(user_only[0].user.empty());
