@@ -431,7 +431,8 @@ void add_profile_limits(CLI::App &app, ProfileOptions &o, ProfileArgs &a) {
   add_stack_limits(&app, o.stack_storage_size, o.max_stack_depth, o.max_entries,
                    "Limits", true);
   app.add_flag("-v,--verbose", o.verbose,
-               "report kernel features, the attach plan and symbolization");
+               "report kernel features, the attach plan and symbolization; "
+               "latency histograms in the text report");
   app.add_option("--attach", a.attach,
                  "sched_switch hook: auto, tp_btf or raw_tp (default auto)")
       ->check(CLI::IsMember({"auto", "tp_btf", "raw_tp"}))
@@ -528,7 +529,8 @@ CLI::App *setup_rwsem(CLI::App &app, RwsemOptions &r, RwsemArgs &a) {
   add_stack_limits(rw, r.stack_storage_size, r.max_stack_depth, r.max_entries,
                    "Limits", false);
   rw->add_flag("-v,--verbose", r.verbose,
-               "report the mechanism used and symbolization");
+               "report the mechanism used and symbolization; latency "
+               "histograms in the text report");
   rw->add_option("--attach", a.attach,
                  "fentry, kprobe, tracepoint or auto (default auto)")
       ->check(CLI::IsMember({"auto", "fentry", "kprobe", "tracepoint"}))

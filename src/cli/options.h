@@ -27,10 +27,11 @@ struct OutputOptions {
   std::vector<OutputTarget> targets;
   bool delimited = false;
   ThreadFrame thread = ThreadFrame::Comm; // --per-pid, --per-thread
-  std::string title;      // SVG title; empty: the command's default
-  int width = 1200;       // SVG width in pixels
-  double min_width = 0.1; // SVG: narrower frames are left out
-  bool quiet = false;     // no progress line
+  std::string title;       // SVG title; empty: the command's default
+  int width = 1200;        // SVG width in pixels
+  double min_width = 0.1;  // SVG: narrower frames are left out
+  bool histograms = false; // text: latency histograms per stack (-v)
+  bool quiet = false;      // no progress line
   // --no-symbolize: user frames in files keep their address only (named
   // later, by pprof servers, from build ids).
   bool symbolize = true;

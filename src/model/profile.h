@@ -11,6 +11,8 @@
 #include <utility>
 #include <vector>
 
+#include "model/latency.h"
+
 namespace offcpu {
 
 enum class FrameKind {
@@ -103,8 +105,11 @@ struct Sample {
   uint64_t total_ns = 0;
   uint64_t count = 0;
   uint64_t runq_ns = 0; // --runqueue: the part spent runnable, in total_ns
-  char state = 0;       // --show-state: R, S, D, I or T
-  std::string cgroup;   // --per-cgroup: its systemd unit or cgroup path
+  // How long its waits lasted; empty where not measured (folded input,
+  // waits that found the aggregation map full).
+  Latency latency;
+  char state = 0;     // --show-state: R, S, D, I or T
+  std::string cgroup; // --per-cgroup: its systemd unit or cgroup path
   std::optional<Waker> waker;
   std::optional<LockWait> lock;
 };

@@ -47,6 +47,8 @@ public:
   // Adds one stack (the first frame is the thread). False, with nothing
   // added, if it would take the tree past its node budget.
   bool add(const std::vector<FrameRef> &frames, double value, uint64_t ns);
+  // The node of the last frame of the stack add() last took.
+  uint32_t last_leaf() const { return path_.empty() ? kRoot : path_.back(); }
 
   const Node &node(uint32_t i) const { return nodes_[i]; }
   size_t size() const { return nodes_.size(); }

@@ -160,6 +160,58 @@ std::vector<Node> children(const StackTree &tree, const Node &n, int depth) {
   return out;
 }
 
+std::string us_text(uint64_t ns) {
+  return count_text(static_cast<double>((ns + 500) / 1000)) + " us";
+}
+
+// A frame's distribution, after its name and value in the tooltip: a line
+// of totals and quantiles (estimates at the histogram's resolution, ~),
+// and a line of the non-empty log2 buckets, [low, high) in microseconds.
+// No " (" in them: the script takes the name from the title up to the
+// last one.
+std::string latency_text(const Latency &l) {
+  std::string out = "\n" + count_text(static_cast<double>(l.waits)) +
+                    (l.waits == 1 ? " wait" : " waits") + ", max " +
+                    us_text(l.max_ns);
+  if (l.waits > 1)
+    out += ", p50 ~" + us_text(l.quantile_ns(0.5)) + ", p99 ~" +
+           us_text(l.quantile_ns(0.99));
+  out += "\nus:";
+  for (size_t b = 0; b < Latency::kBuckets; b++) {
+    if (!l.buckets[b])
+      continue;
+    const uint64_t high = Latency::high_ns(b);
+    out += " [" + std::to_string(Latency::low_ns(b) / 1000) + "," +
+           (high == UINT64_MAX ? std::string("inf")
+                               : std::to_string(high / 1000)) +
+           ") " + std::to_string(l.buckets[b]);
+  }
+  return out;
+}
+
+// The latency of every drawn frame's subtree: each node's own stacks' and
+// its children's, summed after the children (one pass over the tree, one
+// distribution per level on the call stack); only drawn frames keep theirs.
+struct LatencyOfFrames {
+  const StackTree &tree;
+  const std::unordered_map<uint32_t, Latency> &leaves;
+  double scale, min_width;
+  std::unordered_map<uint32_t, Latency> drawn;
+
+  Latency sum(uint32_t id) {
+    Latency l;
+    if (auto it = leaves.find(id); it != leaves.end())
+      l = it->second;
+    const StackTree::Node &n = tree.node(id);
+    for (uint32_t c = n.first_child; c != StackTree::kNone;
+         c = tree.node(c).next_sibling)
+      l.add(sum(c));
+    if (!l.empty() && n.value * scale >= min_width)
+      drawn.emplace(id, l);
+    return l;
+  }
+};
+
 struct Renderer {
   const StackTree &tree;
   const FlameGraphOptions &o;
@@ -167,6 +219,7 @@ struct Renderer {
   double scale; // pixels per unit of value
   int height;
   std::string out;
+  const std::unordered_map<uint32_t, Latency> *latency = nullptr;
 
   void frame(const Node &n, double offset, int depth) {
     double w = n.value * scale;
@@ -174,13 +227,17 @@ struct Renderer {
       return;
     double x = kPad + offset * scale;
     double y = height - kBottom - (depth + 1) * kFrameHeight;
-    std::string title = *n.name + " (" + count_text(n.value) + " " +
-                        o.count_name + ", " + fmt(100.0 * n.value / total) +
-                        "%)";
+    std::string title =
+        xml_escape(*n.name + " (" + count_text(n.value) + " " + o.count_name +
+                   ", " + fmt(100.0 * n.value / total) + "%)");
+    // Lines of their own (escaping would make the newlines spaces).
+    if (latency && n.id != StackTree::kNone)
+      if (auto it = latency->find(n.id); it != latency->end())
+        title += latency_text(it->second);
     out += "<g class=\"f\" data-o=\"" + fmt(offset) + "\" data-v=\"" +
            fmt(n.value) + "\" data-d=\"" + std::to_string(depth) +
-           "\"><title>" + xml_escape(title) + "</title><rect x=\"" + fmt(x) +
-           "\" y=\"" + fmt(y) + "\" width=\"" + fmt(w) + "\" height=\"" +
+           "\"><title>" + title + "</title><rect x=\"" + fmt(x) + "\" y=\"" +
+           fmt(y) + "\" width=\"" + fmt(w) + "\" height=\"" +
            std::to_string(kFrameHeight - 1) + "\" rx=\"2\" fill=\"" + color(n) +
            "\"/><text x=\"" + fmt(x + 3) + "\" y=\"" +
            fmt(y + kFrameHeight - 4.5) + "\">" + xml_escape(fit(*n.name, w)) +
@@ -296,11 +353,17 @@ std::vector<FlameStack> flame_stacks(const Profile &profile,
   std::vector<FlameStack> out;
   out.reserve(profile.samples.size());
   for (const Sample &s : profile.samples) {
+    bool first = true;
     for (LaidOutPart &part : lay_out_parts(s, layout)) {
       FlameStack f;
       f.value = static_cast<double>(part.ns) / 1000.0;
       for (Frame &frame : part.frames)
         f.frames.push_back({folded_safe(frame.name), frame.kind});
+      // The waits are whole in one part (with --runqueue, a wait's blocked
+      // and runnable time are two): counted once, under the first.
+      if (first)
+        f.latency = s.latency;
+      first = false;
       out.push_back(std::move(f));
     }
   }
@@ -311,19 +374,23 @@ std::string render_flamegraph(const std::vector<FlameStack> &stacks,
                               const FlameGraphOptions &opts) {
   StackTree tree(SIZE_MAX);
   std::vector<StackTree::FrameRef> refs;
+  std::unordered_map<uint32_t, Latency> leaf_latency;
   for (const FlameStack &s : stacks) {
     if (s.value <= 0 || s.frames.empty())
       continue;
     refs.clear();
     for (const FlameFrame &f : s.frames)
       refs.push_back({f.name, f.kind});
-    tree.add(refs, s.value, 0);
+    if (tree.add(refs, s.value, 0) && !s.latency.empty())
+      leaf_latency[tree.last_leaf()].add(s.latency);
   }
-  return render_flamegraph(tree, opts);
+  return render_flamegraph(tree, opts,
+                           leaf_latency.empty() ? nullptr : &leaf_latency);
 }
 
-std::string render_flamegraph(const StackTree &tree,
-                              const FlameGraphOptions &opts) {
+std::string
+render_flamegraph(const StackTree &tree, const FlameGraphOptions &opts,
+                  const std::unordered_map<uint32_t, Latency> *leaf_latency) {
   const double total = tree.node(StackTree::kRoot).value;
   const Node root{&tree.name(tree.node(StackTree::kRoot).name), Kind::Root,
                   total, StackTree::kRoot};
@@ -336,6 +403,13 @@ std::string render_flamegraph(const StackTree &tree,
       kBottom;
   Renderer r{tree,  opts,   total > 0 ? total : 1,
              scale, height, svg_head(width, height)};
+  static const std::unordered_map<uint32_t, Latency> kNone;
+  LatencyOfFrames lat{
+      tree, leaf_latency ? *leaf_latency : kNone, scale, opts.min_width, {}};
+  if (leaf_latency) {
+    lat.sum(StackTree::kRoot);
+    r.latency = &lat.drawn;
+  }
   if (total <= 0)
     r.out += "<text x=\"" + std::to_string(width / 2) + "\" y=\"" +
              std::to_string(kTop + 20) +

@@ -6,6 +6,7 @@
 
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <vector>
 
 #include "model/layout.h"
@@ -22,6 +23,7 @@ struct FlameFrame {
 struct FlameStack {
   std::vector<FlameFrame> frames; // root first
   double value = 0;
+  Latency latency; // its waits' lengths, if known (shown in the tooltips)
 };
 
 struct FlameGraphOptions {
@@ -37,9 +39,12 @@ std::vector<FlameStack> flame_stacks(const Profile &profile,
 
 std::string render_flamegraph(const std::vector<FlameStack> &stacks,
                               const FlameGraphOptions &opts);
-// The same from stacks already merged (offcpu flamegraph's input).
-std::string render_flamegraph(const StackTree &tree,
-                              const FlameGraphOptions &opts);
+// The same from stacks already merged (offcpu flamegraph's input); with
+// `leaf_latency`, the lengths of the waits of the stacks ending at each
+// node, merged up the tree into each drawn frame's tooltip.
+std::string render_flamegraph(
+    const StackTree &tree, const FlameGraphOptions &opts,
+    const std::unordered_map<uint32_t, Latency> *leaf_latency = nullptr);
 
 // Escapes text for SVG/XML content and attribute values.
 std::string xml_escape(std::string_view s);

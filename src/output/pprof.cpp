@@ -31,7 +31,7 @@ enum Profile {
 };
 enum ValueType { kType = 1, kUnit = 2 };
 enum Sample { kLocationId = 1, kValue = 2, kLabel = 3 };
-enum Label { kKey = 1, kStr = 2, kNum = 3 };
+enum Label { kKey = 1, kStr = 2, kNum = 3, kNumUnit = 4 };
 enum Mapping {
   kMappingId = 1,
   kMemoryStart = 2,
@@ -158,13 +158,15 @@ public:
     w.packed_field(field::kLocationId, locs);
     w.packed_field(field::kValue, values);
     auto label = [&](const std::string &key, const std::string *text,
-                     uint64_t num) {
+                     uint64_t num, const char *unit = nullptr) {
       ProtoWriter l;
       l.uint_field(field::kKey, str(key));
       if (text)
         l.uint_field(field::kStr, str(*text));
       else
         l.uint_field(field::kNum, num);
+      if (unit)
+        l.uint_field(field::kNumUnit, str(unit));
       w.bytes_field(field::kLabel, l.data());
     };
     if (s.tgid || s.tid) { // folded input has no thread ids
@@ -185,6 +187,23 @@ public:
       const std::string side = s.lock->write ? "write" : "read";
       label("lock", &s.lock->lock, 0);
       label("side", &side, 0);
+    }
+    // The latency distribution: labels, not sample values, since pprof
+    // sums values when it merges samples and a max or a quantile does not
+    // add up. Numeric labels with a unit (`-tags`, `-raw`, `-tagfocus`),
+    // and the histogram as text: each non-empty log2 bucket's lower bound
+    // in microseconds and its waits.
+    if (!s.latency.empty()) {
+      label("wait_max", nullptr, s.latency.max_ns, "nanoseconds");
+      label("wait_p50", nullptr, s.latency.quantile_ns(0.5), "nanoseconds");
+      label("wait_p99", nullptr, s.latency.quantile_ns(0.99), "nanoseconds");
+      std::string hist;
+      for (size_t b = 0; b < Latency::kBuckets; b++)
+        if (s.latency.buckets[b])
+          hist += (hist.empty() ? "" : " ") +
+                  std::to_string(Latency::low_ns(b) / 1000) +
+                  "us:" + std::to_string(s.latency.buckets[b]);
+      label("wait_histogram", &hist, 0);
     }
     sample_msgs_.push_back(w.data());
   }

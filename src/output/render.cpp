@@ -27,7 +27,7 @@ std::string render(const Profile &profile, OutputFormat format,
   const LayoutOptions layout{opts.delimited, opts.thread};
   switch (format) {
   case OutputFormat::Text:
-    return render_text(profile, layout);
+    return render_text(profile, layout, opts.histograms);
   case OutputFormat::Folded:
     return render_folded(profile, layout);
   case OutputFormat::Svg: {

@@ -14,9 +14,10 @@ enum class OutputFormat { Text, Folded, Svg, Pprof };
 struct RenderOptions {
   bool delimited = false; // a '-' between user and kernel frames
   ThreadFrame thread = ThreadFrame::Comm; // --per-pid, --per-thread
-  std::string title;      // SVG title; empty: the profile kind's own
-  int width = 1200;       // SVG width in pixels
-  double min_width = 0.1; // SVG: narrower frames are left out
+  std::string title;       // SVG title; empty: the profile kind's own
+  int width = 1200;        // SVG width in pixels
+  double min_width = 0.1;  // SVG: narrower frames are left out
+  bool histograms = false; // text: each stack's latency histogram (-v)
 };
 
 // Text and folded are whole reports; pprof is gzip-compressed.

@@ -33,6 +33,7 @@ std::string thread_line(const Sample &s, const std::string &thread,
 // What the samples printed alike add up to.
 struct Totals {
   uint64_t total_ns = 0, count = 0, runq_ns = 0, max_ns = 0;
+  Latency latency;
 
   void add(const Sample &s) {
     total_ns += s.total_ns;
@@ -40,15 +41,81 @@ struct Totals {
     runq_ns += std::min(s.runq_ns, s.total_ns);
     if (s.lock)
       max_ns = std::max(max_ns, s.lock->max_ns);
+    latency.add(s.latency);
   }
 };
+
+// The p50 and p99 of a distribution: "~" says they are estimates at the
+// histogram's resolution.
+std::string quantiles(const Latency &l) {
+  return "p50 ~" + us(l.quantile_ns(0.5)) + ", p99 ~" + us(l.quantile_ns(0.99));
+}
+
+// The histogram from its first to its last non-empty bucket, one line a
+// bucket, as BCC's *dist tools print theirs.
+std::string histogram_lines(const Latency &l) {
+  size_t first = Latency::kBuckets, last = 0;
+  uint64_t most = 0;
+  for (size_t b = 0; b < Latency::kBuckets; b++)
+    if (l.buckets[b]) {
+      first = std::min(first, b);
+      last = b;
+      most = std::max(most, l.buckets[b]);
+    }
+  if (first == Latency::kBuckets)
+    return {};
+  constexpr int kBar = 30;
+  auto bound = [](uint64_t ns) { return std::to_string(ns / 1000); };
+  const uint64_t top = Latency::high_ns(last);
+  const int width = static_cast<int>(
+      top == UINT64_MAX ? bound(Latency::low_ns(last)).size()
+                        : std::to_string(top / 1000 - 1).size());
+  char line[160];
+  // The header over the bounds' columns ("low -> high"), then the counts.
+  snprintf(line, sizeof(line), "        %*s : %-8s |%-*s|\n", 2 * width + 4,
+           "us", "waits", kBar, "distribution");
+  std::string out = line;
+  for (size_t b = first; b <= last; b++) {
+    const uint64_t n = l.buckets[b];
+    int stars = static_cast<int>((n * kBar + most / 2) / most);
+    if (n && stars == 0)
+      stars = 1;
+    const std::string high =
+        Latency::high_ns(b) == UINT64_MAX
+            ? "inf"
+            : std::to_string(Latency::high_ns(b) / 1000 - 1);
+    snprintf(line, sizeof(line), "        %*s -> %-*s : %-8" PRIu64 " |%-*s|\n",
+             width, bound(Latency::low_ns(b)).c_str(), width, high.c_str(), n,
+             kBar, std::string(static_cast<size_t>(stars), '*').c_str());
+    out += line;
+  }
+  return out;
+}
+
+// The distribution's lines: the longest wait and the quantiles, for more
+// than one wait (one wait is its own total); with `histograms` the bars.
+std::string latency_lines(const Sample &s, const Totals &t, bool histograms) {
+  if (t.latency.waits < 2)
+    return {};
+  std::string out;
+  if (!s.lock)
+    out = "        max " + us(t.latency.max_ns) + ", " + quantiles(t.latency) +
+          "\n";
+  if (histograms)
+    out += histogram_lines(t.latency);
+  return out;
+}
 
 std::string totals_line(const Sample &s, const Totals &t, bool runqueue) {
   const char *waits = t.count == 1 ? " wait" : " waits";
   if (s.lock) {
     uint64_t avg = t.count ? t.total_ns / t.count : 0;
-    return "        " + std::to_string(t.count) + waits + ", total " +
-           us(t.total_ns) + ", max " + us(t.max_ns) + ", avg " + us(avg) + "\n";
+    std::string line = "        " + std::to_string(t.count) + waits +
+                       ", total " + us(t.total_ns) + ", max " + us(t.max_ns) +
+                       ", avg " + us(avg);
+    if (t.latency.waits > 1)
+      line += ", " + quantiles(t.latency);
+    return line + "\n";
   }
   std::string line =
       "        " + us(t.total_ns) + " in " + std::to_string(t.count) + waits;
@@ -171,10 +238,12 @@ std::string state_summary(const std::vector<uint64_t> &state_ns) {
 
 } // namespace
 
-std::string render_text(const Profile &profile, const LayoutOptions &layout) {
+std::string render_text(const Profile &profile, const LayoutOptions &layout,
+                        bool histograms) {
   std::string out;
   for (const Entry &e : report_entries(profile, layout))
-    out += e.lines + totals_line(*e.first, e.totals, profile.runqueue) + "\n";
+    out += e.lines + totals_line(*e.first, e.totals, profile.runqueue) +
+           latency_lines(*e.first, e.totals, histograms) + "\n";
   return out + state_summary(profile.state_ns);
 }
 

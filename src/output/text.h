@@ -1,7 +1,10 @@
 // The human-readable report, laid out like BCC's offcputime: per stack the
 // kernel frames leaf first, then the user frames leaf first, the thread,
 // and what its waits add up to: off-CPU time and how many waits; for lock
-// waits also the lock, the side and the maximum and average wait.
+// waits also the lock, the side and the maximum and average wait. Then,
+// for more than one wait, how long they lasted: the longest, and p50 and
+// p99 estimated from the log2 histogram (marked ~); with `histograms`
+// (-v) the histogram itself, as BCC's *dist tools draw it.
 // Smallest first, so the largest ends up nearest the prompt.
 #pragma once
 
@@ -12,6 +15,7 @@
 
 namespace offcpu {
 
-std::string render_text(const Profile &profile, const LayoutOptions &layout);
+std::string render_text(const Profile &profile, const LayoutOptions &layout,
+                        bool histograms = false);
 
 } // namespace offcpu

@@ -11,6 +11,7 @@ RenderOptions render_options(const OutputOptions &o) {
   r.title = o.title;
   r.width = o.width;
   r.min_width = o.min_width;
+  r.histograms = o.histograms;
   return r;
 }
 

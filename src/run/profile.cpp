@@ -593,7 +593,8 @@ int run_profile(const ProfileOptions &given) {
   size_maps(opts);
   for (const std::string &path : opts.cgroup_paths)
     opts.cgroup_ids.push_back(cgroup_id(path));
-  Outputs outputs(opts.output); // before tracing: a bad -o fails first
+  opts.output.histograms = opts.verbose; // -v: the text report's histograms
+  Outputs outputs(opts.output);          // before tracing: a bad -o fails first
   std::unique_ptr<TracedCommand> command;
   if (!opts.command.empty()) {
     command = std::make_unique<TracedCommand>(

@@ -303,7 +303,9 @@ int run_rwsem(const RwsemOptions &opts) {
                                  sizeof(rwsem_key) + sizeof(rwsem_value)});
   RwsemFeatures features = probe_rwsem_features();
   require_btf(features.btf);
-  Outputs outputs(opts.output);
+  OutputOptions output = opts.output;
+  output.histograms = opts.verbose; // -v: the text report's histograms
+  Outputs outputs(output);
   // User unwind tables, sized for the named PIDs (else the whole system:
   // processes are matched by name as they come).
   Unwinder unwinder(system_files(), opts.output.debug_dirs, uint64_t{64} << 20);

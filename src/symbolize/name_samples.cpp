@@ -7,6 +7,9 @@
 
 #include "util/utf8.h"
 
+static_assert(offcpu::Latency::kBuckets == OFFCPU_HIST_BUCKETS,
+              "the model's histogram is the BPF side's");
+
 namespace offcpu {
 namespace {
 
@@ -250,6 +253,7 @@ void merge_partial_kernel_stacks(std::vector<Sample> &samples) {
       continue;
     samples[best].total_ns += part.total_ns;
     samples[best].count += part.count;
+    samples[best].latency.add(part.latency);
     gone[i] = true;
   }
   size_t out = 0;
@@ -277,6 +281,7 @@ void add_offcpu_samples(Profile &profile, const RawProfile &raw,
     s.total_ns = val.total_ns;
     s.count = val.count;
     s.runq_ns = val.runq_ns;
+    s.latency = Latency::from_buckets(val.hist, val.count, val.max_ns);
     s.kernel_nosched = key.flags & OFFCPU_KSTACK_NOSCHED;
     s.state = state_letter(key.flags);
     if (key.cgroup) {
@@ -305,6 +310,7 @@ void add_lock_waits(Profile &profile, const RawLockWaits &raw, Symbolizer &sym,
                     key.user_stack, key.kernel_stack, raw.stacks, sym, show);
     s.total_ns = val.total_ns;
     s.count = val.count;
+    s.latency = Latency::from_buckets(val.hist, val.count, val.max_ns);
     s.lock = LockWait{
         val.max_ns, (key.flags & RWSEM_WAIT_WRITE) != 0,
         valid_utf8(describe_lock(key.lock, key.flags, sym.kernel_symbols()))};

@@ -8,6 +8,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "offcpu/shared.h"
 #include "output/flamegraph.h"
 #include "output/folded.h"
 #include "output/pprof.h"
@@ -179,6 +180,13 @@ Profile build(ProfileKind kind) {
     s.kernel_nosched = spec.nosched;
     s.total_ns = spec.total_ns;
     s.count = spec.count;
+    // The waits' lengths: the longest, the rest alike.
+    s.latency.max_ns = spec.max_ns;
+    s.latency.waits = spec.count;
+    s.latency.buckets[offcpu_hist_bucket(spec.max_ns)]++;
+    if (spec.count > 1)
+      s.latency.buckets[offcpu_hist_bucket((spec.total_ns - spec.max_ns) /
+                                           (spec.count - 1))] += spec.count - 1;
     if (kind == ProfileKind::LockWaits)
       s.lock = LockWait{spec.max_ns, spec.write, spec.lock};
     p.samples.push_back(s);
@@ -218,6 +226,9 @@ TEST(Golden, OffCpuFormats) {
   check("offcpu-per-thread.folded",
         render(p, OutputFormat::Folded, per_thread));
   check("offcpu-per-thread.txt", render(p, OutputFormat::Text, per_thread));
+  RenderOptions histograms;
+  histograms.histograms = true;
+  check("offcpu-v.txt", render(p, OutputFormat::Text, histograms));
 }
 
 TEST(Golden, LockWaitFormats) {
