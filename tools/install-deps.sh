@@ -9,6 +9,12 @@
 # Rust names;
 # libclang-rt-14-dev is libFuzzer and the sanitizers (tools/fuzz.sh);
 # clang-tidy checks function sizes (tools/tidy.sh).
+# With --bench, also what the benchmark (tools/bench/bench.py) needs: it
+# compares with libbpf-tools, drives the pipe load with linux-perf and the
+# server loads with redis-server, redis-tools and postgresql (pgbench is in
+# postgresql-contrib's set on older releases); the bench starts the servers
+# itself, not as services. CI does not install them: the tests do not need
+# them.
 set -eu
 export DEBIAN_FRONTEND=noninteractive
 apt-get update -qq
@@ -16,3 +22,9 @@ apt-get install -y -qq --no-install-recommends \
   cmake make g++ clang clang-tidy llvm pkg-config libclang-rt-14-dev \
   libbpf-dev bpftool libelf-dev zlib1g-dev liblzma-dev libcli11-dev libgtest-dev libiberty-dev \
   libc6-dbg bpftrace chromium golang-go libxml2-utils bash-completion man-db >/dev/null
+if [ "${1:-}" = --bench ]; then
+  apt-get install -y -qq --no-install-recommends \
+    linux-perf libbpf-tools redis-server redis-tools postgresql postgresql-contrib >/dev/null
+  # The packages' own services are not needed: the bench starts its own.
+  systemctl disable --now redis-server postgresql >/dev/null 2>&1 || true
+fi
