@@ -65,6 +65,7 @@ static __always_inline __u64 waking_kernel_stack(void *ctx, __u32 *kind,
   if (bytes <= 0 || !irqentry_start)
     return store_stack(s, bytes, 0);
   __u32 n = bytes / sizeof(__u64);
+  __u64 cut = 0; /* frames to keep, through the interrupt entry; 0: all */
   for (__u32 i = 0; i < 48; i++) {
     __u64 idx = i;
     same_register(idx);
@@ -72,10 +73,19 @@ static __always_inline __u64 waking_kernel_stack(void *ctx, __u32 *kind,
       break;
     __u64 ip = s->ips[idx];
     if (ip >= irqentry_start && ip < irqentry_end) {
-      *kind = OFFCPU_WAKER_INTERRUPT;
-      bytes = (long)(idx + 1) * sizeof(__u64);
+      cut = idx + 1;
       break;
     }
+  }
+  /* Each way out of the loop holds its own constant, and the verifier
+   * would check the rest of the hook (the user walk) once per way: read
+   * back from the scratch stack's header (store_stack writes it), it is
+   * one unknown number. */
+  *(volatile __u64 *)s = cut;
+  cut = load_u64(s);
+  if (cut) {
+    *kind = OFFCPU_WAKER_INTERRUPT;
+    bytes = (long)(cut & 63) * sizeof(__u64);
   }
   return store_stack(s, bytes, 0);
 }
