@@ -404,11 +404,20 @@ struct uw_frame {
   __u8 stale;   /* the process's map_count moved since its install */
   __u8 partial; /* result: walked without (current) tables */
   __u8 fault;   /* a read failed */
+  /* Where bp came from (UW_BPSRC_*), for the memo: see uw_bp_used. */
+  __u8 bp_src;
+  __u8 bp_regs_used;   /* result: the walk used the register's rbp */
+  __u64 bp_at, bp_val; /* UW_BPSRC_READ: where the walk read bp, and what */
   /* Counted here, added to uw_stats once per walk: a shared per-CPU
    * counter read and written per frame would cost more than the frame. */
   __u16 by_table, by_fp, misses;
   __u16 end; /* enum uw_stat: how the walk ended; 0 while going */
 };
+
+/* uw_frame.bp_src */
+#define UW_BPSRC_REGS 0    /* the register's value at the system call */
+#define UW_BPSRC_READ 1    /* read from the stack at bp_at, not used since */
+#define UW_BPSRC_SETTLED 2 /* noted in the memo, or a constant */
 
 #define UW_GO 0
 #define UW_STOP 1       /* nothing more to store */
@@ -591,11 +600,11 @@ struct uw_memo {
   __u64 mm;
   __u64 pgd; /* mm's top-level page table (0: not read so) */
   __u64 map_count;
-  __u64 stack; /* the id the walk stored */
-  __u32 epoch; /* uw_epoch when walked: no process's tables changed since */
-  __u32 pad;
-  __u32 nr;   /* words; 0: nothing to reuse */
-  __u32 span; /* bytes from sp that hold them */
+  __u64 stack;  /* the id the walk stored */
+  __u32 epoch;  /* uw_epoch when walked: no process's tables changed since */
+  __u32 any_bp; /* the walk did not use the register's rbp: bp not checked */
+  __u32 nr;     /* words; 0: nothing to reuse */
+  __u32 span;   /* bytes from sp that hold them */
   __u16 off[UW_MEMO_WORDS];
   __u64 val[UW_MEMO_WORDS];
 };
@@ -755,6 +764,29 @@ static __always_inline void uw_resolve_vma(struct uw_walk *w) {
   f->vma_state = state + uw_unknown_zero;
 }
 
+/* The frame's addresses come from bp (a frame-pointer frame, or a CFA
+ * based on rbp): the walk depends on the value bp holds, and a memo must
+ * check it. Only then: code built without frame pointers keeps any value
+ * in rbp, saves it in its frames and restores it, and a memo that checked
+ * every saved rbp (and the register itself) missed whenever one changed,
+ * although the walk would have stored the same stack. */
+static __always_inline void uw_bp_used(struct uw_walk *w) {
+  struct uw_frame *f = w->f;
+  if (f->bp_src == UW_BPSRC_REGS)
+    f->bp_regs_used = 1;
+  else if (f->bp_src == UW_BPSRC_READ)
+    uw_note(w, f->bp_at, f->bp_val);
+  f->bp_src = UW_BPSRC_SETTLED;
+}
+
+/* The frame restores the caller's rbp from the stack at `at`. */
+static __always_inline void uw_bp_read(struct uw_frame *f, __u64 at,
+                                       __u64 val) {
+  f->bp_src = UW_BPSRC_READ;
+  f->bp_at = at;
+  f->bp_val = val;
+}
+
 /* One frame: decide, store, read, move on. */
 static __always_inline long uw_step(struct uw_walk *w, bool other_task) {
   struct uw_frame *f = w->f;
@@ -763,6 +795,11 @@ static __always_inline long uw_step(struct uw_walk *w, bool other_task) {
   int r = uw_frame_begin(f);
   if (r == UW_STOP)
     return 1;
+  /* (A frame-pointer frame with bp 0 ends the walk: a use too.) */
+  if (f->rule.kind == UW_RULE_NONE ||
+      ((f->rule.kind == UW_RULE_CFA || f->rule.kind == UW_RULE_CFA_DEREF) &&
+       (f->rule.flags & UW_CFA_FROM_BP)))
+    uw_bp_used(w);
   __u64 n = f->n;
   same_register(n);
   if (n >= OFFCPU_MAX_STACK_DEPTH)
@@ -784,20 +821,28 @@ static __always_inline long uw_step(struct uw_walk *w, bool other_task) {
               UW_READ_PAIR)) {
     f->fault = 1;
   } else {
-    /* The word below the return address is used only as the saved rbp:
-     * a local variable there must not make the memo miss. */
-    if (f->rule.kind == UW_RULE_NONE || f->rule.kind == UW_RULE_SIGNAL ||
-        ((f->rule.flags & UW_BP_SAVED) && f->rule.bp_off == -16))
+    /* The word below the return address is used only as the saved rbp
+     * (noted if a frame uses it, see uw_bp_used), or out of a signal frame
+     * as the interrupted rsp: a local variable there must not make the
+     * memo miss. */
+    if (f->rule.kind == UW_RULE_SIGNAL)
       uw_note(w, f->rd_pair, f->pair[0]);
+    else if (f->rule.kind == UW_RULE_NONE ||
+             ((f->rule.flags & UW_BP_SAVED) && f->rule.bp_off == -16))
+      uw_bp_read(f, f->rd_pair, f->pair[0]);
     uw_note(w, f->rd_pair + sizeof(__u64), f->pair[1]);
   }
+  /* Only ever the saved rbp (uw_reads_for_cfa, and the signal frame's). */
   if (f->rd_extra) {
     if (uw_read(w, &f->extra, sizeof(f->extra), f->rd_extra, other_task,
                 UW_READ_EXTRA))
       f->fault = 1;
     else
-      uw_note(w, f->rd_extra, f->extra);
+      uw_bp_read(f, f->rd_extra, f->extra);
   }
+  if (f->rule.kind != UW_RULE_NONE && f->rule.kind != UW_RULE_SIGNAL &&
+      (f->rule.flags & UW_BP_UNDEFINED))
+    f->bp_src = UW_BPSRC_SETTLED; /* the caller's bp is 0 */
   return uw_frame_end(f) != UW_GO;
 }
 
@@ -927,14 +972,23 @@ __noinline int uw_memo_holds(const struct uw_memo *m, __u64 pgd, __u32 frozen) {
   return 1;
 }
 
-/* The memo of `ms` whose registers and address space are these, if one. */
+/* Memo c was walked with these registers, address space and tables. */
+static __always_inline bool uw_memo_matches(const struct uw_memo *c, __u64 pc,
+                                            __u64 sp, __u64 bp, __u64 mm,
+                                            __u64 map_count, __u32 epoch) {
+  return c->nr && c->ip == pc && c->sp == sp && (c->bp == bp || c->any_bp) &&
+         c->mm == mm && c->map_count == map_count && c->epoch == epoch;
+}
+
+/* The memo of `ms` whose registers and address space are these, if one;
+ * the way used last first. */
 static __always_inline struct uw_memo *
 uw_memo_find(struct uw_memo_set *ms, __u64 pc, __u64 sp, __u64 bp, __u64 mm,
              __u64 map_count, __u32 epoch, __u32 *way) {
-  for (__u32 i = 0; i < UW_MEMO_WAYS; i++) {
+  for (__u32 k = 0; k < UW_MEMO_WAYS; k++) {
+    __u32 i = (ms->last ^ k) & (UW_MEMO_WAYS - 1);
     struct uw_memo *c = &ms->way[i];
-    if (c->nr && c->ip == pc && c->sp == sp && c->bp == bp && c->mm == mm &&
-        c->map_count == map_count && c->epoch == epoch) {
+    if (uw_memo_matches(c, pc, sp, bp, mm, map_count, epoch)) {
       *way = i;
       return c;
     }
@@ -960,22 +1014,35 @@ uw_memo_pick(struct uw_memo_set *ms, const struct uw_start *r, bool frozen,
              struct uw_stats *st, __u32 *way, __u64 *memo_stack) {
   struct uw_memo *m =
       uw_memo_find(ms, r->pc, r->sp, r->bp, r->mm, r->map_count, r->epoch, way);
-  if (m) {
-    if (uw_memo_holds(m, r->pgd, frozen)) {
-      uw_count(st, UW_STAT_REUSED);
-      ms->last = *way;
-      *memo_stack = m->stack;
-      if (!reuse_verify)
-        return m;
+  if (m && !uw_memo_holds(m, r->pgd, frozen)) {
+    /* A memo that does not check rbp (see uw_bp_used) has the registers
+     * of every place reached with the same sp and ip: a function called
+     * from two callers. The other way may be the other caller's. */
+    struct uw_memo *o = &ms->way[(*way ^ 1) & (UW_MEMO_WAYS - 1)];
+    if (uw_memo_matches(o, r->pc, r->sp, r->bp, r->mm, r->map_count,
+                        r->epoch) &&
+        uw_memo_holds(o, r->pgd, frozen)) {
+      m = o;
+      *way ^= 1;
     } else {
       uw_count(st, UW_STAT_REUSE_CHANGED);
+      /* Replaced: the way used less recently, which may be the other
+       * caller's (found first next time: the way used last is). */
+      *way = ms->last ^ 1;
+      m = NULL;
     }
-  } else {
-    *way = ms->last ^ 1;
-    if (*way >= UW_MEMO_WAYS)
-      *way = 0;
-    m = &ms->way[*way];
+    *way &= UW_MEMO_WAYS - 1;
+  } else if (!m) {
+    *way = (ms->last ^ 1) & (UW_MEMO_WAYS - 1);
   }
+  if (m) {
+    uw_count(st, UW_STAT_REUSED);
+    ms->last = *way;
+    *memo_stack = m->stack;
+    if (!reuse_verify)
+      return m;
+  }
+  m = &ms->way[*way & (UW_MEMO_WAYS - 1)];
   /* Noted afresh by this walk; kept only if it completes. */
   m->nr = 0;
   return m;
@@ -1067,6 +1134,7 @@ static __always_inline void uw_memo_keep(struct uw_memo_set *ms, __u32 way,
   m->ip = r->pc;
   m->sp = r->sp;
   m->bp = r->bp;
+  m->any_bp = !w->f->bp_regs_used;
   m->mm = r->mm;
   m->pgd = r->pgd;
   m->map_count = r->map_count;
