@@ -186,6 +186,7 @@ struct OutputArgs {
   bool folded = false;
   bool per_pid = false, per_thread = false;
   bool no_symbolize = false;
+  bool no_inline = false;
 };
 
 bool ends_with(const std::string &s, const char *suffix) {
@@ -231,6 +232,16 @@ void add_format_options(CLI::App *app, OutputOptions &o, OutputArgs &a) {
   app->add_flag("--no-symbolize", a.no_symbolize,
                 "leave user frames in files unnamed (file+0xOFFSET; in "
                 "pprof: addresses and build ids, for the server to name)")
+      ->group("Output");
+  app->add_flag("--no-inline", a.no_inline,
+                "leave out functions inlined at a frame's address (shown by "
+                "default where DWARF is found: the binary's or its debug "
+                "file's)")
+      ->group("Output");
+  app->add_flag("--lines", o.lines,
+                "name user frames 'function (file.c:123)' from DWARF: the "
+                "call's line for callers, the current one for the leaf "
+                "(pprof output always has lines)")
       ->group("Output");
   app->add_option(
          "--debug-dir", o.debug_dirs,
@@ -283,6 +294,7 @@ void finish_output_options(OutputOptions &o, const OutputArgs &a) {
                           : ThreadFrame::Comm;
   o.format = format_named(a.folded ? "folded" : a.format);
   o.symbolize = !a.no_symbolize;
+  o.inline_frames = !a.no_inline;
   size_t to_stdout = 0;
   for (const std::string &p : a.paths) {
     if (p.empty())

@@ -35,6 +35,11 @@ struct OutputOptions {
   // --no-symbolize: user frames in files keep their address only (named
   // later, by pprof servers, from build ids).
   bool symbolize = true;
+  // Functions inlined at a frame's address as frames of their own, from
+  // DWARF (off: --no-inline).
+  bool inline_frames = true;
+  // --lines: frames named "function (file.c:123)" from DWARF.
+  bool lines = false;
   // Extra roots for separate debug files, searched before /usr/lib/debug.
   std::vector<std::string> debug_dirs;
 };

@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <tuple>
@@ -54,6 +55,15 @@ struct MappedRange {
 };
 constexpr uint32_t kNoMapping = UINT32_MAX;
 
+// Where a user frame is in the source, from DWARF (issue #31).
+struct FrameSource {
+  std::string function;      // the name alone (Frame::name may add file:line)
+  std::string file;          // of `line`, as DWARF names it; may be empty
+  std::string function_file; // where the function is defined; may be empty
+  uint32_t line = 0;         // 0: unknown
+  uint32_t start_line = 0;   // the function's first line; 0: unknown
+};
+
 struct Frame {
   std::string name;
   FrameKind kind = FrameKind::User;
@@ -63,6 +73,10 @@ struct Frame {
   // The address is where a call returns to (every frame but a stack's
   // first): the call itself is the byte before.
   bool return_address = false;
+  // A function inlined into the frame before it (root first): the same
+  // address, a call that is not on the stack.
+  bool inlined = false;
+  std::shared_ptr<const FrameSource> source{}; // null: no DWARF for it
 };
 
 // What a lock-wait sample adds (offcpu rwsem).

@@ -4,6 +4,17 @@
 
 namespace offcpu {
 
+SourceOptions source_options(const OutputOptions &o) {
+  SourceOptions s;
+  s.inlined = o.inline_frames;
+  s.lines = o.lines;
+  bool pprof = o.format == OutputFormat::Pprof;
+  for (const OutputTarget &t : o.targets)
+    pprof = pprof || t.format == OutputFormat::Pprof;
+  s.dwarf = s.inlined || s.lines || pprof;
+  return s;
+}
+
 RenderOptions render_options(const OutputOptions &o) {
   RenderOptions r;
   r.delimited = o.delimited;

@@ -8,11 +8,14 @@
 
 #include "cli/options.h"
 #include "model/profile.h"
+#include "symbolize/symbolizer.h"
 #include "util/output_file.h"
 
 namespace offcpu {
 
 RenderOptions render_options(const OutputOptions &o);
+// What DWARF is read for: inlined frames, --lines, and pprof's lines.
+SourceOptions source_options(const OutputOptions &o);
 
 class Outputs {
 public:

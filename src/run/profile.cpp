@@ -628,6 +628,7 @@ int run_profile(const ProfileOptions &given) {
   Symbolizer symbolizer(system_files(), KernelSymbols{});
   symbolizer.add_debug_dirs(opts.output.debug_dirs);
   symbolizer.set_symbolize_user(opts.output.symbolize);
+  symbolizer.set_source_options(source_options(opts.output));
   symbolizer.stop_window_at(session->planned_stop_ns());
   OffcpuSession::Finished finished;
   if (command) {

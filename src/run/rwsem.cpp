@@ -152,6 +152,7 @@ public:
         whole_(any_target(outputs, true)) {
     symbolizer_.add_debug_dirs(opts.output.debug_dirs);
     symbolizer_.set_symbolize_user(opts.output.symbolize);
+    symbolizer_.set_source_options(source_options(opts.output));
     whole_run_.kind = ProfileKind::LockWaits;
     whole_run_.user_symbolized = opts.output.symbolize;
   }

@@ -294,6 +294,11 @@ std::unique_ptr<ElfFile> ElfFile::from_elf(void *handle,
     GElf_Shdr shdr;
     if (!gelf_getshdr(scn, &shdr))
       continue;
+    if (shdr.sh_type == SHT_PROGBITS && shstrndx != 0 && shdr.sh_size > 0) {
+      const char *name = elf_strptr(elf, shstrndx, shdr.sh_name);
+      if (name && std::strcmp(name, ".debug_info") == 0)
+        file->has_debug_info_ = true;
+    }
     if (shdr.sh_type == SHT_SYMTAB && !symtab)
       symtab = scn;
     else if (shdr.sh_type == SHT_DYNSYM && !dynsym)

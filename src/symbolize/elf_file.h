@@ -80,6 +80,8 @@ public:
   SymbolLoss symbol_loss() const { return loss_; }
 
   bool has_symtab() const { return has_symtab_; }
+  // It holds DWARF (.debug_info): inlined functions and source lines.
+  bool has_debug_info() const { return has_debug_info_; }
   std::size_t symbol_count() const { return symbols_.size(); }
   const std::vector<ElfSymbol> &symbols() const { return symbols_; }
   const std::string &build_id() const { return build_id_; } // lowercase hex
@@ -111,6 +113,7 @@ private:
   std::vector<char> names_;
   SymbolLoss loss_ = SymbolLoss::None;
   bool has_symtab_ = false;
+  bool has_debug_info_ = false;
   std::string build_id_;
   std::string debuglink_;
   uint32_t debuglink_crc_ = 0;

@@ -68,6 +68,25 @@ std::vector<Frame> kernel_frames(Profile &p, const std::vector<uint64_t> &ips,
   return leaf_first;
 }
 
+// What DWARF says of a frame; with --lines, its name ends with its
+// source file's base name and line: "function (file.c:123)".
+void add_source(Frame &f, const SourceFrame &where, bool lines) {
+  auto src = std::make_shared<FrameSource>();
+  src->function = f.name;
+  if (where.file)
+    src->file = valid_utf8(*where.file);
+  if (where.decl_file)
+    src->function_file = valid_utf8(*where.decl_file);
+  src->line = where.line;
+  src->start_line = where.start_line;
+  if (lines && where.line) {
+    f.name += " (";
+    f.name += src->file.empty() ? "??" : source_base_name(src->file);
+    f.name += ":" + std::to_string(where.line) + ")";
+  }
+  f.source = std::move(src);
+}
+
 // User frames root first, named with the maps the stack was taken under.
 std::vector<Frame> user_frames(Profile &p, uint32_t tgid, uint64_t stack_id,
                                const std::vector<uint64_t> &ips, bool cut,
@@ -77,6 +96,7 @@ std::vector<Frame> user_frames(Profile &p, uint32_t tgid, uint64_t stack_id,
   if (cut)
     root_first.push_back(truncation_mark());
   sym.select_stack(tgid, stack_id);
+  const SourceOptions &source = sym.source_options();
   for (size_t i = ips.size(); i-- > 0;) {
     const ModuleInfo *m = nullptr;
     Mapping range;
@@ -84,6 +104,25 @@ std::vector<Frame> user_frames(Profile &p, uint32_t tgid, uint64_t stack_id,
         valid_utf8(sym.user_frame(tgid, ips[i], i > 0, &m, &range));
     root_first.push_back({std::move(name), FrameKind::User, module_of(p, m),
                           ips[i], mapping_of(p, tgid, range, m), i > 0});
+    if (!source.dwarf)
+      continue;
+    std::vector<SourceFrame> chain = sym.user_source(tgid, ips[i], i > 0);
+    if (chain.empty())
+      continue;
+    // The holder keeps its symbol's name; each inlined call becomes a
+    // frame of its own, at the same address, innermost last.
+    const Frame holder = root_first.back();
+    add_source(root_first.back(), chain.front(), source.lines);
+    if (!source.inlined)
+      continue;
+    for (size_t k = 1; k < chain.size(); k++) {
+      Frame f = holder;
+      f.name = chain[k].function ? valid_utf8(*chain[k].function)
+                                 : std::string("[inlined]");
+      f.inlined = true;
+      add_source(f, chain[k], source.lines);
+      root_first.push_back(std::move(f));
+    }
   }
   return root_first;
 }

@@ -149,6 +149,10 @@ struct Symbolizer::FileEntry {
   std::unique_ptr<ElfFile> elf;
   bool parsed = false;
   std::string debug_file; // found by build id in a debug root of ours
+  // The file holding its DWARF (itself or its debug file), open until
+  // first used; then its DWARF, read once.
+  UniqueFd dwarf_fd;
+  std::unique_ptr<DwarfFile> dwarf;
 };
 
 Symbolizer::Symbolizer(const FileReader &files, KernelSymbols kernel,
@@ -418,6 +422,9 @@ void Symbolizer::parse(FileEntry &f) {
         return;
       }
       stats_.elf_files_parsed++;
+      // Its own DWARF, unless a debug file gave some.
+      if (source_.dwarf && !f.dwarf_fd && f.elf->has_debug_info())
+        f.dwarf_fd = std::move(f.fd);
     }
   }
   f.fd.reset();
@@ -513,6 +520,8 @@ bool Symbolizer::adopt_debug(FileEntry &f, CheckedFile debug, bool check_crc) {
           : !same_id)
     return false;
   stats_.elf_files_parsed++;
+  if (source_.dwarf && elf->has_debug_info())
+    f.dwarf_fd = std::move(debug.fd);
   file.adopt_symbols(std::move(*elf));
   return true;
 }
@@ -822,6 +831,54 @@ std::string Symbolizer::raw_user_address(uint32_t tgid, uint64_t addr,
   return basename_of(path) + offset;
 }
 
+DwarfFile *Symbolizer::dwarf_for(FileEntry &f) {
+  if (f.dwarf || !f.dwarf_fd)
+    return f.dwarf.get();
+  UniqueFd fd = std::move(f.dwarf_fd);
+  if (past_deadline()) {
+    stats_.dwarf_losses[static_cast<size_t>(DwarfLoss::Time)]++;
+    return nullptr;
+  }
+  DwarfLoss why = DwarfLoss::None;
+  f.dwarf = DwarfFile::open_fd(fd.get(), DwarfLimits{}, &dwarf_budget_,
+                               deadline_ns_, &why);
+  if (why != DwarfLoss::None)
+    stats_.dwarf_losses[static_cast<size_t>(why)]++;
+  if (f.dwarf)
+    stats_.dwarf_files++;
+  return f.dwarf.get();
+}
+
+std::vector<SourceFrame> Symbolizer::user_source(uint32_t tgid, uint64_t addr,
+                                                 bool is_return_address) {
+  if (!source_.dwarf || !symbolize_user_)
+    return {};
+  uint64_t lookup = is_return_address && addr > 0 ? addr - 1 : addr;
+  Process &p = process(tgid);
+  if (p.readings.empty())
+    return {};
+  const Mapping *m = find_mapping(maps_of(tgid), lookup);
+  if (!m || !m->is_file())
+    return {};
+  ElfFile *elf = elf_for(tgid, *m);
+  FileEntry *f = file_for(*m);
+  if (!elf || !f)
+    return {};
+  DwarfFile *dwarf = dwarf_for(*f);
+  if (!dwarf)
+    return {};
+  auto vaddr = elf->file_offset_to_vaddr(lookup - m->start + m->offset);
+  if (!vaddr)
+    return {};
+  const bool had_time = dwarf->loss() != DwarfLoss::Time;
+  std::vector<SourceFrame> chain = dwarf->frames_at(*vaddr, deadline_ns_);
+  if (had_time && dwarf->loss() == DwarfLoss::Time)
+    stats_.dwarf_losses[static_cast<size_t>(DwarfLoss::Time)]++;
+  if (source_.inlined && chain.size() > 1)
+    stats_.frames_inlined += chain.size() - 1;
+  return chain;
+}
+
 // In order: the process gone before its maps were read; JIT code outside
 // files; the vDSO; a symbol of the mapped file; JIT code in a memfd; the
 // mapping's own label ([module], [anon], [heap]...).
@@ -951,6 +1008,28 @@ std::string Symbolizer::describe_losses() const {
     line("symbols of " + std::to_string(cut) +
          " files read in part, past a budget per file (" + causes +
          "); frames they would name show as [module]");
+  static const char *const kDwarfCause[] = {
+      "",
+      "DWARF sections over 512 MiB",
+      "the run's share spent (1 GiB of DWARF)",
+      "dwz or split DWARF (libdw would open other files by path)",
+      "malformed",
+      "over 1 s of reading (or the end of the run)",
+  };
+  static_assert(std::size(kDwarfCause) ==
+                static_cast<size_t>(DwarfLoss::Count));
+  std::string dwarf_causes;
+  uint64_t dwarf_lost = 0;
+  for (size_t why = 1; why < stats_.dwarf_losses.size(); why++)
+    if (uint64_t n = stats_.dwarf_losses[why]) {
+      dwarf_lost += n;
+      dwarf_causes += (dwarf_causes.empty() ? "" : ", ") + std::to_string(n) +
+                      " " + kDwarfCause[why];
+    }
+  if (dwarf_lost)
+    line("DWARF of " + std::to_string(dwarf_lost) +
+         " files not read or read in part (" + dwarf_causes +
+         "); their frames lack inlined functions and source lines");
   if (stats_.vdso_images_skipped)
     line(std::to_string(stats_.vdso_images_skipped) +
          " rewritten vDSO images not read (over 16 distinct images); their "

@@ -24,6 +24,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "symbolize/dwarf_lines.h"
 #include "symbolize/elf_file.h"
 #include "symbolize/kallsyms.h"
 #include "symbolize/perf_map.h"
@@ -64,12 +65,25 @@ struct SymbolizeStats {
   // Files (binaries, debug files, vDSO images) whose symbols were read in
   // part or not at all, by the budget they went past (elf_file.h).
   std::array<uint64_t, static_cast<size_t>(SymbolLoss::Count)> symbol_losses{};
+  // DWARF (inlined functions, lines): files read, frames added for
+  // inlined calls, files not read or cut, by cause (dwarf_lines.h).
+  uint64_t dwarf_files = 0;
+  uint64_t frames_inlined = 0;
+  std::array<uint64_t, static_cast<size_t>(DwarfLoss::Count)> dwarf_losses{};
   // Rewritten vDSO images beyond the run's share: their frames unnamed.
   uint64_t vdso_images_skipped = 0;
   uint64_t perf_maps_truncated = 0;
   // Files (binaries, debug files) not read, or cut, because the end of the
   // run came (Symbolizer::set_deadline).
   uint64_t files_unread_at_end = 0;
+};
+
+// What DWARF adds to user frames (issue #31).
+struct SourceOptions {
+  bool dwarf =
+      true; // read DWARF at all (off: --no-inline, no --lines, no pprof)
+  bool inlined = true; // inlined calls as frames of their own (--no-inline)
+  bool lines = false;  // "function (file.c:123)" names (--lines)
 };
 
 // The file (or kernel part) a frame's code came from; owned by Symbolizer.
@@ -118,6 +132,14 @@ public:
   // Off (--no-symbolize): frames in files are not looked up, only shown as
   // "file+0xOFFSET", for a pprof server to name by build id.
   void set_symbolize_user(bool on) { symbolize_user_ = on; }
+  // What DWARF says of the user frame user_frame named (same arguments):
+  // the function holding its code, then those inlined into it, innermost
+  // last, with their source lines. Empty without DWARF for it. The strings
+  // live as long as the Symbolizer.
+  std::vector<SourceFrame> user_source(uint32_t tgid, uint64_t addr,
+                                       bool is_return_address);
+  void set_source_options(SourceOptions o) { source_ = o; }
+  const SourceOptions &source_options() const { return source_; }
   // Frames named next belong to this stack: use the maps it was taken under.
   void select_stack(uint32_t tgid, uint64_t stack_id);
 
@@ -164,6 +186,7 @@ private:
                     const std::vector<uint64_t> &ips);
   const std::string *kernel_vdso();
   std::unique_ptr<ElfFile> read_elf(int fd);
+  DwarfFile *dwarf_for(FileEntry &f);
   std::unique_ptr<ElfFile> read_elf_image(std::string image);
   void count_loss(const ElfFile *elf);
   bool past_deadline() const;
@@ -212,6 +235,9 @@ private:
   bool kernel_vdso_read_ = false;
   // What every file's symbols may cost, together (elf_file.h).
   SymbolRunBudget symbol_budget_;
+  // What every file's DWARF may cost, together (dwarf_lines.h).
+  DwarfRunBudget dwarf_budget_;
+  SourceOptions source_;
   // CRCs of debug files (util/debug_file.h).
   CrcBudget crc_budget_;
   // The end of the run's naming (0: none): files not read by then are not

@@ -1,0 +1,440 @@
+#include "symbolize/dwarf_lines.h"
+
+#include <dwarf.h>
+#include <elfutils/libdw.h>
+#include <fcntl.h>
+#include <gelf.h>
+#include <libelf.h>
+
+#include <algorithm>
+#include <cstring>
+
+#include "symbolize/demangle.h"
+#include "util/clock.h"
+#include "util/fd.h"
+
+namespace offcpu {
+namespace {
+
+// Address ranges of units kept at most (a unit has one to a few hundred).
+constexpr size_t kMaxRanges = size_t{1} << 22;
+// Nesting followed at most (namespaces, classes, blocks, inlined calls).
+constexpr size_t kMaxDepth = 256;
+// Ranges looked at before the one found, for overlapping units.
+constexpr size_t kOverlapScan = 16;
+// The clock is read every this many DIEs or units.
+constexpr uint64_t kClockEvery = 256;
+
+bool starts_with(const char *s, const char *prefix) {
+  return std::strncmp(s, prefix, std::strlen(prefix)) == 0;
+}
+
+bool ends_with(const char *s, const char *suffix) {
+  size_t n = std::strlen(s), m = std::strlen(suffix);
+  return n >= m && std::strcmp(s + n - m, suffix) == 0;
+}
+
+// What the DWARF sections will cost libdw, and whether libdw would go
+// looking for other files (dwz's shared file, split DWARF's .dwo files:
+// it opens those by path itself). `has_info`: there is DWARF at all.
+struct SectionCheck {
+  uint64_t bytes = 0;
+  bool has_info = false;
+  bool other_files = false;
+  bool unreadable = false;
+};
+
+SectionCheck check_sections(Elf *elf) {
+  SectionCheck c;
+  size_t shstrndx = 0;
+  if (elf_getshdrstrndx(elf, &shstrndx) != 0) {
+    c.unreadable = true;
+    return c;
+  }
+  for (Elf_Scn *scn = elf_nextscn(elf, nullptr); scn;
+       scn = elf_nextscn(elf, scn)) {
+    GElf_Shdr shdr;
+    if (!gelf_getshdr(scn, &shdr))
+      continue;
+    const char *name = elf_strptr(elf, shstrndx, shdr.sh_name);
+    if (!name)
+      continue;
+    if (std::strcmp(name, ".gnu_debugaltlink") == 0 || ends_with(name, ".dwo"))
+      c.other_files = true;
+    const bool debug = starts_with(name, ".debug_");
+    if (!debug && !starts_with(name, ".zdebug_"))
+      continue;
+    if (shdr.sh_type == SHT_NOBITS)
+      continue;
+    if (!debug) {
+      // The old GNU compression: its size hides in the data; not produced
+      // by any current toolchain, so not read.
+      c.unreadable = true;
+      continue;
+    }
+    if (std::strcmp(name, ".debug_info") == 0)
+      c.has_info = shdr.sh_size > 0;
+    uint64_t size = shdr.sh_size;
+    if (shdr.sh_flags & SHF_COMPRESSED) {
+      // libdw inflates it: what it claims to become is what it costs.
+      GElf_Chdr chdr;
+      if (!gelf_getchdr(scn, &chdr)) {
+        c.unreadable = true;
+        continue;
+      }
+      size = std::max<uint64_t>(size, chdr.ch_size);
+    }
+    c.bytes += size;
+  }
+  return c;
+}
+
+bool is_function(int tag) {
+  return tag == DW_TAG_subprogram || tag == DW_TAG_inlined_subroutine;
+}
+
+// Scopes whose address ranges hold their children's code.
+bool is_code_scope(int tag) {
+  return is_function(tag) || tag == DW_TAG_lexical_block ||
+         tag == DW_TAG_try_block || tag == DW_TAG_catch_block;
+}
+
+// Scopes without addresses that may hold function definitions (C++).
+bool is_container(int tag) {
+  return tag == DW_TAG_namespace || tag == DW_TAG_class_type ||
+         tag == DW_TAG_structure_type || tag == DW_TAG_union_type ||
+         tag == DW_TAG_module;
+}
+
+const char *string_attr(Dwarf_Die *die, int name) {
+  Dwarf_Attribute attr;
+  if (!dwarf_attr_integrate(die, static_cast<unsigned>(name), &attr))
+    return nullptr;
+  return dwarf_formstring(&attr);
+}
+
+bool udata_attr(Dwarf_Die *die, int name, Dwarf_Word *out) {
+  Dwarf_Attribute attr;
+  return dwarf_attr(die, static_cast<unsigned>(name), &attr) &&
+         dwarf_formudata(&attr, out) == 0;
+}
+
+} // namespace
+
+struct DwarfFile::Impl {
+  UniqueFd fd;       // ours (a duplicate), for libelf's preads
+  std::string image; // or the bytes, for open_memory
+  Elf *elf = nullptr;
+  Dwarf *dwarf = nullptr;
+  ~Impl() {
+    if (dwarf)
+      dwarf_end(dwarf);
+    if (elf)
+      elf_end(elf);
+  }
+};
+
+DwarfFile::DwarfFile(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+DwarfFile::~DwarfFile() = default;
+
+std::unique_ptr<DwarfFile> DwarfFile::open_fd(int fd, const DwarfLimits &limits,
+                                              DwarfRunBudget *run,
+                                              uint64_t deadline_ns,
+                                              DwarfLoss *why) {
+  *why = DwarfLoss::None;
+  auto impl = std::make_unique<Impl>();
+  impl->fd = UniqueFd(fcntl(fd, F_DUPFD_CLOEXEC, 0));
+  if (!impl->fd)
+    return nullptr;
+  elf_version(EV_CURRENT);
+  // ELF_C_READ: sections are read with pread into memory of libelf's, never
+  // mapped (a file its owner truncates cannot raise SIGBUS here).
+  impl->elf = elf_begin(impl->fd.get(), ELF_C_READ, nullptr);
+  return from_impl(std::move(impl), limits, run, deadline_ns, why);
+}
+
+std::unique_ptr<DwarfFile> DwarfFile::open_memory(std::string image,
+                                                  const DwarfLimits &limits,
+                                                  DwarfRunBudget *run,
+                                                  DwarfLoss *why) {
+  *why = DwarfLoss::None;
+  auto impl = std::make_unique<Impl>();
+  impl->image = std::move(image);
+  elf_version(EV_CURRENT);
+  impl->elf = elf_memory(impl->image.data(), impl->image.size());
+  return from_impl(std::move(impl), limits, run, 0, why);
+}
+
+std::unique_ptr<DwarfFile> DwarfFile::from_impl(std::unique_ptr<Impl> impl,
+                                                const DwarfLimits &limits,
+                                                DwarfRunBudget *run,
+                                                uint64_t deadline_ns,
+                                                DwarfLoss *why) {
+  if (!impl->elf || elf_kind(impl->elf) != ELF_K_ELF)
+    return nullptr;
+  const uint64_t start = monotonic_ns();
+  SectionCheck c = check_sections(impl->elf);
+  if (!c.has_info)
+    return nullptr; // no DWARF: nothing lost
+  if (c.other_files) {
+    *why = DwarfLoss::OtherFiles;
+    return nullptr;
+  }
+  if (c.unreadable) {
+    *why = DwarfLoss::Malformed;
+    return nullptr;
+  }
+  if (c.bytes > limits.max_bytes) {
+    *why = DwarfLoss::TooLarge;
+    return nullptr;
+  }
+  if (run && c.bytes > run->bytes_left) {
+    *why = DwarfLoss::RunBudget;
+    return nullptr;
+  }
+  impl->dwarf = dwarf_begin_elf(impl->elf, DWARF_C_READ, nullptr);
+  if (!impl->dwarf) {
+    *why = DwarfLoss::Malformed;
+    return nullptr;
+  }
+  if (run)
+    run->bytes_left -= c.bytes;
+  std::unique_ptr<DwarfFile> file(new DwarfFile(std::move(impl)));
+  file->limits_ = limits;
+  file->run_ = run;
+  file->spent_ns_ = monotonic_ns() - start;
+  if (!file->index_units(deadline_ns)) {
+    *why = file->loss_ != DwarfLoss::None ? file->loss_ : DwarfLoss::OtherFiles;
+    return nullptr;
+  }
+  return file;
+}
+
+bool DwarfFile::out_of_time(uint64_t deadline_ns) {
+  if (loss_ == DwarfLoss::Time)
+    return true;
+  const uint64_t now = monotonic_ns();
+  if (spent_ns_ > limits_.max_ns || (deadline_ns && now >= deadline_ns)) {
+    loss_ = DwarfLoss::Time;
+    return true;
+  }
+  return false;
+}
+
+// Every compile unit's address ranges, sorted: the index lookups start
+// from (.debug_aranges is optional, and not produced by every compiler).
+// False if the file holds skeleton or split units (libdw would open their
+// .dwo files by path) or its time ran out.
+bool DwarfFile::index_units(uint64_t deadline_ns) {
+  const uint64_t start = monotonic_ns();
+  const uint64_t before = spent_ns_;
+  Dwarf_CU *cu = nullptr;
+  Dwarf_CU *next = nullptr;
+  uint64_t n = 0;
+  bool ok = true;
+  for (;;) {
+    Dwarf_Half version = 0;
+    uint8_t unit_type = 0;
+    Dwarf_Die cudie;
+    if (dwarf_get_units(impl_->dwarf, cu, &next, &version, &unit_type, &cudie,
+                        nullptr) != 0)
+      break;
+    cu = next;
+    if (++n % kClockEvery == 0) {
+      spent_ns_ = before + (monotonic_ns() - start);
+      if (out_of_time(deadline_ns)) {
+        ok = false;
+        break;
+      }
+    }
+    if (unit_type == DW_UT_skeleton || unit_type == DW_UT_split_compile ||
+        unit_type == DW_UT_split_type) {
+      ok = false;
+      break;
+    }
+    if (unit_type != DW_UT_compile && unit_type != DW_UT_partial)
+      continue;
+    Dwarf_Addr base = 0, low = 0, high = 0;
+    ptrdiff_t off = 0;
+    while ((off = dwarf_ranges(&cudie, off, &base, &low, &high)) > 0) {
+      if (units_.size() >= kMaxRanges)
+        break;
+      if (low != 0 && high > low)
+        units_.push_back({low, high, dwarf_dieoffset(&cudie)});
+    }
+  }
+  spent_ns_ = before + (monotonic_ns() - start);
+  std::sort(units_.begin(), units_.end(),
+            [](const Range &a, const Range &b) { return a.low < b.low; });
+  return ok;
+}
+
+const std::string *DwarfFile::intern(const char *s) {
+  if (!s || !*s)
+    return nullptr;
+  return &*strings_.emplace(s).first;
+}
+
+const std::vector<SourceFrame> &DwarfFile::frames_at(uint64_t vaddr,
+                                                     uint64_t deadline_ns) {
+  static const std::vector<SourceFrame> none;
+  auto it = cache_.find(vaddr);
+  if (it != cache_.end())
+    return it->second;
+  if (out_of_time(deadline_ns))
+    return none;
+  const uint64_t start = monotonic_ns();
+  std::vector<SourceFrame> chain = look_up(vaddr, deadline_ns);
+  spent_ns_ += monotonic_ns() - start;
+  if (run_ && run_->lookups_cached_left == 0) {
+    // Past the run's share of cached answers: answered, not kept.
+    thread_local std::vector<SourceFrame> uncached;
+    uncached = std::move(chain);
+    return uncached;
+  }
+  if (run_)
+    run_->lookups_cached_left--;
+  return cache_.emplace(vaddr, std::move(chain)).first->second;
+}
+
+std::vector<SourceFrame> DwarfFile::look_up(uint64_t vaddr,
+                                            uint64_t deadline_ns) {
+  std::vector<SourceFrame> out;
+  // The unit: the last range starting at or below vaddr that holds it.
+  auto it =
+      std::upper_bound(units_.begin(), units_.end(), vaddr,
+                       [](uint64_t a, const Range &r) { return a < r.low; });
+  const Range *found = nullptr;
+  for (size_t k = 0; k < kOverlapScan && it != units_.begin(); k++) {
+    --it;
+    if (vaddr >= it->low && vaddr < it->high) {
+      found = &*it;
+      break;
+    }
+  }
+  if (!found)
+    return out;
+  Dwarf_Die cudie;
+  if (!dwarf_offdie(impl_->dwarf, found->cu_offset, &cudie))
+    return out;
+
+  // Down from the unit, into the scopes that hold vaddr, keeping the
+  // functions met on the way: the holder, then each inlined call.
+  const uint64_t start = monotonic_ns();
+  const uint64_t before = spent_ns_;
+  std::vector<Dwarf_Die> path;
+  std::vector<Dwarf_Die> containers; // entered, to resume at their siblings
+  uint64_t visited = 0;
+  Dwarf_Die die;
+  bool more = dwarf_child(&cudie, &die) == 0;
+  while (more) {
+    if (++visited > limits_.max_dies_per_lookup)
+      break;
+    if (visited % kClockEvery == 0) {
+      spent_ns_ = before + (monotonic_ns() - start);
+      if (out_of_time(deadline_ns))
+        return {};
+    }
+    const int tag = dwarf_tag(&die);
+    Dwarf_Die child;
+    if (is_code_scope(tag) && dwarf_haspc(&die, vaddr) > 0) {
+      if (is_function(tag))
+        path.push_back(die);
+      if (path.size() > kMaxDepth || dwarf_child(&die, &child) != 0)
+        break;            // the innermost scope holding vaddr
+      containers.clear(); // vaddr is in here: never back out
+      die = child;
+      continue;
+    }
+    if (is_container(tag) && containers.size() < kMaxDepth &&
+        dwarf_child(&die, &child) == 0) {
+      containers.push_back(die);
+      die = child;
+      continue;
+    }
+    Dwarf_Die sibling;
+    while (dwarf_siblingof(&die, &sibling) != 0) {
+      if (containers.empty()) {
+        more = false;
+        break;
+      }
+      die = containers.back();
+      containers.pop_back();
+    }
+    if (more)
+      die = sibling;
+  }
+  spent_ns_ = before;
+
+  // Keep only the last out-of-line function and what is inlined into it.
+  size_t first = 0;
+  for (size_t i = 0; i < path.size(); i++)
+    if (dwarf_tag(&path[i]) == DW_TAG_subprogram)
+      first = i;
+  path.erase(path.begin(), path.begin() + static_cast<long>(first));
+
+  // The unit's file table, for DW_AT_call_file.
+  Dwarf_Files *files = nullptr;
+  size_t nfiles = 0;
+  if (dwarf_getsrcfiles(&cudie, &files, &nfiles) != 0)
+    files = nullptr;
+  auto file_name = [&](Dwarf_Word index) -> const std::string * {
+    if (!files || index >= nfiles)
+      return nullptr;
+    return intern(dwarf_filesrc(files, index, nullptr, nullptr));
+  };
+
+  // The leaf's current line, from the line table.
+  const std::string *leaf_file = nullptr;
+  uint32_t leaf_line = 0;
+  if (Dwarf_Line *line = dwarf_getsrc_die(&cudie, vaddr)) {
+    int n = 0;
+    if (dwarf_lineno(line, &n) == 0 && n > 0)
+      leaf_line = static_cast<uint32_t>(n);
+    leaf_file = intern(dwarf_linesrc(line, nullptr, nullptr));
+  }
+  if (path.empty()) {
+    // Code without a function in DWARF (assembly): its line only.
+    if (leaf_line)
+      out.push_back({nullptr, leaf_file, nullptr, leaf_line, 0});
+    return out;
+  }
+  out.reserve(path.size());
+  for (size_t i = 0; i < path.size(); i++) {
+    Dwarf_Die *d = &path[i];
+    SourceFrame f;
+    const char *linkage = string_attr(d, DW_AT_linkage_name);
+    if (!linkage)
+      linkage = string_attr(d, DW_AT_MIPS_linkage_name);
+    // The linkage name, as the ELF symbol and gdb name it (glibc's
+    // __GI___poll, C++'s namespaces and parameters), else the plain name.
+    if (linkage)
+      f.function = intern(demangle(linkage).c_str());
+    else
+      f.function = intern(string_attr(d, DW_AT_name));
+    int decl = 0;
+    if (dwarf_decl_line(d, &decl) == 0 && decl > 0)
+      f.start_line = static_cast<uint32_t>(decl);
+    f.decl_file = intern(dwarf_decl_file(d));
+    if (i + 1 < path.size()) {
+      // A caller's line is where the next function was inlined into it.
+      Dwarf_Word call_line = 0, call_file = 0;
+      if (udata_attr(&path[i + 1], DW_AT_call_line, &call_line))
+        f.line = static_cast<uint32_t>(call_line);
+      if (udata_attr(&path[i + 1], DW_AT_call_file, &call_file))
+        f.file = file_name(call_file);
+    } else {
+      f.line = leaf_line;
+      f.file = leaf_file;
+    }
+    out.push_back(f);
+  }
+  return out;
+}
+
+std::string source_base_name(const std::string &path) {
+  size_t slash = path.rfind('/');
+  return slash == std::string::npos ? path : path.substr(slash + 1);
+}
+
+} // namespace offcpu
