@@ -14,6 +14,10 @@ common="$src/src/symbolize/elf_common.cpp $src/src/symbolize/elf_file.cpp $src/s
 text="$src/src/symbolize/proc_maps.cpp $src/src/symbolize/perf_map.cpp $src/src/symbolize/kallsyms.cpp $src/src/output/flamegraph.cpp $src/src/output/folded.cpp $src/src/util/utf8.cpp $src/src/model/layout.cpp $src/src/model/profile.cpp $src/src/model/stack_tree.cpp"
 clang++ $flags -o "$out/fuzz_elf" "$src/tests/fuzz/fuzz_elf.cpp" $common $libs
 clang++ $flags -o "$out/fuzz_text" "$src/tests/fuzz/fuzz_text.cpp" $text
+# DWARF through libdw (issue #31): the unit index and the lookups.
+dwarf="$src/src/symbolize/dwarf_lines.cpp $src/src/symbolize/demangle.cpp"
+clang++ $flags -o "$out/fuzz_dwarf" "$src/tests/fuzz/fuzz_dwarf.cpp" $dwarf \
+  $(pkg-config --libs libdw libelf) -liberty
 cfi="$src/src/unwind/cfi.cpp $src/src/unwind/table.cpp $src/src/unwind/elf_cfi.cpp $src/src/symbolize/elf_common.cpp"
 clang++ $flags -o "$out/fuzz_cfi" "$src/tests/fuzz/fuzz_cfi.cpp" $cfi $libs
 # The CFI seeds are generated (issue #26's shapes), never checked in.
@@ -21,7 +25,12 @@ clang++ -g -O1 -std=c++17 -I"$src/tests" -o "$out/fuzz_cfi_seeds" \
   "$src/tests/fuzz/fuzz_cfi_seeds.cpp" "$src/tests/support/elf_writer.cpp" $libs
 
 # Seeds: real ELF files (with and without symbols), real /proc text.
-mkdir -p "$out/corpus_elf" "$out/corpus_text" "$out/corpus_cfi"
+mkdir -p "$out/corpus_elf" "$out/corpus_text" "$out/corpus_cfi" "$out/corpus_dwarf"
+# DWARF seeds: small programs built -O2 -g (inlining), DWARF 4 and 5.
+for v in 4 5; do
+  printf 'static inline __attribute__((always_inline)) int f(int x){return x*3;}\nint g(int y){return f(y)+f(y+1);}\nint main(int c,char**v){(void)v;return g(c);}\n' |
+    cc -O2 -g -gdwarf-$v -x c - -o "$out/corpus_dwarf/seed-dwarf$v"
+done
 "$out/fuzz_cfi_seeds" "$out/corpus_cfi"
 for f in /lib/x86_64-linux-gnu/libz.so.1 "$src/build/tests/offcpu_nofp"; do
   [ -f "$f" ] && head -c 200000 "$f" > "$out/corpus_cfi/real-$(basename "$f")"
@@ -43,7 +52,7 @@ printf 'app;main;read 300\napp;main;write_[k] 100\n' > "$out/corpus_text/folded"
 { head -c 20000 /dev/zero | tr '\0' ';'; echo " 5"; } > "$out/corpus_text/deep-stack"
 
 status=0
-for t in fuzz_elf fuzz_text fuzz_cfi; do
+for t in fuzz_elf fuzz_text fuzz_cfi fuzz_dwarf; do
   corpus="$out/corpus_${t#fuzz_}"
   echo "fuzz: $t for ${secs}s"
   if ! "$out/$t" -max_total_time="$secs" -timeout=10 -rss_limit_mb=2048 -max_len=262144 \

@@ -99,6 +99,7 @@ bool StackTree::add(const std::vector<FrameRef> &frames, double value,
     node.name = name;
     node.parent = parent;
     node.kind = frames[i].kind;
+    node.inlined = frames[i].inlined;
     node.next_sibling = nodes_[parent].first_child;
     nodes_.push_back(node);
     nodes_[parent].first_child = n;

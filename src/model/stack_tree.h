@@ -31,6 +31,7 @@ public:
     uint32_t parent = kNone;
     uint32_t first_child = kNone, next_sibling = kNone; // creation order
     FrameKind kind = FrameKind::User;                   // as first seen
+    bool inlined = false; // a function inlined into its parent (as first seen)
     double value = 0;     // every stack through here, in input order
     uint64_t self_ns = 0; // the stacks that end here (thousandths of a unit)
     uint64_t self_count = 0;
@@ -43,6 +44,7 @@ public:
   struct FrameRef {
     std::string_view name;
     FrameKind kind;
+    bool inlined = false; // Frame::inlined
   };
   // Adds one stack (the first frame is the thread). False, with nothing
   // added, if it would take the tree past its node budget.

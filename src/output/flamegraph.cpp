@@ -227,9 +227,11 @@ struct Renderer {
       return;
     double x = kPad + offset * scale;
     double y = height - kBottom - (depth + 1) * kFrameHeight;
-    std::string title =
-        xml_escape(*n.name + " (" + count_text(n.value) + " " + o.count_name +
-                   ", " + fmt(100.0 * n.value / total) + "%)");
+    const bool inlined = n.id != StackTree::kNone && tree.node(n.id).inlined;
+    std::string title = xml_escape(*n.name + (inlined ? " [inlined]" : "") +
+                                   " (" + count_text(n.value) + " " +
+                                   o.count_name + ", " +
+                                   fmt(100.0 * n.value / total) + "%)");
     // Lines of their own (escaping would make the newlines spaces).
     if (latency && n.id != StackTree::kNone)
       if (auto it = latency->find(n.id); it != latency->end())
@@ -358,7 +360,8 @@ std::vector<FlameStack> flame_stacks(const Profile &profile,
       FlameStack f;
       f.value = static_cast<double>(part.ns) / 1000.0;
       for (Frame &frame : part.frames)
-        f.frames.push_back({folded_safe(frame.name), frame.kind});
+        f.frames.push_back(
+            {folded_safe(frame.name), frame.kind, frame.inlined});
       // The waits are whole in one part (with --runqueue, a wait's blocked
       // and runnable time are two): counted once, under the first.
       if (first)
@@ -380,7 +383,7 @@ std::string render_flamegraph(const std::vector<FlameStack> &stacks,
       continue;
     refs.clear();
     for (const FlameFrame &f : s.frames)
-      refs.push_back({f.name, f.kind});
+      refs.push_back({f.name, f.kind, f.inlined});
     if (tree.add(refs, s.value, 0) && !s.latency.empty())
       leaf_latency[tree.last_leaf()].add(s.latency);
   }

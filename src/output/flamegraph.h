@@ -18,6 +18,7 @@ namespace offcpu {
 struct FlameFrame {
   std::string name;
   FrameKind kind = FrameKind::User; // colours: thread, user, kernel, marker
+  bool inlined = false;             // said in its tooltip
 };
 
 struct FlameStack {

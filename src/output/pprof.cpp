@@ -42,8 +42,14 @@ enum Mapping {
   kHasFunctions = 7,
 };
 enum Location { kLocId = 1, kLocMappingId = 2, kAddress = 3, kLine = 4 };
-enum Line { kFunctionId = 1 };
-enum Function { kFuncId = 1, kName = 2, kSystemName = 3, kFuncFilename = 4 };
+enum Line { kFunctionId = 1, kLineNumber = 2 };
+enum Function {
+  kFuncId = 1,
+  kName = 2,
+  kSystemName = 3,
+  kFuncFilename = 4,
+  kStartLine = 5
+};
 } // namespace field
 
 // Protobuf wire format: varints and length-delimited fields are all we need.
@@ -133,7 +139,22 @@ public:
   uint64_t location(uint64_t mapping_id, uint64_t address,
                     const std::string &name, const std::string &file,
                     bool named) {
-    auto key = std::make_tuple(mapping_id, address, name);
+    return location(mapping_id, address, &name, nullptr, 1, file, named);
+  }
+
+  // The same for the frames of one address, root first: the holder and
+  // the functions inlined into it, one Line each, innermost first (pprof's
+  // model of inlining). `frames` may be null for a frame without them.
+  uint64_t location(uint64_t mapping_id, uint64_t address,
+                    const std::string *name, const Frame *frames, size_t n,
+                    const std::string &file, bool named) {
+    std::string key_name;
+    for (size_t i = 0; i < n; i++) {
+      if (i)
+        key_name += '\n';
+      key_name += frames ? frames[i].name : *name;
+    }
+    auto key = std::make_tuple(mapping_id, address, key_name);
     auto it = locations_.find(key);
     if (it != locations_.end())
       return it->second;
@@ -143,9 +164,16 @@ public:
     w.uint_field(field::kLocId, id);
     w.uint_field(field::kLocMappingId, mapping_id);
     w.uint_field(field::kAddress, address);
-    if (named) {
+    for (size_t i = n; named && i-- > 0;) {
       ProtoWriter line;
-      line.uint_field(field::kFunctionId, function(name, file));
+      const FrameSource *src = frames ? frames[i].source.get() : nullptr;
+      if (src) {
+        line.uint_field(field::kFunctionId, function(*src, file));
+        line.uint_field(field::kLineNumber, src->line);
+      } else {
+        line.uint_field(field::kFunctionId,
+                        function(frames ? frames[i].name : *name, file));
+      }
       w.bytes_field(field::kLine, line.data());
     }
     location_msgs_.push_back(w.data());
@@ -258,7 +286,7 @@ private:
     auto it = functions_.find(key);
     if (it != functions_.end())
       return it->second;
-    uint64_t id = functions_.size() + 1;
+    uint64_t id = functions_.size() + source_functions_.size() + 1;
     functions_.emplace(key, id);
     ProtoWriter w;
     w.uint_field(field::kFuncId, id);
@@ -272,7 +300,31 @@ private:
   std::vector<std::string> table_{""};
   std::map<uint64_t, uint64_t> mappings_;
   std::map<std::tuple<uint64_t, uint64_t, std::string>, uint64_t> locations_;
+  // A function named from DWARF: its source file (never the binary's
+  // path) and first line.
+  uint64_t function(const FrameSource &src, const std::string &module) {
+    const std::string &file =
+        src.function_file.empty() ? src.file : src.function_file;
+    auto key = std::make_tuple(src.function, module, file, src.start_line);
+    auto it = source_functions_.find(key);
+    if (it != source_functions_.end())
+      return it->second;
+    uint64_t id = functions_.size() + source_functions_.size() + 1;
+    source_functions_.emplace(key, id);
+    ProtoWriter w;
+    w.uint_field(field::kFuncId, id);
+    w.uint_field(field::kName, str(src.function));
+    w.uint_field(field::kSystemName, str(src.function));
+    w.uint_field(field::kFuncFilename, str(file));
+    w.uint_field(field::kStartLine, src.start_line);
+    function_msgs_.push_back(w.data());
+    return id;
+  }
+
   std::map<std::pair<std::string, std::string>, uint64_t> functions_;
+  std::map<std::tuple<std::string, std::string, std::string, uint32_t>,
+           uint64_t>
+      source_functions_;
   std::vector<std::string> mapping_msgs_, location_msgs_, function_msgs_,
       sample_msgs_;
 };
@@ -325,7 +377,12 @@ public:
     return f.return_address && f.address ? f.address - 1 : f.address;
   }
 
-  uint64_t location(const Frame &f) {
+  uint64_t location(const Frame &f) { return location(&f, 1); }
+
+  // One location for a frame and the `n - 1` frames inlined into it that
+  // follow it (root first): one address.
+  uint64_t location(const Frame *group, size_t n) {
+    const Frame &f = group[0];
     const Module *module =
         f.module < p_.modules.size() ? &p_.modules[f.module] : nullptr;
     const std::string file = module ? module->path : std::string();
@@ -351,7 +408,8 @@ public:
       // The thread, markers, the lock: no code, no address.
       return b_.location(0, 0, f.name, "", true);
     }
-    return b_.location(mapping_id, call_address(f), f.name, file, named);
+    return b_.location(mapping_id, call_address(f), &f.name, group, n, file,
+                       named);
   }
 
 private:
@@ -389,6 +447,17 @@ std::vector<uint64_t> sample_values(const Profile &p, const Sample &s) {
   return {p.folded_unit == "us" ? s.total_ns : (s.total_ns + 500) / 1000};
 }
 
+// How many frames from `f` on make one location: itself and the inlined
+// frames that follow it.
+// (A waker's frames are laid out leaf first: each is a location of its own.)
+size_t inlined_after(const Frame *f, const Frame *end) {
+  size_t n = 1;
+  while (f->kind == FrameKind::User && f + n < end && f[n].inlined &&
+         f[n].kind == FrameKind::User)
+    n++;
+  return n;
+}
+
 } // namespace
 
 std::string encode_pprof(const Profile &profile, const LayoutOptions &layout) {
@@ -403,9 +472,9 @@ std::string encode_pprof(const Profile &profile, const LayoutOptions &layout) {
   for (bool libraries : {false, true})
     for (const Sample &s : profile.samples)
       for (const Frame &f : s.user)
-        if (f.kind == FrameKind::User &&
+        if (f.kind == FrameKind::User && !f.inlined &&
             (f.module >= library.size() || library[f.module]) == libraries)
-          place.location(f);
+          place.location(&f, inlined_after(&f, s.user.data() + s.user.size()));
   for (const Sample &s : profile.samples) {
     // Locations leaf first, the thread as the root, as in the folded output;
     // no delimiter, not even one read from -d folded text: pprof's views
@@ -413,9 +482,14 @@ std::string encode_pprof(const Profile &profile, const LayoutOptions &layout) {
     // top them at 100%.
     std::vector<Frame> frames = lay_out(s, LayoutOptions{false, layout.thread});
     std::vector<uint64_t> locs;
-    for (auto it = frames.rbegin(); it != frames.rend(); ++it)
-      if (it->kind != FrameKind::Delimiter)
-        locs.push_back(place.location(*it));
+    const Frame *end = frames.data() + frames.size();
+    for (size_t i = frames.size(); i-- > 0;) {
+      const Frame &f = frames[i];
+      if (f.kind == FrameKind::Delimiter ||
+          (f.inlined && f.kind == FrameKind::User))
+        continue; // an inlined frame is a Line of its holder's location
+      locs.push_back(place.location(&f, inlined_after(&f, end)));
+    }
     b.sample(locs, s, sample_values(profile, s));
   }
   return b.finish(profile, sample_types(profile));

@@ -131,7 +131,7 @@ std::string totals_line(const Sample &s, const Totals &t, bool runqueue) {
 std::string waker_lines(const Sample &s, const std::vector<Frame> &part) {
   std::string out = "    --\n";
   for (size_t i = 0; i + 1 < part.size(); i++)
-    out += "    " + part[i].name + "\n";
+    out += "    " + part[i].name + (part[i].inlined ? " [inlined]" : "") + "\n";
   if (s.waker->kind == Waker::Kind::Task)
     out += "    -                " + s.waker->comm + " (" +
            std::to_string(s.waker->tid) + ")\n";
@@ -156,8 +156,9 @@ std::string stack_lines(const Sample &s, const LayoutOptions &layout) {
     if (it->kind == FrameKind::Thread || it->kind == FrameKind::Group ||
         it->kind == FrameKind::Lock)
       continue;
-    out += it->kind == FrameKind::Delimiter ? "    --\n"
-                                            : "    " + it->name + "\n";
+    out += it->kind == FrameKind::Delimiter
+               ? "    --\n"
+               : "    " + it->name + (it->inlined ? " [inlined]" : "") + "\n";
   }
   out += thread_line(s, thread, layout.thread);
   if (s.waker && waker != frames.end())
