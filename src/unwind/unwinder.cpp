@@ -461,6 +461,7 @@ std::optional<bool> Unwinder::install(uint32_t tgid, uint64_t deadline_ns) {
   auto text = files_.read(dir + "/maps", kMaxMapsBytes);
   if (!text || text->empty()) {
     stats_.processes_gone++;
+    rereads_.erase(tgid);
     return false;
   }
   auto proc = std::make_unique<uw_proc>();
