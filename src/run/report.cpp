@@ -115,33 +115,32 @@ std::string incomplete_summary(const IncompleteStacks &s) {
   const uint64_t affected =
       std::min(s.total_ns, s.full_ns + s.overflow_ns + s.lost_ns + s.held_ns +
                                no_stack + s.partial_ns);
+  // "P% what (N count)", then what to do where an option helps; causes
+  // apart by "; " (a cause's own text may have commas).
   std::string causes;
   bool advised = false;
   auto cause = [&](uint64_t n, uint64_t ns, const std::string &what,
-                   const std::string &count) {
-    if (n)
-      causes += (causes.empty() ? "" : ", ") + percent(ns, s.total_ns) + " " +
-                what + " (" + std::to_string(n) + " " + count + ")";
+                   const char *count, const std::string &advice = "") {
+    if (!n)
+      return;
+    causes += (causes.empty() ? "" : "; ") + percent(ns, s.total_ns) + " " +
+              what + " (" + std::to_string(n) + " " + count + ")";
+    if (!advice.empty()) {
+      causes += ": " + advice;
+      advised = true;
+    }
   };
-  if (s.full_stacks) {
-    cause(s.full_stacks, s.full_ns,
-          "stack storage full: raise --stack-storage-size to " +
-              std::to_string(more_stack_storage(s.stack_storage_size)) +
-              " (now " + std::to_string(s.stack_storage_size) + ")",
-          "stacks");
-    advised = true;
-  }
-  if (s.overflow_waits || s.lost_waits)
-    advised = true;
+  const std::string more_entries =
+      "raise --max-entries (now " + std::to_string(s.max_entries) + ")";
+  cause(s.full_stacks, s.full_ns, "stack storage full", "stacks",
+        "raise --stack-storage-size to " +
+            std::to_string(more_stack_storage(s.stack_storage_size)) +
+            " (now " + std::to_string(s.stack_storage_size) + ")");
   cause(s.overflow_waits, s.overflow_ns,
-        "kept without stacks, the aggregation map full: raise --max-entries "
-        "(now " +
-            std::to_string(s.max_entries) + ")",
-        "waits");
+        "kept without stacks, the aggregation map full", "waits", more_entries);
   cause(s.lost_waits, s.lost_ns,
-        "lost, the aggregation map and the per-process overflow both full: "
-        "raise --max-entries",
-        "waits");
+        "lost, the aggregation map and the per-process overflow both full",
+        "waits", more_entries);
   cause(s.held_waits, s.held_ns,
         "lost, their thread gone without a last switch-out the kernel "
         "reported",
@@ -153,7 +152,7 @@ std::string incomplete_summary(const IncompleteStacks &s) {
   cause(s.no_user_waits, s.no_user_ns, "without a user stack", "waits");
   cause(s.no_kernel_waits, s.no_kernel_ns, "without a kernel stack", "waits");
   for (const std::string &e : s.events)
-    causes += (causes.empty() ? "" : ", ") + e;
+    causes += (causes.empty() ? "" : "; ") + e;
   const bool notable = advised || (s.total_ns && affected * 100 >= s.total_ns);
   std::string line = std::string("offcpu: ") + (notable ? "warning: " : "");
   if (waits)

@@ -415,8 +415,9 @@ TEST_F(Profile, LossesAreCountedAndNameTheOptionThatFixesThem) {
   EXPECT_TRUE(std::regex_search(
       tiny_stacks.err,
       std::regex("warning: [0-9.<]+% of the off-CPU time is on stacks that "
-                 "are not whole: [^\\n]*[0-9.<]+% stack storage full: raise "
-                 "--stack-storage-size to 8 \\(now 2\\) \\(\\d+ stacks\\)")))
+                 "are not whole: [^\\n]*[0-9.<]+% stack storage full "
+                 "\\(\\d+ stacks\\): raise --stack-storage-size to 8 "
+                 "\\(now 2\\)")))
       << tiny_stacks.err;
   EXPECT_EQ(tiny_stacks.err.find("stacks lost ("), std::string::npos)
       << tiny_stacks.err;

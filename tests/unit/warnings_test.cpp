@@ -70,12 +70,12 @@ TEST(Warnings, StorageAndAggregationLossesAreInTheLineWithTheirOption) {
                        0),
             0u)
       << line;
-  EXPECT_NE(line.find("30.0% stack storage full: raise --stack-storage-size "
-                      "to 16384 (now 4096) (1158 stacks)"),
+  EXPECT_NE(line.find("30.0% stack storage full (1158 stacks): raise "
+                      "--stack-storage-size to 16384 (now 4096); "),
             std::string::npos)
       << line;
-  EXPECT_NE(line.find("5.0% kept without stacks, the aggregation map full: "
-                      "raise --max-entries (now 64) (812 waits)"),
+  EXPECT_NE(line.find("5.0% kept without stacks, the aggregation map full "
+                      "(812 waits): raise --max-entries (now 64); "),
             std::string::npos)
       << line;
   EXPECT_EQ(line.find("no option changes this"), std::string::npos) << line;
@@ -102,7 +102,8 @@ TEST(Warnings, LostTimeIsInTheShare) {
                        0),
             0u)
       << line;
-  EXPECT_NE(line.find("raise --max-entries (7 waits)"), std::string::npos)
+  EXPECT_NE(line.find("both full (7 waits): raise --max-entries"),
+            std::string::npos)
       << line;
 }
 
