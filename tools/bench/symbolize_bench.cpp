@@ -86,7 +86,10 @@ int main(int argc, char **argv) {
       k.push_back(kernel_addrs[rng() % kernel_addrs.size()]);
     raw.stacks[key.user_stack] = u;
     raw.stacks[key.kernel_stack] = k;
-    raw.counts.push_back({key, {1000, 1, 0}});
+    offcpu_value val{};
+    val.total_ns = 1000;
+    val.count = 1;
+    raw.counts.push_back({key, val});
   }
 
   auto t0 = std::chrono::steady_clock::now();
