@@ -275,9 +275,13 @@ TEST_F(LatencyDistribution, PprofLabelsCarryEachSamplesDistribution) {
   auto raw = test::run(
       {"/usr/bin/go", "tool", "pprof", "-raw", dir_ + "/out.pb.gz"}, 120);
   ASSERT_EQ(raw.exit_code, 0) << raw.err;
-  // Locations: "    12: 0x55.. M=1 wait_mixed :0 s=0".
-  std::map<std::string, std::string> location_name;
-  std::regex loc_re("^ +([0-9]+): 0x[0-9a-f]+ (?:M=[0-9]+ )?(.+) :[0-9]+ s=0$");
+  // Locations: "    12: 0x55.. M=1 wait_mixed file.c:71 s=69", then one
+  // indented line per function inlined at that address (pprof's Lines).
+  std::map<std::string, std::vector<std::string>> location_names;
+  std::string last_location;
+  std::regex loc_re(
+      "^ +([0-9]+): 0x[0-9a-f]+ (?:M=[0-9]+ )?(\\S+) \\S*:[0-9]+ s=[0-9]+$");
+  std::regex inlined_re("^ {8,}(\\S+) \\S*:[0-9]+ s=[0-9]+$");
   std::regex sample_re("^ +([0-9]+) +[0-9]+: ([0-9 ]+)$");
   std::istringstream in(raw.out);
   struct RawSample {
@@ -305,7 +309,11 @@ TEST_F(LatencyDistribution, PprofLabelsCarryEachSamplesDistribution) {
     } else if (in_samples && !samples.empty() && line.rfind("      ", 0) == 0) {
       samples.back().labels += line;
     } else if (!in_samples && std::regex_match(line, m, loc_re)) {
-      location_name[m[1]] = m[2];
+      last_location = m[1];
+      location_names[last_location].push_back(m[2]);
+    } else if (!in_samples && !last_location.empty() &&
+               std::regex_match(line, m, inlined_re)) {
+      location_names[last_location].push_back(m[1]);
     }
   }
   ASSERT_FALSE(samples.empty()) << raw.out;
@@ -338,11 +346,11 @@ TEST_F(LatencyDistribution, PprofLabelsCarryEachSamplesDistribution) {
     d.p99_us = label_num(s.labels, "wait_p99");
     thread_total[tid].add(d);
     bool named = false, nanosleep = false;
-    for (const std::string &id : s.locs) {
-      named |= location_name[id] == "wait_mixed" ||
-               location_name[id] == "wait_steady";
-      nanosleep |= location_name[id] == "do_nanosleep";
-    }
+    for (const std::string &id : s.locs)
+      for (const std::string &name : location_names[id]) {
+        named |= name == "wait_mixed" || name == "wait_steady";
+        nanosleep |= name == "do_nanosleep";
+      }
     if (named && nanosleep && d.waits > stack[tid].waits)
       stack[tid] = d;
   }
