@@ -130,7 +130,6 @@ static __always_inline void end_wait(struct task_struct *t, __u32 pid,
   }
   if (!claim)
     forget_start(rec, pid, trusted);
-  uw_partial_ended(rec->flags, slot, delta);
   /* Memos are the switch hook's alone: the flush iterator may walk the
    * same task at once. */
   struct offcpu_task *ts = slot == SCRATCH_HOOK ? task_of(rec, trusted) : NULL;
@@ -147,6 +146,8 @@ static __always_inline void end_wait(struct task_struct *t, __u32 pid,
   }
   if (claim && __sync_val_compare_and_swap(&rec->start_ns, start, 0) != start)
     return;
+  /* Counted by whoever charges the wait: with a claim, once. */
+  uw_partial_ended(rec->flags, slot, delta);
   read_comm(key.comm, t, trusted);
   struct offcpu_held_set *held = hold_waits && ts ? &ts->held : NULL;
   if (held && !open) {

@@ -15,7 +15,7 @@
 
 #include "collect/offcpu_objects.h"
 #include "offcpu/settings.h"
-#include "unwind/unwinder.h"
+#include "probe/unwind_maps.h"
 
 namespace offcpu {
 

@@ -228,10 +228,9 @@ struct Renderer {
     double x = kPad + offset * scale;
     double y = height - kBottom - (depth + 1) * kFrameHeight;
     const bool inlined = n.id != StackTree::kNone && tree.node(n.id).inlined;
-    std::string title = xml_escape(*n.name + (inlined ? " [inlined]" : "") +
-                                   " (" + count_text(n.value) + " " +
-                                   o.count_name + ", " +
-                                   fmt(100.0 * n.value / total) + "%)");
+    std::string title = xml_escape(
+        *n.name + (inlined ? " [inlined]" : "") + " (" + count_text(n.value) +
+        " " + o.count_name + ", " + fmt(100.0 * n.value / total) + "%)");
     // Lines of their own (escaping would make the newlines spaces).
     if (latency && n.id != StackTree::kNone)
       if (auto it = latency->find(n.id); it != latency->end())
