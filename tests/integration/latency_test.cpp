@@ -46,17 +46,20 @@ struct Dist {
     waits += o.waits;
     max_us = std::max(max_us, o.max_us);
   }
-  // The bucket of the nearest-rank q-quantile.
-  int quantile_bucket(double q) const {
-    uint64_t rank = std::max<uint64_t>(
-        1, static_cast<uint64_t>(std::ceil(q * static_cast<double>(waits))));
+  // The bucket of the rank-th shortest wait (the last bucket past them).
+  int bucket_of_rank(uint64_t rank) const {
     uint64_t seen = 0;
     for (const auto &[b, n] : buckets) {
       seen += n;
       if (seen >= rank)
         return b;
     }
-    return -1;
+    return buckets.empty() ? -1 : buckets.rbegin()->first;
+  }
+  // The bucket of the nearest-rank q-quantile.
+  int quantile_bucket(double q) const {
+    return bucket_of_rank(std::max<uint64_t>(
+        1, static_cast<uint64_t>(std::ceil(q * static_cast<double>(waits)))));
   }
 };
 
@@ -106,23 +109,31 @@ bool in_bucket(double us, int b) {
 }
 
 // What offcpu shows of one thread's waits against what the thread measured:
-// every wait counted (a few more where the thread was preempted on its way
-// to or from a sleep), each bucket within a few, the longest bounded by the
-// measured one.
+// every sleep counted, the histogram bucket for bucket where the two can
+// only agree, the longest bounded by the measured one. A sleep is off CPU
+// within the interval the thread measured around it, so at most as long:
+// below each bucket's top offcpu counts at least the waits the thread
+// counted (two may differ: a spurious wake-up inside nanosleep), and at
+// most a few more, the sleeps measured longer than they slept (the thread
+// preempted between its clock and the system call, which a loaded host
+// does to a few percent of them).
 void expect_thread_matches(const Dist &got, const Truth &t,
                            const std::string &where) {
   SCOPED_TRACE(where + " " + t.comm + ": got " + show(got) + "; truth " +
                show(t.dist));
   EXPECT_GE(got.waits, t.dist.waits - 2);
-  EXPECT_LE(got.waits, t.dist.waits + 10);
-  const uint64_t slack = 2 + t.dist.waits / 100;
+  EXPECT_LE(got.waits, t.dist.waits + 2);
   std::map<int, uint64_t> all = t.dist.buckets;
   for (const auto &[b, n] : got.buckets)
     all[b] += 0;
+  uint64_t got_below = 0, truth_below = 0;
+  const uint64_t stretched = 2 + t.dist.waits * 5 / 100;
   for (const auto &[b, n] : all) {
-    uint64_t g = got.buckets.count(b) ? got.buckets.at(b) : 0;
-    uint64_t w = t.dist.buckets.count(b) ? t.dist.buckets.at(b) : 0;
-    EXPECT_LE(g > w ? g - w : w - g, slack) << "bucket " << b;
+    got_below += got.buckets.count(b) ? got.buckets.at(b) : 0;
+    truth_below += t.dist.buckets.count(b) ? t.dist.buckets.at(b) : 0;
+    EXPECT_GE(got_below + 2, truth_below) << "below bucket " << b << "'s top";
+    EXPECT_LE(got_below, truth_below + stretched)
+        << "below bucket " << b << "'s top";
   }
   // Off CPU within each measured sleep: not longer than the longest, but
   // for the odd wait whose end the kernel did not report through
@@ -133,20 +144,21 @@ void expect_thread_matches(const Dist &got, const Truth &t,
 // The waits of the stack that blocks in the thread's function: most of the
 // thread's (its first few may have been walked before the process's tables
 // were ready, and show as missed stacks), the longest bounded as the
-// thread's, and the quantiles where the plan puts them: each estimate in
-// the bucket its rank falls in, that bucket the plan's where the plan makes
-// it certain (p50 among the common waits; mixA's p99 among its 2% of 48 ms
-// ones), -1 where it does not.
+// thread's, and the quantiles in the right bucket: each estimate inside the
+// bucket its rank falls in, and that bucket the one the thread's own
+// measurements put the quantile in, to within the waits the two counts
+// differ by (which can move a rank across a bucket's edge).
 void expect_stack_matches(const Dist &got, const Truth &t, double longest_us,
-                          int p50_bucket, int p99_bucket,
                           const std::string &where) {
   SCOPED_TRACE(where + " " + t.comm + ": got " + show(got) + "; truth " +
                show(t.dist));
   EXPECT_GE(got.waits, t.dist.waits / 2);
-  EXPECT_LE(got.waits, t.dist.waits + 10); // and the odd preemption
-
+  EXPECT_LE(got.waits, t.dist.waits + 2);
   EXPECT_GE(got.max_us, longest_us) << "the longest sleep asked for";
   EXPECT_LE(got.max_us, t.dist.max_us + kClockSlackUs);
+  const uint64_t apart = (got.waits > t.dist.waits ? got.waits - t.dist.waits
+                                                   : t.dist.waits - got.waits) +
+                         2 + t.dist.waits / 100;
   for (double q : {0.5, 0.99}) {
     const double est = q == 0.5 ? got.p50_us : got.p99_us;
     const int own_b = got.quantile_bucket(q);
@@ -154,10 +166,14 @@ void expect_stack_matches(const Dist &got, const Truth &t, double longest_us,
         << "p" << q * 100 << " " << est << " us outside its own bucket "
         << own_b;
     EXPECT_LE(est, got.max_us);
-    const int planned = q == 0.5 ? p50_bucket : p99_bucket;
-    if (planned >= 0) {
-      EXPECT_EQ(own_b, planned) << "p" << q * 100;
-    }
+    const uint64_t rank =
+        static_cast<uint64_t>(std::ceil(q * static_cast<double>(t.dist.waits)));
+    const int low = t.dist.bucket_of_rank(rank > apart ? rank - apart : 1),
+              high = t.dist.bucket_of_rank(rank + apart);
+    EXPECT_TRUE(own_b >= low && own_b <= high)
+        << "p" << q * 100 << " in bucket " << own_b << ", the truth's "
+        << t.dist.quantile_bucket(q) << " (" << low << " to " << high
+        << " within " << apart << " waits)";
   }
 }
 
@@ -168,19 +184,20 @@ protected:
       GTEST_SKIP() << "integration tests load BPF programs: run as root";
     char tmpl[] = "/tmp/offcpu-latency-XXXXXX";
     dir_ = mkdtemp(tmpl);
-    auto r = test::run({OFFCPU_BIN, "-v", "-o", dir_ + "/out.txt", "-o",
-                        dir_ + "/out.svg", "-o", dir_ + "/out.pb.gz", "--",
-                        WORKLOAD_LATENCY_MIX, dir_ + "/truth"},
-                       120);
+    // --state S: the sleeps, not the preemptions a loaded host adds (the
+    // threads measure their sleeps only).
+    auto r =
+        test::run({OFFCPU_BIN, "-v", "--state", "S", "-o", dir_ + "/out.txt",
+                   "-o", dir_ + "/out.svg", "-o", dir_ + "/out.pb.gz", "--",
+                   WORKLOAD_LATENCY_MIX, dir_ + "/truth"},
+                  120);
     ASSERT_EQ(r.exit_code, 0) << r.err;
     truth_ = read_truth(slurp(dir_ + "/truth"));
     ASSERT_EQ(truth_.size(), 2u) << slurp(dir_ + "/truth");
     // The plan: 1000 x 1.5 ms and 20 x 48 ms; 200 x 6 ms.
     ASSERT_EQ(truth_[0].comm, "mixA");
     ASSERT_EQ(truth_[0].dist.waits, 1020u);
-    ASSERT_EQ(truth_[0].dist.buckets[15], 20u) << "48 ms: [32768, 65536) us";
-    ASSERT_EQ(truth_[0].dist.quantile_bucket(0.5), 10);
-    ASSERT_EQ(truth_[0].dist.quantile_bucket(0.99), 15);
+    ASSERT_GE(truth_[0].dist.max_us, 48000);
     ASSERT_EQ(truth_[1].comm, "steadyB");
     ASSERT_EQ(truth_[1].dist.waits, 200u);
   }
@@ -189,10 +206,7 @@ protected:
       test::run({"/bin/rm", "-rf", dir_}, 10);
   }
   void expect_stack(const Dist &got, const Truth &t, const std::string &where) {
-    if (t.comm == "mixA")
-      expect_stack_matches(got, t, 48000, 10, 15, where);
-    else
-      expect_stack_matches(got, t, 6000, 12, -1, where);
+    expect_stack_matches(got, t, t.comm == "mixA" ? 48000 : 6000, where);
   }
   std::string dir_;
   std::vector<Truth> truth_;
@@ -417,7 +431,7 @@ TEST_F(LatencyDistribution, SvgTooltipsShowTheSubtreesDistribution) {
   for (const Truth &t : truth_) {
     ASSERT_TRUE(comm_node.count(t.comm)) << t.comm << " has no frame";
     expect_thread_matches(comm_node[t.comm], t, "svg thread");
-    // The function's subtree: its sleeps, and the odd preemption under it.
+    // The function's subtree: its sleeps.
     expect_stack(fn_node[t.comm], t, "svg function");
   }
 }
