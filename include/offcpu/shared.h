@@ -238,28 +238,35 @@ struct offcpu_key {
 #define OFFCPU_HIST_BUCKETS 32
 
 /* The bucket of a wait of `ns` nanoseconds: floor(log2(us)), at most the
- * last. Branch-free halving, a dozen instructions. */
+ * last. Without a division (a 64-bit divide is the costliest instruction
+ * the switch hook would run): with 2^l <= ns < 2^(l+1), ns / 1000 lies in
+ * (2^(l-10), 2^(l-8)), so its log2 is l - 10 or l - 9, told apart by one
+ * compare. The log2 itself is a branch-free halving. */
 static inline __attribute__((always_inline)) __u32
 offcpu_hist_bucket(__u64 ns) {
-  __u64 v = ns / 1000;
-  __u32 r = 0, shift;
+  if (ns < 2000)
+    return 0;
+  __u64 v = ns;
+  __u32 l = 0, shift;
   shift = (v > 0xFFFFFFFFULL) << 5;
   v >>= shift;
-  r |= shift;
+  l |= shift;
   shift = (v > 0xFFFF) << 4;
   v >>= shift;
-  r |= shift;
+  l |= shift;
   shift = (v > 0xFF) << 3;
   v >>= shift;
-  r |= shift;
+  l |= shift;
   shift = (v > 0xF) << 2;
   v >>= shift;
-  r |= shift;
+  l |= shift;
   shift = (v > 0x3) << 1;
   v >>= shift;
-  r |= shift;
-  r |= (__u32)(v >> 1);
-  return r < OFFCPU_HIST_BUCKETS ? r : OFFCPU_HIST_BUCKETS - 1;
+  l |= shift;
+  l |= (__u32)(v >> 1);
+  /* ns >= 2000: l >= 10 */
+  __u32 b = ns >= (1000ULL << (l - 9)) ? l - 9 : l - 10;
+  return b < OFFCPU_HIST_BUCKETS ? b : OFFCPU_HIST_BUCKETS - 1;
 }
 
 #ifdef __bpf__
