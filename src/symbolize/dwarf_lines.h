@@ -31,9 +31,9 @@ struct DwarfLimits {
   // The .debug_* sections handed to libdw, which reads them whole.
   uint64_t max_bytes = uint64_t{512} << 20;
   // Indexing the file's units, then every lookup in it, together.
-  uint64_t max_ns = 1000000000;
+  uint64_t max_ns = 250000000;
   // DIEs one lookup may visit.
-  uint64_t max_dies_per_lookup = uint64_t{1} << 20;
+  uint64_t max_dies_per_lookup = uint64_t{1} << 18;
 };
 
 // The run's share, spent by every DWARF file.
