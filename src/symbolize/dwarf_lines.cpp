@@ -20,6 +20,8 @@ namespace {
 constexpr size_t kMaxRanges = size_t{1} << 22;
 // Nesting followed at most (namespaces, classes, blocks, inlined calls).
 constexpr size_t kMaxDepth = 256;
+// Function ranges kept per file, all units together.
+constexpr uint64_t kMaxFunctionRanges = uint64_t{1} << 22;
 // Ranges looked at before the one found, for overlapping units.
 constexpr size_t kOverlapScan = 16;
 // The clock is read every this many DIEs or units.
@@ -315,56 +317,59 @@ std::vector<SourceFrame> DwarfFile::look_up(uint64_t vaddr,
   if (!found)
     return out;
   Dwarf_Die cudie;
-  if (!dwarf_offdie(impl_->dwarf, found->cu_offset, &cudie))
+  if (!dwarf_offdie(impl_->dwarf, found->offset, &cudie))
     return out;
 
-  // Down from the unit, into the scopes that hold vaddr, keeping the
-  // functions met on the way: the holder, then each inlined call.
-  const uint64_t start = monotonic_ns();
-  const uint64_t before = spent_ns_;
+  // The out-of-line function holding vaddr, then down from it into the
+  // scopes that hold vaddr, keeping the functions inlined on the way.
   std::vector<Dwarf_Die> path;
-  std::vector<Dwarf_Die> containers; // entered, to resume at their siblings
-  uint64_t visited = 0;
-  Dwarf_Die die;
-  bool more = dwarf_child(&cudie, &die) == 0;
-  while (more) {
-    if (++visited > limits_.max_dies_per_lookup)
-      break;
-    if (visited % kClockEvery == 0) {
-      spent_ns_ = before + (monotonic_ns() - start);
-      if (out_of_time(deadline_ns))
-        return {};
-    }
-    const int tag = dwarf_tag(&die);
-    Dwarf_Die child;
-    if (is_code_scope(tag) && dwarf_haspc(&die, vaddr) > 0) {
-      if (is_function(tag))
-        path.push_back(die);
-      if (path.size() > kMaxDepth || dwarf_child(&die, &child) != 0)
-        break;            // the innermost scope holding vaddr
-      containers.clear(); // vaddr is in here: never back out
-      die = child;
-      continue;
-    }
-    if (is_container(tag) && containers.size() < kMaxDepth &&
-        dwarf_child(&die, &child) == 0) {
-      containers.push_back(die);
-      die = child;
-      continue;
-    }
-    Dwarf_Die sibling;
-    while (dwarf_siblingof(&die, &sibling) != 0) {
-      if (containers.empty()) {
-        more = false;
+  const std::vector<Range> *fns = functions_of(found->offset, deadline_ns);
+  const Range *holder = nullptr;
+  if (fns) {
+    auto f =
+        std::upper_bound(fns->begin(), fns->end(), vaddr,
+                         [](uint64_t a, const Range &r) { return a < r.low; });
+    for (size_t k = 0; k < kOverlapScan && f != fns->begin(); k++) {
+      --f;
+      if (vaddr >= f->low && vaddr < f->high) {
+        holder = &*f;
         break;
       }
-      die = containers.back();
-      containers.pop_back();
     }
-    if (more)
-      die = sibling;
   }
-  spent_ns_ = before;
+  Dwarf_Die fn;
+  if (holder && dwarf_offdie(impl_->dwarf, holder->offset, &fn)) {
+    path.push_back(fn);
+    const uint64_t start = monotonic_ns();
+    const uint64_t before = spent_ns_;
+    uint64_t visited = 0;
+    Dwarf_Die die;
+    bool more = dwarf_child(&fn, &die) == 0;
+    while (more) {
+      if (++visited > limits_.max_dies_per_lookup)
+        break;
+      if (visited % kClockEvery == 0) {
+        spent_ns_ = before + (monotonic_ns() - start);
+        if (out_of_time(deadline_ns))
+          return {};
+      }
+      const int tag = dwarf_tag(&die);
+      Dwarf_Die child;
+      if (is_code_scope(tag) && dwarf_haspc(&die, vaddr) > 0) {
+        if (is_function(tag))
+          path.push_back(die);
+        if (path.size() > kMaxDepth || dwarf_child(&die, &child) != 0)
+          break; // the innermost scope holding vaddr
+        die = child;
+        continue;
+      }
+      Dwarf_Die sibling;
+      more = dwarf_siblingof(&die, &sibling) == 0;
+      if (more)
+        die = sibling;
+    }
+    spent_ns_ = before;
+  }
 
   // Keep only the last out-of-line function and what is inlined into it.
   size_t first = 0;
@@ -430,6 +435,64 @@ std::vector<SourceFrame> DwarfFile::look_up(uint64_t vaddr,
     out.push_back(f);
   }
   return out;
+}
+
+// The unit's out-of-line functions and their ranges, in one walk of its
+// top level (and of namespaces and classes, where C++ may define them).
+const std::vector<DwarfFile::Range> *
+DwarfFile::functions_of(uint64_t cu_offset, uint64_t deadline_ns) {
+  auto it = functions_.find(cu_offset);
+  if (it != functions_.end())
+    return &it->second;
+  Dwarf_Die cudie;
+  if (!dwarf_offdie(impl_->dwarf, cu_offset, &cudie))
+    return nullptr;
+  const uint64_t start = monotonic_ns();
+  const uint64_t before = spent_ns_;
+  std::vector<Range> fns;
+  std::vector<Dwarf_Die> containers; // entered, to resume at their siblings
+  uint64_t visited = 0;
+  Dwarf_Die die;
+  bool more = dwarf_child(&cudie, &die) == 0;
+  while (more) {
+    if (++visited % kClockEvery == 0) {
+      spent_ns_ = before + (monotonic_ns() - start);
+      if (out_of_time(deadline_ns))
+        return nullptr; // read again by no one: the file's time is spent
+    }
+    const int tag = dwarf_tag(&die);
+    Dwarf_Die child;
+    if (tag == DW_TAG_subprogram) {
+      Dwarf_Addr base = 0, low = 0, high = 0;
+      ptrdiff_t off = 0;
+      while ((off = dwarf_ranges(&die, off, &base, &low, &high)) > 0 &&
+             functions_kept_ < kMaxFunctionRanges)
+        if (low != 0 && high > low) {
+          fns.push_back({low, high, dwarf_dieoffset(&die)});
+          functions_kept_++;
+        }
+    } else if (is_container(tag) && containers.size() < kMaxDepth &&
+               dwarf_child(&die, &child) == 0) {
+      containers.push_back(die);
+      die = child;
+      continue;
+    }
+    Dwarf_Die sibling;
+    while (dwarf_siblingof(&die, &sibling) != 0) {
+      if (containers.empty()) {
+        more = false;
+        break;
+      }
+      die = containers.back();
+      containers.pop_back();
+    }
+    if (more)
+      die = sibling;
+  }
+  spent_ns_ = before; // frames_at counts the whole lookup
+  std::sort(fns.begin(), fns.end(),
+            [](const Range &a, const Range &b) { return a.low < b.low; });
+  return &functions_.emplace(cu_offset, std::move(fns)).first->second;
 }
 
 std::string source_base_name(const std::string &path) {

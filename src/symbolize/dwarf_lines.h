@@ -85,7 +85,7 @@ private:
   struct Impl;
   struct Range {
     uint64_t low, high; // [low, high)
-    uint64_t cu_offset; // of the unit's DIE
+    uint64_t offset;    // of the unit's (or function's) DIE
   };
   explicit DwarfFile(std::unique_ptr<Impl> impl);
   static std::unique_ptr<DwarfFile>
@@ -93,6 +93,8 @@ private:
             DwarfRunBudget *run, uint64_t deadline_ns, DwarfLoss *why);
   bool index_units(uint64_t deadline_ns);
   std::vector<SourceFrame> look_up(uint64_t vaddr, uint64_t deadline_ns);
+  const std::vector<Range> *functions_of(uint64_t cu_offset,
+                                         uint64_t deadline_ns);
   const std::string *intern(const char *s);
   bool out_of_time(uint64_t deadline_ns);
 
@@ -100,6 +102,10 @@ private:
   DwarfLimits limits_;
   DwarfRunBudget *run_ = nullptr;
   std::vector<Range> units_; // sorted by low
+  // Each unit's out-of-line functions, sorted by low: read once per unit
+  // (a lookup then walks one function, not its whole unit).
+  std::unordered_map<uint64_t, std::vector<Range>> functions_;
+  uint64_t functions_kept_ = 0;
   std::unordered_map<uint64_t, std::vector<SourceFrame>> cache_;
   std::unordered_set<std::string> strings_;
   uint64_t spent_ns_ = 0;

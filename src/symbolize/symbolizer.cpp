@@ -425,6 +425,9 @@ void Symbolizer::parse(FileEntry &f) {
       // Its own DWARF, unless a debug file gave some.
       if (source_.dwarf && !f.dwarf_fd && f.elf->has_debug_info())
         f.dwarf_fd = std::move(f.fd);
+      // Its DWARF's sections checked and units indexed now, in the window
+      // when parsed there, rather than at the end of the run.
+      dwarf_for(f);
     }
   }
   f.fd.reset();

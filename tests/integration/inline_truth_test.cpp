@@ -145,7 +145,13 @@ protected:
         if (!(f >> addr >> type >> name) ||
             (type != "t" && type != "T" && type != "i" && type != "W"))
           continue;
-        addr_of_.emplace(name.substr(0, name.find('@')), file + "@" + addr);
+        name = name.substr(0, name.find('@'));
+        addr_of_.emplace(name, file + "@" + addr);
+        // gdb names GCC's local copies (f.lto_priv.0, f.part.0) from DWARF,
+        // without the suffix.
+        size_t dot = name.find('.');
+        if (dot != std::string::npos && dot > 0)
+          addr_of_.emplace(name.substr(0, dot), file + "@" + addr);
       }
     }
   }

@@ -1,6 +1,7 @@
 // How long symbolizing takes: 10,000 distinct stacks (user and kernel
 // frames) from 50 live processes, from a cold start (kallsyms, maps and ELF
-// files all read inside the timed region).
+// files all read inside the timed region); without DWARF, then with inlined
+// frames and source lines (issue #31: at most 2x).
 //   build/tools/offcpu_symbolize_bench [processes] [stacks]
 #include <signal.h>
 #include <sys/wait.h>
@@ -92,22 +93,40 @@ int main(int argc, char **argv) {
     raw.counts.push_back({key, val});
   }
 
-  auto t0 = std::chrono::steady_clock::now();
-  Symbolizer sym(system_files(), KernelSymbols::load(system_files()));
-  Profile profile;
-  add_offcpu_samples(profile, raw, sym, StackSelection{});
-  const auto &samples = profile.samples;
-  auto t1 = std::chrono::steady_clock::now();
-  double ms = std::chrono::duration<double, std::milli>(t1 - t0).count();
-  const SymbolizeStats &st = sym.stats();
-  printf("symbolized %zu stacks (%llu frames) from %zu processes in %.1f ms, "
-         "cold start "
-         "(kallsyms + maps + %llu ELF files parsed once each); %llu frames "
-         "named, %llu not\n",
-         samples.size(), static_cast<unsigned long long>(st.named + st.unnamed),
-         pids.size(), ms, static_cast<unsigned long long>(st.elf_files_parsed),
-         static_cast<unsigned long long>(st.named),
-         static_cast<unsigned long long>(st.unnamed));
+  // Without DWARF (--no-inline, as before issue #31), then with inlined
+  // frames and --lines: each from a cold symbolizer.
+  double plain_ms = 0;
+  for (bool dwarf : {false, true}) {
+    SourceOptions source;
+    source.dwarf = dwarf;
+    source.inlined = dwarf;
+    source.lines = dwarf;
+    auto t0 = std::chrono::steady_clock::now();
+    Symbolizer sym(system_files(), KernelSymbols::load(system_files()));
+    sym.set_source_options(source);
+    Profile profile;
+    add_offcpu_samples(profile, raw, sym, StackSelection{});
+    const auto &samples = profile.samples;
+    auto t1 = std::chrono::steady_clock::now();
+    double ms = std::chrono::duration<double, std::milli>(t1 - t0).count();
+    const SymbolizeStats &st = sym.stats();
+    printf("%s: symbolized %zu stacks (%llu frames) from %zu processes in "
+           "%.1f ms, cold start (kallsyms + maps + %llu ELF files parsed once "
+           "each); %llu frames named, %llu not; %llu DWARF files, %llu "
+           "inlined frames added\n",
+           dwarf ? "inlined + lines" : "no DWARF (--no-inline)", samples.size(),
+           static_cast<unsigned long long>(st.named + st.unnamed), pids.size(),
+           ms, static_cast<unsigned long long>(st.elf_files_parsed),
+           static_cast<unsigned long long>(st.named),
+           static_cast<unsigned long long>(st.unnamed),
+           static_cast<unsigned long long>(st.dwarf_files),
+           static_cast<unsigned long long>(st.frames_inlined));
+    if (!dwarf)
+      plain_ms = ms;
+    else
+      printf("DWARF cost: %.2fx the time without (budget: 2x)\n",
+             plain_ms > 0 ? ms / plain_ms : 0);
+  }
   for (pid_t pid : pids)
     kill(pid, SIGKILL);
   for (pid_t pid : pids)
