@@ -31,7 +31,7 @@ struct DwarfLimits {
   // The .debug_* sections handed to libdw, which reads them whole.
   uint64_t max_bytes = uint64_t{512} << 20;
   // Indexing the file's units, then every lookup in it, together.
-  uint64_t max_ns = 250000000;
+  uint64_t max_ns = 1000000000;
   // DIEs one lookup may visit.
   uint64_t max_dies_per_lookup = uint64_t{1} << 18;
 };

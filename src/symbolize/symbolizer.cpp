@@ -1017,7 +1017,7 @@ std::string Symbolizer::describe_losses() const {
       "the run's share spent (1 GiB of DWARF)",
       "dwz or split DWARF (libdw would open other files by path)",
       "malformed",
-      "over 0.25 s of reading (or the end of the run)",
+      "over 1 s of reading (or the end of the run)",
   };
   static_assert(std::size(kDwarfCause) ==
                 static_cast<size_t>(DwarfLoss::Count));

@@ -91,15 +91,17 @@ protected:
                         "-nx", "-ex", "source " + dir_ + "/bt.py"},
                        60);
     std::map<std::string, std::vector<Position>> out;
-    std::vector<Position> *cur = nullptr;
+    std::vector<Position> *cur = nullptr, *cur_tid = nullptr;
     std::istringstream in(r.out);
     for (std::string line; std::getline(in, line);) {
       if (line.rfind("T ", 0) == 0) {
         std::istringstream f(line.substr(2));
         std::string tid, name;
         f >> tid >> name;
+        // By name and by thread id ("#TID"): python's threads share one.
         cur = &out[name];
         cur->clear();
+        cur_tid = &by_tid_["#" + tid];
       } else if (line.rfind("F ", 0) == 0 && cur) {
         std::vector<std::string> parts;
         std::istringstream f(line.substr(2));
@@ -108,6 +110,8 @@ protected:
         if (parts.size() != 4)
           continue;
         cur->push_back({parts[1], base_name(parts[2]), std::stoi(parts[3])});
+        if (cur_tid)
+          cur_tid->push_back(cur->back());
       }
     }
     return out;
@@ -225,6 +229,7 @@ protected:
         << report;
   }
 
+  std::map<std::string, std::vector<Position>> by_tid_;
   std::string dir_, report_;
   std::map<std::string, std::string> addr_of_;
   Score workload_, glibc_;
@@ -294,6 +299,78 @@ TEST_F(InlineTruth, NoInlineLeavesInlinedCallsOut) {
   EXPECT_NE(d.out.find(";poll_loop;poll_outer;poll_middle;poll_forever;"),
             std::string::npos)
       << d.out;
+}
+
+// Debian's python3.11 with python3.11-dbg (its DWARF, by debuglink):
+// threads in time.sleep, select.select and a lock's acquire, the
+// interpreter's own inlined functions and glibc's below them.
+TEST_F(InlineTruth, Python3MatchesGdb) {
+  const char *python = "/usr/bin/python3.11";
+  auto elf = ElfFile::open(python);
+  ASSERT_TRUE(elf && elf->build_id().size() > 2);
+  const std::string &id = elf->build_id();
+  if (access(("/usr/lib/debug/.build-id/" + id.substr(0, 2) + "/" +
+              id.substr(2) + ".debug")
+                 .c_str(),
+             R_OK) != 0)
+    GTEST_SKIP() << "python3.11's debug file: apt-get install python3.11-dbg";
+  std::ofstream(dir_ + "/threads.py") << R"(
+import os, select, threading, time
+def sleeper(): time.sleep(1000)
+def selecter():
+    r, w = os.pipe()
+    select.select([r], [], [])
+def locker():
+    l = threading.Lock()
+    l.acquire()
+    l.acquire()
+for f in (sleeper, selecter, locker):
+    threading.Thread(target=f, daemon=True).start()
+time.sleep(0.3)
+print("ready", os.getpid(), flush=True)
+time.sleep(1000)
+)";
+  test::Subprocess w({python, dir_ + "/threads.py"});
+  auto ready = w.read_line(20);
+  ASSERT_TRUE(ready && ready->rfind("ready ", 0) == 0);
+  const int pid = std::stoi(ready->substr(6));
+  test::sleep_seconds(0.2);
+  auto gdb = gdb_stacks(pid);
+  learn_symbols(pid);
+  auto r = test::run({OFFCPU_BIN, "-p", std::to_string(pid), "-U", "-f",
+                      "--lines", "--per-thread", "2"},
+                     60);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  // Each thread's heaviest stack, by thread id ("python3-PID/TID").
+  std::map<std::string, const test::FoldedLine *> heaviest;
+  auto lines = test::parse_folded(r.out);
+  for (const auto &l : lines) {
+    auto &h = heaviest["#" + l.frames[0].substr(l.frames[0].find('/') + 1)];
+    if (!h || l.value > h->value)
+      h = &l;
+  }
+  size_t threads = 0;
+  for (const auto &[tid, frames] : by_tid_) {
+    auto h = heaviest.find(tid);
+    if (h == heaviest.end())
+      continue;
+    threads++;
+    std::vector<Position> ours;
+    for (auto it = h->second->frames.rbegin();
+         it + 1 != h->second->frames.rend(); ++it)
+      ours.push_back(parse_frame(*it));
+    compare("python3 " + tid, ours, frames);
+  }
+  EXPECT_GE(threads, 4u) << r.out;
+  Score all = glibc_;
+  all.frames += workload_.frames;
+  all.found += workload_.found;
+  all.lines += workload_.lines;
+  all.lines_right += workload_.lines_right;
+  std::cerr << report_ << "python3.11 and glibc: " << all.found << "/"
+            << all.frames << " frames, " << all.lines_right << "/" << all.lines
+            << " lines\n";
+  expect_good(all, "python3.11 (python3.11-dbg) and glibc", report_);
 }
 
 } // namespace
