@@ -24,6 +24,9 @@ constexpr size_t kMaxDepth = 256;
 constexpr uint64_t kMaxFunctionRanges = uint64_t{1} << 22;
 // Ranges looked at before the one found, for overlapping units.
 constexpr size_t kOverlapScan = 16;
+// What reading DWARF sections costs, roughly (about 4 ms per MiB read and
+// inflated on this VM; twice that, to be safe).
+constexpr uint64_t kNsPerDwarfByte = 8;
 // The clock is read every this many DIEs or units.
 constexpr uint64_t kClockEvery = 256;
 
@@ -192,6 +195,13 @@ std::unique_ptr<DwarfFile> DwarfFile::from_impl(std::unique_ptr<Impl> impl,
   }
   if (run && c.bytes > run->bytes_left) {
     *why = DwarfLoss::RunBudget;
+    return nullptr;
+  }
+  // libdw reads (and inflates) the sections in one call that cannot be
+  // interrupted: not begun when the deadline would not leave it the time
+  // it is likely to take.
+  if (deadline_ns && start + c.bytes * kNsPerDwarfByte >= deadline_ns) {
+    *why = DwarfLoss::Time;
     return nullptr;
   }
   impl->dwarf = dwarf_begin_elf(impl->elf, DWARF_C_READ, nullptr);
