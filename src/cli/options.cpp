@@ -243,6 +243,12 @@ void add_format_options(CLI::App *app, OutputOptions &o, OutputArgs &a) {
                 "call's line for callers, the current one for the leaf "
                 "(pprof output always has lines)")
       ->group("Output");
+  app->add_option("--debuginfod-time", o.debuginfod_s,
+                  "with DEBUGINFOD_URLS set, how long the run may spend "
+                  "fetching debug files local ones lack (default 3; 0: never)")
+      ->check(CLI::Range(0.0, 3600.0))
+      ->type_name("SECONDS")
+      ->group("Output");
   app->add_option(
          "--debug-dir", o.debug_dirs,
          "also look for separate debug files under DIR (like /usr/lib/debug)")

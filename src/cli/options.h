@@ -40,6 +40,9 @@ struct OutputOptions {
   bool inline_frames = true;
   // --lines: frames named "function (file.c:123)" from DWARF.
   bool lines = false;
+  // --debuginfod-time: what downloads from DEBUGINFOD_URLS may take in a
+  // run (0: none).
+  double debuginfod_s = 3;
   // Extra roots for separate debug files, searched before /usr/lib/debug.
   std::vector<std::string> debug_dirs;
 };

@@ -629,6 +629,8 @@ int run_profile(const ProfileOptions &given) {
   symbolizer.add_debug_dirs(opts.output.debug_dirs);
   symbolizer.set_symbolize_user(opts.output.symbolize);
   symbolizer.set_source_options(source_options(opts.output));
+  symbolizer.enable_debuginfod(
+      static_cast<uint64_t>(opts.output.debuginfod_s * 1e9));
   symbolizer.stop_window_at(session->planned_stop_ns());
   OffcpuSession::Finished finished;
   if (command) {

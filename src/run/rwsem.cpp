@@ -153,6 +153,8 @@ public:
     symbolizer_.add_debug_dirs(opts.output.debug_dirs);
     symbolizer_.set_symbolize_user(opts.output.symbolize);
     symbolizer_.set_source_options(source_options(opts.output));
+    symbolizer_.enable_debuginfod(
+        static_cast<uint64_t>(opts.output.debuginfod_s * 1e9));
     whole_run_.kind = ProfileKind::LockWaits;
     whole_run_.user_symbolized = opts.output.symbolize;
   }

@@ -28,6 +28,10 @@ constexpr size_t kMaxMiniDebugInfoImage = size_t{64} << 20;
 // rewrote theirs) are not parsed.
 constexpr uint64_t kMaxVdsoBytes = 1u << 20;
 constexpr size_t kMaxVdsoImages = 16;
+// DWARF files up to this size are opened in the window, when their binary
+// is parsed (libc6-dbg's 4 MB, python3.11-dbg's 11 MB: tens of ms each);
+// larger ones when their frames are named.
+constexpr uint64_t kDwarfInWindowBytes = uint64_t{16} << 20;
 
 // From /proc/PID/status: the PID in the process's own namespace (the number
 // a JIT in a container puts in its perf map's name: last field of NSpid)
@@ -425,9 +429,12 @@ void Symbolizer::parse(FileEntry &f) {
       // Its own DWARF, unless a debug file gave some.
       if (source_.dwarf && !f.dwarf_fd && f.elf->has_debug_info())
         f.dwarf_fd = std::move(f.fd);
-      // Its DWARF's sections checked and units indexed now, in the window
-      // when parsed there, rather than at the end of the run.
-      dwarf_for(f);
+      // A small file's DWARF is opened now, in the window, rather than at
+      // the end of the run; a large one would hold up the poll loop.
+      struct stat st {};
+      if (in_window_ && f.dwarf_fd && fstat(f.dwarf_fd.get(), &st) == 0 &&
+          static_cast<uint64_t>(st.st_size) <= kDwarfInWindowBytes)
+        dwarf_for(f);
     }
   }
   f.fd.reset();
@@ -628,8 +635,27 @@ void Symbolizer::find_debug_file(FileEntry &f) {
   }
   const DebugPolicies policies(f);
   if (!debug_by_build_id(f, policies) && !debug_by_link(f, policies) &&
-      !crc_stopped_)
+      !crc_stopped_ && !debug_from_debuginfod(f))
     debug_from_minidebuginfo(*f.elf);
+}
+
+// 4. From a debuginfod server, into root's cache: a file of root's, held
+// to the same size and build id checks as one of /usr/lib/debug.
+bool Symbolizer::debug_from_debuginfod(FileEntry &f) {
+  if (!debuginfod_ || !debuginfod_->enabled() || f.elf->build_id().empty())
+    return false;
+  UniqueFd fd = debuginfod_->fetch(f.elf->build_id(), deadline_ns_);
+  if (!fd)
+    return false;
+  CheckedFile c;
+  if (fstat(fd.get(), &c.st) != 0 || !S_ISREG(c.st.st_mode))
+    return false;
+  if (static_cast<uint64_t>(c.st.st_size) > max_debug_file_bytes(f.size)) {
+    stats_.debug_files_skipped++;
+    return false;
+  }
+  c.fd = std::move(fd);
+  return adopt_debug(f, std::move(c), false);
 }
 
 // ---- naming ----
@@ -1033,6 +1059,8 @@ std::string Symbolizer::describe_losses() const {
     line("DWARF of " + std::to_string(dwarf_lost) +
          " files not read or read in part (" + dwarf_causes +
          "); their frames lack inlined functions and source lines");
+  if (debuginfod_)
+    out += debuginfod_->describe_losses();
   if (stats_.vdso_images_skipped)
     line(std::to_string(stats_.vdso_images_skipped) +
          " rewritten vDSO images not read (over 16 distinct images); their "

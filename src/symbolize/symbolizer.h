@@ -24,6 +24,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "symbolize/debuginfod.h"
 #include "symbolize/dwarf_lines.h"
 #include "symbolize/elf_file.h"
 #include "symbolize/kallsyms.h"
@@ -139,6 +140,11 @@ public:
   std::vector<SourceFrame> user_source(uint32_t tgid, uint64_t addr,
                                        bool is_return_address);
   void set_source_options(SourceOptions o) { source_ = o; }
+  // Debug files from debuginfod servers (DEBUGINFOD_URLS) for build ids
+  // without a local one, `budget_ns` of downloads per run (0: off).
+  void enable_debuginfod(uint64_t budget_ns) {
+    debuginfod_ = std::make_unique<Debuginfod>(budget_ns);
+  }
   const SourceOptions &source_options() const { return source_; }
   // Frames named next belong to this stack: use the maps it was taken under.
   void select_stack(uint32_t tgid, uint64_t stack_id);
@@ -198,6 +204,7 @@ private:
   void find_debug_file(FileEntry &f);
   bool debug_by_build_id(FileEntry &f, const DebugPolicies &policies);
   bool debug_by_link(FileEntry &f, const DebugPolicies &policies);
+  bool debug_from_debuginfod(FileEntry &f);
   void debug_from_minidebuginfo(ElfFile &file);
   bool try_debug_file(FileEntry &f, CheckedFile c, bool crc);
   bool adopt_debug(FileEntry &f, CheckedFile debug, bool check_crc);
@@ -238,6 +245,7 @@ private:
   // What every file's DWARF may cost, together (dwarf_lines.h).
   DwarfRunBudget dwarf_budget_;
   SourceOptions source_;
+  std::unique_ptr<Debuginfod> debuginfod_;
   // CRCs of debug files (util/debug_file.h).
   CrcBudget crc_budget_;
   // The end of the run's naming (0: none): files not read by then are not

@@ -46,7 +46,9 @@ protected:
   // offcpu -U -f on the workload for 1 s, plus `extra`.
   test::RunResult trace(const test::Workload &w,
                         std::vector<std::string> extra = {}) {
-    std::vector<std::string> args = {OFFCPU_BIN, "-p", w.pid(), "-U", "-f"};
+    // --no-inline: one frame per level of recursion, counted exactly.
+    std::vector<std::string> args = {OFFCPU_BIN, "-p", w.pid(),
+                                     "-U",       "-f", "--no-inline"};
     args.insert(args.end(), extra.begin(), extra.end());
     args.push_back("1");
     auto r = test::run(args, 60);

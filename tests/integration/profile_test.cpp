@@ -62,7 +62,10 @@ protected:
 
   std::vector<FoldedLine> folded(const Workload &w,
                                  std::vector<std::string> extra = {}) {
-    std::vector<std::string> args = {"-p", std::to_string(w.pid()), "-f"};
+    // --no-inline: the frames these tests expect are the out-of-line ones
+    // (glibc inlines its own futex_wait, a name the kernel has too).
+    std::vector<std::string> args = {"-p", std::to_string(w.pid()), "-f",
+                                     "--no-inline"};
     args.insert(args.end(), extra.begin(), extra.end());
     args.push_back("2");
     return test::parse_folded(offcpu(args).out);
