@@ -28,10 +28,8 @@ constexpr size_t kMaxMiniDebugInfoImage = size_t{64} << 20;
 // rewrote theirs) are not parsed.
 constexpr uint64_t kMaxVdsoBytes = 1u << 20;
 constexpr size_t kMaxVdsoImages = 16;
-// DWARF files up to this size are opened in the window, when their binary
-// is parsed (libc6-dbg's 4 MB, python3.11-dbg's 11 MB: tens of ms each);
-// larger ones when their frames are named.
-constexpr uint64_t kDwarfInWindowBytes = uint64_t{16} << 20;
+// What opening a file's DWARF costs, roughly, per byte of the file.
+constexpr uint64_t kDwarfNsPerFileByte = 8;
 
 // From /proc/PID/status: the PID in the process's own namespace (the number
 // a JIT in a container puts in its perf map's name: last field of NSpid)
@@ -395,6 +393,7 @@ void Symbolizer::capture_vdso(uint32_t tgid, Process &p,
 
 bool Symbolizer::parse_pending(uint64_t deadline_ns) {
   in_window_ = true;
+  slice_end_ns_ = deadline_ns;
   while (!to_parse_.empty()) {
     if (stop_requested() || monotonic_ns() >= deadline_ns)
       break;
@@ -417,10 +416,12 @@ void Symbolizer::parse(FileEntry &f) {
     if (f.elf) {
       if (!f.elf->has_symtab())
         find_debug_file(f);
-      if (crc_stopped_) {
-        // A stop signal ended the window during its debug file's CRC: read
-        // again when its frames are named, within naming's own deadline.
-        crc_stopped_ = false;
+      if (crc_stopped_ || debuginfod_deferred_) {
+        // A stop signal ended the window during its debug file's CRC, or
+        // its debug file is to be fetched (which would hold up the poll
+        // loop): read again when its frames are named, within naming's own
+        // deadline.
+        crc_stopped_ = debuginfod_deferred_ = false;
         f.elf.reset();
         f.parsed = false;
         return;
@@ -429,11 +430,14 @@ void Symbolizer::parse(FileEntry &f) {
       // Its own DWARF, unless a debug file gave some.
       if (source_.dwarf && !f.dwarf_fd && f.elf->has_debug_info())
         f.dwarf_fd = std::move(f.fd);
-      // A small file's DWARF is opened now, in the window, rather than at
-      // the end of the run; a large one would hold up the poll loop.
+      // Its DWARF opened now, in the window, only if that fits in the
+      // slice between two polls of the announcements (a short-lived
+      // process must be seen in time); else when its frames are named.
       struct stat st {};
       if (in_window_ && f.dwarf_fd && fstat(f.dwarf_fd.get(), &st) == 0 &&
-          static_cast<uint64_t>(st.st_size) <= kDwarfInWindowBytes)
+          monotonic_ns() +
+                  static_cast<uint64_t>(st.st_size) * kDwarfNsPerFileByte <
+              slice_end_ns_)
         dwarf_for(f);
     }
   }
@@ -644,6 +648,10 @@ void Symbolizer::find_debug_file(FileEntry &f) {
 bool Symbolizer::debug_from_debuginfod(FileEntry &f) {
   if (!debuginfod_ || !debuginfod_->enabled() || f.elf->build_id().empty())
     return false;
+  if (in_window_) {
+    debuginfod_deferred_ = true; // fetched when its frames are named
+    return true;
+  }
   UniqueFd fd = debuginfod_->fetch(f.elf->build_id(), deadline_ns_);
   if (!fd)
     return false;

@@ -257,6 +257,8 @@ private:
   bool in_window_ = false;
   uint64_t window_end_ns_ = 0;
   bool crc_stopped_ = false;
+  bool debuginfod_deferred_ = false;
+  uint64_t slice_end_ns_ = 0; // of parse_pending's current slice
   SymbolizeStats stats_;
   bool symbolize_user_ = true;
 };
