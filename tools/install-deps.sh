@@ -15,7 +15,8 @@
 # postgresql-contrib's set on older releases); the bench starts the servers
 # itself, not as services. CI does not install them: the tests do not need
 # them.
-# libdw-dev reads DWARF (inlined functions, source lines) and python3.11-dbg
+# libdw-dev reads DWARF (inlined functions, source lines), libdebuginfod-dev
+# fetches debug files (debuginfod serves them in its test) and python3.11-dbg
 # is the debug info of Debian's python3, which the tests compare with gdb.
 set -eu
 export DEBIAN_FRONTEND=noninteractive
@@ -23,7 +24,7 @@ apt-get update -qq
 apt-get install -y -qq --no-install-recommends \
   cmake make g++ clang clang-tidy llvm pkg-config libclang-rt-14-dev \
   libbpf-dev bpftool libelf-dev zlib1g-dev liblzma-dev libcli11-dev libgtest-dev libiberty-dev \
-  libc6-dbg libdw-dev python3.11-dbg bpftrace chromium golang-go libxml2-utils bash-completion man-db >/dev/null
+  libc6-dbg libdw-dev libdebuginfod-dev debuginfod python3.11-dbg bpftrace chromium golang-go libxml2-utils bash-completion man-db >/dev/null
 if [ "${1:-}" = --bench ]; then
   apt-get install -y -qq --no-install-recommends \
     linux-perf libbpf-tools redis-server redis-tools postgresql postgresql-contrib >/dev/null
