@@ -1,8 +1,10 @@
 (function () {
   var svg = document.documentElement, frames = [], W = 0, pad = 10;
   var details, matched, unzoom, searchBtn, searching = false;
+  // The frame's name: the title up to its value, without the mark an
+  // inlined frame's title has (its label, drawn by offcpu, has none).
   function name(g) { var t = g.querySelector('title').textContent;
-    return t.substring(0, t.lastIndexOf(' (')); }
+    return t.substring(0, t.lastIndexOf(' (')).replace(/ \[inlined\]$/, ''); }
   function init() {
     details = document.getElementById('details');
     matched = document.getElementById('matched');
