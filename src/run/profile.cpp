@@ -461,7 +461,7 @@ void report(const RawProfile &raw, const Symbolizer &symbolizer,
     losses += "offcpu: warning: " + std::to_string(bad) +
               " reused stacks disagreed with a fresh walk (a bug: please "
               "report it; --no-stack-reuse avoids it)\n";
-  losses += symbolizer.describe_losses();
+  losses += symbolizer.describe_losses(opts.verbose);
   fputs(losses.c_str(), stderr);
   if (!opts.verbose)
     return;

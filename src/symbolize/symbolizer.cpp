@@ -979,7 +979,7 @@ void Symbolizer::set_deadline(uint64_t deadline_ns, uint64_t allowed_ns) {
   name_time_ns_ = allowed_ns;
 }
 
-std::string Symbolizer::describe_losses() const {
+std::string Symbolizer::describe_losses(bool verbose) const {
   std::string out;
   auto line = [&](const std::string &text) {
     out += "offcpu: warning: " + text + "\n";
@@ -1051,14 +1051,16 @@ std::string Symbolizer::describe_losses() const {
       "the run's share spent (1 GiB of DWARF)",
       "dwz or split DWARF (libdw would open other files by path)",
       "malformed",
-      "over 1 s of reading (or the end of the run)",
+      "over 1 s of reading, or the end of the run (--name-time SECONDS "
+      "gives more)",
   };
   static_assert(std::size(kDwarfCause) ==
                 static_cast<size_t>(DwarfLoss::Count));
   std::string dwarf_causes;
   uint64_t dwarf_lost = 0;
   for (size_t why = 1; why < stats_.dwarf_losses.size(); why++)
-    if (uint64_t n = stats_.dwarf_losses[why]) {
+    if (uint64_t n = stats_.dwarf_losses[why];
+        n && (verbose || why != static_cast<size_t>(DwarfLoss::Time))) {
       dwarf_lost += n;
       dwarf_causes += (dwarf_causes.empty() ? "" : ", ") + std::to_string(n) +
                       " " + kDwarfCause[why];

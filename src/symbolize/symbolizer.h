@@ -167,8 +167,10 @@ public:
 
   const KernelSymbols &kernel_symbols() const { return kernel_; }
   const SymbolizeStats &stats() const { return stats_; }
-  // One line per cause of lost names (stderr, always shown); empty if none.
-  std::string describe_losses() const;
+  // One line per cause of lost names (stderr); empty if none. DWARF read
+  // in part for want of time only (a short run with large debug files: the
+  // frames are whole, without their inlined calls) is a detail for -v.
+  std::string describe_losses(bool verbose = true) const;
 
 private:
   using RootRef = std::shared_ptr<const UniqueFd>;
