@@ -128,9 +128,16 @@ def measure_attached(label, proc, err, before, prog_prefix, loops, cpus=1):
     """measure_mode for a tracer already started."""
     prog_id = wait_attached(before, prog_prefix)
     time.sleep(0.5)
-    family = prog_prefix.split("_")[0] + "_"
-    mine = [pid for pid, p in bpf_progs().items()
-            if pid not in before and p.get("name", "").startswith(family)]
+    # The programs this tracer's process holds: another run of offcpu or
+    # libbpf-tools started meanwhile (a shared machine) is not counted.
+    mine = list(server_load.progs_held_by(proc.pid))
+    if not mine:
+        family = prog_prefix.split("_")[0] + "_"
+        mine = [pid for pid, p in bpf_progs().items()
+                if pid not in before and p.get("name", "").startswith(family)]
+    if prog_id not in mine:
+        switch = [i for i in mine if bpf_progs().get(i, {}).get("name", "").startswith(prog_prefix)]
+        prog_id = switch[0] if switch else prog_id
     p0 = bpf_progs()
     ops = pipe_bench(loops, cpus)
     p1 = bpf_progs()
