@@ -130,14 +130,12 @@ def measure_attached(label, proc, err, before, prog_prefix, loops, cpus=1):
     time.sleep(0.5)
     # The programs this tracer's process holds: another run of offcpu or
     # libbpf-tools started meanwhile (a shared machine) is not counted.
-    mine = list(server_load.progs_held_by(proc.pid))
-    if not mine:
+    progs = bpf_progs()
+    mine = [i for i in server_load.progs_held_by(proc.pid) if i in progs]
+    if not any(progs[i].get("name", "").startswith(prog_prefix) for i in mine):
         family = prog_prefix.split("_")[0] + "_"
-        mine = [pid for pid, p in bpf_progs().items()
+        mine = [pid for pid, p in progs.items()
                 if pid not in before and p.get("name", "").startswith(family)]
-    if prog_id not in mine:
-        switch = [i for i in mine if bpf_progs().get(i, {}).get("name", "").startswith(prog_prefix)]
-        prog_id = switch[0] if switch else prog_id
     p0 = bpf_progs()
     ops = pipe_bench(loops, cpus)
     p1 = bpf_progs()
@@ -158,7 +156,7 @@ def measure_attached(label, proc, err, before, prog_prefix, loops, cpus=1):
     switch = [i for i in mine if p1.get(i, {}).get("name", "").startswith(prog_prefix)]
     prog_id = max(switch or [prog_id],
                   key=lambda i: p1.get(i, {}).get("run_cnt", 0) - p0.get(i, {}).get("run_cnt", 0))
-    p0, p1 = p0[prog_id], p1[prog_id]
+    p0, p1 = p0.get(prog_id, {}), p1.get(prog_id, {})
     proc.send_signal(signal.SIGINT)
     try:
         proc.wait(timeout=60)
