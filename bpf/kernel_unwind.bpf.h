@@ -110,7 +110,7 @@ struct {
  * Walks the kernel's own walk had to finish are not reused. Only the
  * switch hook keeps memos. */
 #define KW_MEMO_WORDS 32
-#define KW_MEMO_WAYS 2
+#define KW_MEMO_WAYS 4
 
 /* Note classes (kw_memo.cls). */
 #define KW_ADDR_FIXED 1 /* the address is above the boundary: it stays */
@@ -137,7 +137,7 @@ struct kw_memo {
 struct kw_memo_set {
   struct kw_memo way[KW_MEMO_WAYS];
   __u32 last;
-  __u32 pad;
+  __u32 next; /* the way to replace next (not the last one used) */
 };
 
 /* The words a walk read, per CPU and per context: the walk's global
@@ -1085,7 +1085,11 @@ static __always_inline __u64 take_kernel_stack(struct task_struct *t,
       } else {
         if (tried)
           uw_count(st, UW_STAT_KREUSE_CHANGED);
-        way = (ms->last ^ 1) & (KW_MEMO_WAYS - 1);
+        /* Each way in turn, never the one used last. */
+        way = ms->next & (KW_MEMO_WAYS - 1);
+        if (way == ms->last)
+          way = (way + 1) & (KW_MEMO_WAYS - 1);
+        ms->next = way + 1;
         m = &ms->way[way];
       }
       m->nr = 0;
