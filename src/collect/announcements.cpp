@@ -51,27 +51,46 @@ void Announcements::add_requests(int ring_fd, Request callback) {
   ctx_.request = std::move(callback);
 }
 
+void Announcements::open_ring() {
+  ring_.reset(ring_buffer__new(ring_fd_, on_new_stack, &ctx_, nullptr));
+  if (ring_ && requests_fd_ >= 0)
+    ring_buffer__add(ring_.get(), requests_fd_, on_request, &ctx_);
+  if (!ring_ || wake_fd_ < 0)
+    return;
+  // One epoll over the ring's and the wake-up: a request read by another
+  // thread is handled at once, not after the 50 ms timeout.
+  epoll_ = UniqueFd(epoll_create1(EPOLL_CLOEXEC));
+  epoll_event ev{};
+  ev.events = EPOLLIN;
+  if (!epoll_ ||
+      epoll_ctl(epoll_.get(), EPOLL_CTL_ADD, ring_buffer__epoll_fd(ring_.get()),
+                &ev) != 0 ||
+      epoll_ctl(epoll_.get(), EPOLL_CTL_ADD, wake_fd_, &ev) != 0)
+    epoll_.reset(); // plain polls: late by the timeout at most
+}
+
+void Announcements::poll_ring(int timeout_ms) {
+  // EINTR on a signal: the caller's loop checks.
+  if (!epoll_) {
+    ring_buffer__poll(ring_.get(), timeout_ms);
+    return;
+  }
+  epoll_event ev;
+  if (epoll_wait(epoll_.get(), &ev, 1, timeout_ms) <= 0)
+    return;
+  uint64_t count;
+  if (read(wake_fd_, &count, sizeof(count)) < 0) {
+    // Not this one that was ready: nothing to read.
+  }
+  ring_buffer__consume(ring_.get());
+}
+
 bool Announcements::wait(uint64_t deadline, const NewStack &new_stack,
                          const IdleWork &idle, const Finished &finished) {
   ctx_.callback = new_stack;
   ctx_.deadline = deadline;
-  if (ring_fd_ >= 0 && !ring_) {
-    ring_.reset(ring_buffer__new(ring_fd_, on_new_stack, &ctx_, nullptr));
-    if (ring_ && requests_fd_ >= 0)
-      ring_buffer__add(ring_.get(), requests_fd_, on_request, &ctx_);
-    if (ring_ && wake_fd_ >= 0) {
-      // One epoll over the ring's and the wake-up: a request read by
-      // another thread is handled at once, not after the 50 ms timeout.
-      epoll_ = UniqueFd(epoll_create1(EPOLL_CLOEXEC));
-      epoll_event ev{};
-      ev.events = EPOLLIN;
-      if (!epoll_ ||
-          epoll_ctl(epoll_.get(), EPOLL_CTL_ADD,
-                    ring_buffer__epoll_fd(ring_.get()), &ev) != 0 ||
-          epoll_ctl(epoll_.get(), EPOLL_CTL_ADD, wake_fd_, &ev) != 0)
-        epoll_.reset(); // plain polls: late by the timeout at most
-    }
-  }
+  if (ring_fd_ >= 0 && !ring_)
+    open_ring();
   bool work_left = true;
   while (!stop_requested()) {
     if (finished && finished())
@@ -92,21 +111,10 @@ bool Announcements::wait(uint64_t deadline, const NewStack &new_stack,
           std::min<uint64_t>(50, (deadline - now) / 1000000 + 1));
     }
     if (ring_) {
-      // EINTR on a signal: the loop checks. New stacks may have brought
-      // files to parse, and deferred work held back may be due: idle work
-      // runs after every poll, at least every 50 ms.
-      if (epoll_) {
-        epoll_event ev;
-        if (epoll_wait(epoll_.get(), &ev, 1, timeout_ms) > 0) {
-          uint64_t count;
-          if (read(wake_fd_, &count, sizeof(count)) < 0) {
-            // Not this one that was ready: nothing to read.
-          }
-          ring_buffer__consume(ring_.get());
-        }
-      } else {
-        ring_buffer__poll(ring_.get(), timeout_ms);
-      }
+      // New stacks may have brought files to parse, and deferred work held
+      // back may be due: idle work runs after every poll, at least every
+      // 50 ms.
+      poll_ring(timeout_ms);
       work_left = true;
     } else if (timeout_ms > 0) {
       wait_for_stop(timeout_ms / 1000.0);

@@ -48,6 +48,11 @@ public:
   };
 
 private:
+  // The ring buffer of new stacks (and requests), and the epoll that also
+  // wakes on wake_fd_.
+  void open_ring();
+  // One poll of the ring, up to timeout_ms.
+  void poll_ring(int timeout_ms);
   struct RingDeleter {
     void operator()(ring_buffer *r) const { ring_buffer__free(r); }
   };

@@ -431,6 +431,11 @@ IncompleteStacks incomplete_stacks(const RawProfile &raw,
   return s;
 }
 
+void report_details(const RawProfile &raw, const Symbolizer &symbolizer,
+                    const OffcpuSession &session, const ProfileOptions &opts,
+                    const Unwinder &unwinder, const CostReport &cost,
+                    const std::array<uint64_t, UW_STAT_NR> &walker);
+
 // Everything lost, by cause. By default one summary line for what the
 // window could not record whole (the share of off-CPU time, with the
 // option that helps), and one line per other limit that was hit; with -v
@@ -463,9 +468,16 @@ void report(const RawProfile &raw, const Symbolizer &symbolizer,
               "report it; --no-stack-reuse avoids it)\n";
   losses += symbolizer.describe_losses(opts.verbose);
   fputs(losses.c_str(), stderr);
-  if (!opts.verbose)
-    return;
-  // The causes behind the summary line that are not the programs' losses.
+  if (opts.verbose)
+    report_details(raw, symbolizer, session, opts, unwinder, cost, walker);
+}
+
+// -v: the causes behind the summary line that are not the programs'
+// losses, the cost, and how the run went.
+void report_details(const RawProfile &raw, const Symbolizer &symbolizer,
+                    const OffcpuSession &session, const ProfileOptions &opts,
+                    const Unwinder &unwinder, const CostReport &cost,
+                    const std::array<uint64_t, UW_STAT_NR> &walker) {
   const bool orc = session.plan().kstack_at_switch_in;
   std::string details;
   if (uint64_t n = walker[UW_STAT_PARTIAL_ENDED])
@@ -585,6 +597,29 @@ void size_maps(ProfileOptions &opts) {
          std::to_string(opts.counts_reserve) + " kept for the stop pass)");
 }
 
+// The traced command, let run: the tables of the files it maps first,
+// before it runs: its first waits are then walked again through them while
+// they last, and its install needs no table built. After the attach, off
+// the start-up's path: nothing of the command runs before its release.
+// Returns what tells that it ended.
+OffcpuSession::Finished release_command(TracedCommand &command,
+                                        OffcpuSession &session,
+                                        Unwinder &unwinder,
+                                        const ProfileOptions &opts) {
+  if (session.plan().user_unwind_tables) {
+    const uint64_t t0 = monotonic_ns();
+    unwinder.work_ahead(kTablesBeforeWindowNs, command_files(command.path()));
+    if (opts.verbose)
+      note("unwind tables of the command's files built in " +
+           ms_between(t0, monotonic_ns()) + " ms before its release");
+  }
+  // In the filter only now: its wait for this release is offcpu's, not the
+  // command's; from exec on, it and its children are traced.
+  session.add_process(static_cast<uint32_t>(command.pid()));
+  command.release();
+  return [&command] { return command.exited(); };
+}
+
 } // namespace
 
 int run_profile(const ProfileOptions &given) {
@@ -633,25 +668,8 @@ int run_profile(const ProfileOptions &given) {
       static_cast<uint64_t>(opts.output.debuginfod_s * 1e9));
   symbolizer.stop_window_at(session->planned_stop_ns());
   OffcpuSession::Finished finished;
-  if (command) {
-    // The tables of the files it maps first, before it runs: its first
-    // waits are then walked again through them while they last, and its
-    // install needs no table built. After the attach, off the start-up's
-    // path: nothing of the command runs before its release.
-    if (session->plan().user_unwind_tables) {
-      const uint64_t t0 = monotonic_ns();
-      unwinder.work_ahead(kTablesBeforeWindowNs,
-                          command_files(command->path()));
-      if (opts.verbose)
-        note("unwind tables of the command's files built in " +
-             ms_between(t0, monotonic_ns()) + " ms before its release");
-    }
-    // In the filter only now: its wait for this release is offcpu's, not
-    // the command's; from exec on, it and its children are traced.
-    session->add_process(static_cast<uint32_t>(command->pid()));
-    command->release();
-    finished = [&command] { return command->exited(); };
-  }
+  if (command)
+    finished = release_command(*command, *session, unwinder, opts);
   collect(*session, opts, symbolizer, unwinder, cost, finished);
   // The rest is a burst of work the user waits for (see kBurstNice).
   PriorityBoost finishing(kBurstNice);

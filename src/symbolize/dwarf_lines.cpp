@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <functional>
 
 #include "symbolize/demangle.h"
 #include "util/clock.h"
@@ -309,100 +310,113 @@ const std::vector<SourceFrame> &DwarfFile::frames_at(uint64_t vaddr,
   return cache_.emplace(vaddr, std::move(chain)).first->second;
 }
 
-std::vector<SourceFrame> DwarfFile::look_up(uint64_t vaddr,
-                                            uint64_t deadline_ns) {
-  std::vector<SourceFrame> out;
-  // The unit: the last range starting at or below vaddr that holds it.
-  auto it =
-      std::upper_bound(units_.begin(), units_.end(), vaddr,
-                       [](uint64_t a, const Range &r) { return a < r.low; });
-  const Range *found = nullptr;
-  for (size_t k = 0; k < kOverlapScan && it != units_.begin(); k++) {
+namespace {
+
+// The range of `ranges` (sorted by low) that holds `a`: the last starting
+// at or below it, looking back past a few overlapping ones.
+template <class R>
+const R *range_holding(const std::vector<R> &ranges, uint64_t a) {
+  auto it = std::upper_bound(ranges.begin(), ranges.end(), a,
+                             [](uint64_t v, const R &r) { return v < r.low; });
+  for (size_t k = 0; k < kOverlapScan && it != ranges.begin(); k++) {
     --it;
-    if (vaddr >= it->low && vaddr < it->high) {
-      found = &*it;
+    if (a >= it->low && a < it->high)
+      return &*it;
+  }
+  return nullptr;
+}
+
+// From out-of-line function `fn` down into the scopes that hold `vaddr`,
+// keeping the functions inlined on the way in `path` (fn first). At most
+// `max_dies` visited; `late` is asked every kClockEvery of them. False if
+// it said the time is up.
+bool scopes_holding(Dwarf_Die fn, uint64_t vaddr, uint64_t max_dies,
+                    const std::function<bool()> &late,
+                    std::vector<Dwarf_Die> &path) {
+  path.push_back(fn);
+  uint64_t visited = 0;
+  Dwarf_Die die;
+  bool more = dwarf_child(&fn, &die) == 0;
+  while (more) {
+    if (++visited > max_dies)
       break;
+    if (visited % kClockEvery == 0 && late())
+      return false;
+    const int tag = dwarf_tag(&die);
+    Dwarf_Die child;
+    if (is_code_scope(tag) && dwarf_haspc(&die, vaddr) > 0) {
+      if (is_function(tag))
+        path.push_back(die);
+      if (path.size() > kMaxDepth || dwarf_child(&die, &child) != 0)
+        break; // the innermost scope holding vaddr
+      die = child;
+      continue;
     }
+    Dwarf_Die sibling;
+    more = dwarf_siblingof(&die, &sibling) == 0;
+    if (more)
+      die = sibling;
   }
-  if (!found)
-    return out;
-  Dwarf_Die cudie;
-  if (!dwarf_offdie(impl_->dwarf, found->offset, &cudie))
-    return out;
+  return true;
+}
 
-  // The out-of-line function holding vaddr, then down from it into the
-  // scopes that hold vaddr, keeping the functions inlined on the way.
-  std::vector<Dwarf_Die> path;
-  const std::vector<Range> *fns = functions_of(found->offset, deadline_ns);
-  const Range *holder = nullptr;
-  if (fns) {
-    auto f =
-        std::upper_bound(fns->begin(), fns->end(), vaddr,
-                         [](uint64_t a, const Range &r) { return a < r.low; });
-    for (size_t k = 0; k < kOverlapScan && f != fns->begin(); k++) {
-      --f;
-      if (vaddr >= f->low && vaddr < f->high) {
-        holder = &*f;
-        break;
-      }
-    }
+using Intern = std::function<const std::string *(const char *)>;
+
+// One frame of `path` (i: its place, root first): its function, where it
+// starts, and its line: where the next was inlined into it, or the leaf's.
+SourceFrame frame_of(std::vector<Dwarf_Die> &path, size_t i,
+                     const Intern &intern,
+                     const std::function<const std::string *(Dwarf_Word)> &file,
+                     const std::string *leaf_file, uint32_t leaf_line) {
+  Dwarf_Die *d = &path[i];
+  SourceFrame f;
+  const char *linkage = string_attr(d, DW_AT_linkage_name);
+  if (!linkage)
+    linkage = string_attr(d, DW_AT_MIPS_linkage_name);
+  // The linkage name, as the ELF symbol and gdb name it (glibc's
+  // __GI___poll, C++'s namespaces and parameters), else the plain name.
+  if (linkage)
+    f.function = intern(demangle(linkage).c_str());
+  else
+    f.function = intern(string_attr(d, DW_AT_name));
+  int decl = 0;
+  if (dwarf_decl_line(d, &decl) == 0 && decl > 0)
+    f.start_line = static_cast<uint32_t>(decl);
+  f.decl_file = intern(dwarf_decl_file(d));
+  if (i + 1 < path.size()) {
+    // A caller's line is where the next function was inlined into it.
+    Dwarf_Word call_line = 0, call_file = 0;
+    if (udata_attr(&path[i + 1], DW_AT_call_line, &call_line))
+      f.line = static_cast<uint32_t>(call_line);
+    if (udata_attr(&path[i + 1], DW_AT_call_file, &call_file))
+      f.file = file(call_file);
+  } else {
+    f.line = leaf_line;
+    f.file = leaf_file;
   }
-  Dwarf_Die fn;
-  if (holder && dwarf_offdie(impl_->dwarf, holder->offset, &fn)) {
-    path.push_back(fn);
-    const uint64_t start = monotonic_ns();
-    const uint64_t before = spent_ns_;
-    uint64_t visited = 0;
-    Dwarf_Die die;
-    bool more = dwarf_child(&fn, &die) == 0;
-    while (more) {
-      if (++visited > limits_.max_dies_per_lookup)
-        break;
-      if (visited % kClockEvery == 0) {
-        spent_ns_ = before + (monotonic_ns() - start);
-        if (out_of_time(deadline_ns))
-          return {};
-      }
-      const int tag = dwarf_tag(&die);
-      Dwarf_Die child;
-      if (is_code_scope(tag) && dwarf_haspc(&die, vaddr) > 0) {
-        if (is_function(tag))
-          path.push_back(die);
-        if (path.size() > kMaxDepth || dwarf_child(&die, &child) != 0)
-          break; // the innermost scope holding vaddr
-        die = child;
-        continue;
-      }
-      Dwarf_Die sibling;
-      more = dwarf_siblingof(&die, &sibling) == 0;
-      if (more)
-        die = sibling;
-    }
-    spent_ns_ = before;
-  }
+  return f;
+}
 
-  // Keep only the last out-of-line function and what is inlined into it.
-  size_t first = 0;
-  for (size_t i = 0; i < path.size(); i++)
-    if (dwarf_tag(&path[i]) == DW_TAG_subprogram)
-      first = i;
-  path.erase(path.begin(), path.begin() + static_cast<long>(first));
-
+// The frames of `path` (the scopes holding vaddr in unit `cudie`), each
+// with its line.
+std::vector<SourceFrame> frames_of(std::vector<Dwarf_Die> &path,
+                                   Dwarf_Die *cudie, uint64_t vaddr,
+                                   const Intern &intern) {
+  std::vector<SourceFrame> out;
   // The unit's file table, for DW_AT_call_file.
   Dwarf_Files *files = nullptr;
   size_t nfiles = 0;
-  if (dwarf_getsrcfiles(&cudie, &files, &nfiles) != 0)
+  if (dwarf_getsrcfiles(cudie, &files, &nfiles) != 0)
     files = nullptr;
   auto file_name = [&](Dwarf_Word index) -> const std::string * {
     if (!files || index >= nfiles)
       return nullptr;
     return intern(dwarf_filesrc(files, index, nullptr, nullptr));
   };
-
   // The leaf's current line, from the line table.
   const std::string *leaf_file = nullptr;
   uint32_t leaf_line = 0;
-  if (Dwarf_Line *line = dwarf_getsrc_die(&cudie, vaddr)) {
+  if (Dwarf_Line *line = dwarf_getsrc_die(cudie, vaddr)) {
     int n = 0;
     if (dwarf_lineno(line, &n) == 0 && n > 0)
       leaf_line = static_cast<uint32_t>(n);
@@ -415,36 +429,44 @@ std::vector<SourceFrame> DwarfFile::look_up(uint64_t vaddr,
     return out;
   }
   out.reserve(path.size());
-  for (size_t i = 0; i < path.size(); i++) {
-    Dwarf_Die *d = &path[i];
-    SourceFrame f;
-    const char *linkage = string_attr(d, DW_AT_linkage_name);
-    if (!linkage)
-      linkage = string_attr(d, DW_AT_MIPS_linkage_name);
-    // The linkage name, as the ELF symbol and gdb name it (glibc's
-    // __GI___poll, C++'s namespaces and parameters), else the plain name.
-    if (linkage)
-      f.function = intern(demangle(linkage).c_str());
-    else
-      f.function = intern(string_attr(d, DW_AT_name));
-    int decl = 0;
-    if (dwarf_decl_line(d, &decl) == 0 && decl > 0)
-      f.start_line = static_cast<uint32_t>(decl);
-    f.decl_file = intern(dwarf_decl_file(d));
-    if (i + 1 < path.size()) {
-      // A caller's line is where the next function was inlined into it.
-      Dwarf_Word call_line = 0, call_file = 0;
-      if (udata_attr(&path[i + 1], DW_AT_call_line, &call_line))
-        f.line = static_cast<uint32_t>(call_line);
-      if (udata_attr(&path[i + 1], DW_AT_call_file, &call_file))
-        f.file = file_name(call_file);
-    } else {
-      f.line = leaf_line;
-      f.file = leaf_file;
-    }
-    out.push_back(f);
-  }
+  for (size_t i = 0; i < path.size(); i++)
+    out.push_back(frame_of(path, i, intern, file_name, leaf_file, leaf_line));
   return out;
+}
+
+} // namespace
+
+std::vector<SourceFrame> DwarfFile::look_up(uint64_t vaddr,
+                                            uint64_t deadline_ns) {
+  const Range *found = range_holding(units_, vaddr);
+  Dwarf_Die cudie;
+  if (!found || !dwarf_offdie(impl_->dwarf, found->offset, &cudie))
+    return {};
+  // The out-of-line function holding vaddr, then down from it into the
+  // scopes that hold vaddr, keeping the functions inlined on the way.
+  std::vector<Dwarf_Die> path;
+  const std::vector<Range> *fns = functions_of(found->offset, deadline_ns);
+  const Range *holder = fns ? range_holding(*fns, vaddr) : nullptr;
+  Dwarf_Die fn;
+  if (holder && dwarf_offdie(impl_->dwarf, holder->offset, &fn)) {
+    const uint64_t start = monotonic_ns();
+    const uint64_t before = spent_ns_;
+    auto late = [&] {
+      spent_ns_ = before + (monotonic_ns() - start);
+      return out_of_time(deadline_ns);
+    };
+    if (!scopes_holding(fn, vaddr, limits_.max_dies_per_lookup, late, path))
+      return {};
+    spent_ns_ = before;
+  }
+  // Keep only the last out-of-line function and what is inlined into it.
+  size_t first = 0;
+  for (size_t i = 0; i < path.size(); i++)
+    if (dwarf_tag(&path[i]) == DW_TAG_subprogram)
+      first = i;
+  path.erase(path.begin(), path.begin() + static_cast<long>(first));
+  return frames_of(path, &cudie, vaddr,
+                   [this](const char *s) { return intern(s); });
 }
 
 // The unit's out-of-line functions and their ranges, in one walk of its

@@ -979,6 +979,40 @@ void Symbolizer::set_deadline(uint64_t deadline_ns, uint64_t allowed_ns) {
   name_time_ns_ = allowed_ns;
 }
 
+namespace {
+
+// The line on DWARF not read, by cause (empty if none); without -v, not
+// for want of time alone (see describe_losses).
+std::string dwarf_losses_text(const SymbolizeStats &stats, bool verbose) {
+  static const char *const kDwarfCause[] = {
+      "",
+      "DWARF sections over 512 MiB",
+      "the run's share spent (1 GiB of DWARF)",
+      "dwz or split DWARF (libdw would open other files by path)",
+      "malformed",
+      "over 1 s of reading, or the end of the run (--name-time SECONDS "
+      "gives more)",
+  };
+  static_assert(std::size(kDwarfCause) ==
+                static_cast<size_t>(DwarfLoss::Count));
+  std::string dwarf_causes;
+  uint64_t dwarf_lost = 0;
+  for (size_t why = 1; why < stats.dwarf_losses.size(); why++)
+    if (uint64_t n = stats.dwarf_losses[why];
+        n && (verbose || why != static_cast<size_t>(DwarfLoss::Time))) {
+      dwarf_lost += n;
+      dwarf_causes += (dwarf_causes.empty() ? "" : ", ") + std::to_string(n) +
+                      " " + kDwarfCause[why];
+    }
+  if (!dwarf_lost)
+    return {};
+  return "DWARF of " + std::to_string(dwarf_lost) +
+         " files not read or read in part (" + dwarf_causes +
+         "); their frames lack inlined functions and source lines";
+}
+
+} // namespace
+
 std::string Symbolizer::describe_losses(bool verbose) const {
   std::string out;
   auto line = [&](const std::string &text) {
@@ -1045,30 +1079,8 @@ std::string Symbolizer::describe_losses(bool verbose) const {
     line("symbols of " + std::to_string(cut) +
          " files read in part, past a budget per file (" + causes +
          "); frames they would name show as [module]");
-  static const char *const kDwarfCause[] = {
-      "",
-      "DWARF sections over 512 MiB",
-      "the run's share spent (1 GiB of DWARF)",
-      "dwz or split DWARF (libdw would open other files by path)",
-      "malformed",
-      "over 1 s of reading, or the end of the run (--name-time SECONDS "
-      "gives more)",
-  };
-  static_assert(std::size(kDwarfCause) ==
-                static_cast<size_t>(DwarfLoss::Count));
-  std::string dwarf_causes;
-  uint64_t dwarf_lost = 0;
-  for (size_t why = 1; why < stats_.dwarf_losses.size(); why++)
-    if (uint64_t n = stats_.dwarf_losses[why];
-        n && (verbose || why != static_cast<size_t>(DwarfLoss::Time))) {
-      dwarf_lost += n;
-      dwarf_causes += (dwarf_causes.empty() ? "" : ", ") + std::to_string(n) +
-                      " " + kDwarfCause[why];
-    }
-  if (dwarf_lost)
-    line("DWARF of " + std::to_string(dwarf_lost) +
-         " files not read or read in part (" + dwarf_causes +
-         "); their frames lack inlined functions and source lines");
+  if (std::string dwarf = dwarf_losses_text(stats_, verbose); !dwarf.empty())
+    line(dwarf);
   if (debuginfod_)
     out += debuginfod_->describe_losses();
   if (stats_.vdso_images_skipped)
