@@ -11,7 +11,7 @@ mkdir -p "$out"
 flags="-g -O1 -std=c++17 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined -I$src/src -I$src/include -I$src/build/gen"
 libs="$(pkg-config --libs libelf liblzma zlib)"
 common="$src/src/symbolize/elf_common.cpp $src/src/symbolize/elf_file.cpp $src/src/symbolize/symbol_versions.cpp $src/src/symbolize/xz.cpp $src/src/util/safe_file.cpp"
-text="$src/src/symbolize/proc_maps.cpp $src/src/symbolize/perf_map.cpp $src/src/symbolize/kallsyms.cpp $src/src/output/flamegraph.cpp $src/src/output/folded.cpp $src/src/util/utf8.cpp $src/src/model/layout.cpp $src/src/model/profile.cpp $src/src/model/stack_tree.cpp"
+text="$src/src/symbolize/proc_maps.cpp $src/src/symbolize/perf_map.cpp $src/src/symbolize/kallsyms.cpp $src/src/output/flamegraph.cpp $src/src/output/folded.cpp $src/src/util/utf8.cpp $src/src/model/layout.cpp $src/src/model/profile.cpp $src/src/model/stack_tree.cpp $src/src/model/latency.cpp"
 clang++ $flags -o "$out/fuzz_elf" "$src/tests/fuzz/fuzz_elf.cpp" $common $libs
 clang++ $flags -o "$out/fuzz_text" "$src/tests/fuzz/fuzz_text.cpp" $text
 # DWARF through libdw (issue #31): the unit index and the lookups.
