@@ -434,8 +434,12 @@ static __always_inline void uw_reads_for_cfa(struct uw_frame *f, __u64 cfa) {
 __noinline int uw_frame_begin(struct uw_frame *f) {
   if (!f)
     return UW_STOP;
-  if (!f->pc)
+  /* A return address of 0 is in no mapping: said so, so that the walk is
+   * not taken for one that reached the end of the stack. */
+  if (!f->pc) {
+    f->end = UW_STAT_OUTSIDE;
     return UW_STOP;
+  }
   /* A caller is left past the limit: the stack is cut (the walk's loop
    * runs one step more than the limit to see this). */
   if (f->n >= f->max || f->n >= OFFCPU_MAX_STACK_DEPTH) {
@@ -594,6 +598,7 @@ __noinline int uw_frame_end(struct uw_frame *f) {
 /* Two per thread: a thread often leaves the CPU at two places in turn
  * (blocked in read, preempted in the write that woke its peer). */
 #define UW_MEMO_WAYS 2
+/* A memo is walked again after UW_MEMO_RECHECK reuses (offcpu/unwind.h). */
 
 struct uw_memo {
   __u64 ip, sp, bp;
@@ -602,7 +607,8 @@ struct uw_memo {
   __u64 map_count;
   __u64 stack;  /* the id the walk stored */
   __u32 epoch;  /* uw_epoch when walked: no process's tables changed since */
-  __u32 any_bp; /* the walk did not use the register's rbp: bp not checked */
+  __u16 any_bp; /* the walk did not use the register's rbp: bp not checked */
+  __u16 uses;   /* reuses since it was walked (see UW_MEMO_RECHECK) */
   __u32 nr;     /* words; 0: nothing to reuse */
   __u32 span;   /* bytes from sp that hold them */
   __u16 off[UW_MEMO_WORDS];
@@ -1036,11 +1042,17 @@ uw_memo_pick(struct uw_memo_set *ms, const struct uw_start *r, bool frozen,
     *way = (ms->last ^ 1) & (UW_MEMO_WAYS - 1);
   }
   if (m) {
-    uw_count(st, UW_STAT_REUSED);
     ms->last = *way;
     *memo_stack = m->stack;
-    if (!reuse_verify)
+    if (++m->uses < UW_MEMO_RECHECK && !reuse_verify) {
+      uw_count(st, UW_STAT_REUSED);
       return m;
+    }
+    /* Due for a fresh walk: compared with the memo's stack below. */
+    if (m->uses >= UW_MEMO_RECHECK)
+      uw_count(st, UW_STAT_MEMO_RECHECKED);
+    else
+      uw_count(st, UW_STAT_REUSED);
   }
   m = &ms->way[*way & (UW_MEMO_WAYS - 1)];
   /* Noted afresh by this walk; kept only if it completes. */
@@ -1131,10 +1143,20 @@ static __always_inline void uw_memo_keep(struct uw_memo_set *ms, __u32 way,
   if (!m || w->note.bad || w->f->partial || w->f->end == UW_STAT_READ_FAULT ||
       !stack_stored(id) || !w->note.nr)
     return;
+  /* Only a walk that reached an end of the stack (an end row, a frame
+   * pointer chain's end, the depth limit): one that stopped outside the
+   * mappings or at a bad frame is walked again next time. */
+  __u16 end = w->f->end;
+  if (end != UW_STAT_END_OF_STACK && end != UW_STAT_END_FP &&
+      end != UW_STAT_TRUNCATED) {
+    uw_count(uw_stats_of(w->f->cache), UW_STAT_MEMO_REFUSED);
+    return;
+  }
   m->ip = r->pc;
   m->sp = r->sp;
   m->bp = r->bp;
   m->any_bp = !w->f->bp_regs_used;
+  m->uses = 0;
   m->mm = r->mm;
   m->pgd = r->pgd;
   m->map_count = r->map_count;
@@ -1245,7 +1267,7 @@ static __always_inline __u64 walk_user_stack_memo(struct task_struct *t,
       slot, s, (long)f->n * sizeof(__u64),
       OFFCPU_STACK_USER |
           (f->end == UW_STAT_TRUNCATED ? OFFCPU_STACK_TRUNCATED : 0));
-  if (memo_stack != OFFCPU_STACK_MISSED && memo_stack != id)
+  if (memo_stack != OFFCPU_STACK_MISSED && memo_stack != id && stack_stored(id))
     uw_count(st, UW_STAT_REUSE_MISMATCH);
   uw_memo_keep(ms, way, m, &w, &r, id);
   return id;
@@ -1333,8 +1355,10 @@ static __always_inline __u64 uw_deferred_memo(struct uw_memo_set *ms,
     return OFFCPU_STACK_MISSED;
   way &= UW_MEMO_WAYS - 1;
   struct uw_memo *m = &ms->way[way];
-  if (!m->nr || !uw_memo_holds(m, m->pgd, 1))
+  /* Due for a fresh walk: the walk's uw_memo_pick counts it and checks. */
+  if (!m->nr || m->uses + 1 >= UW_MEMO_RECHECK || !uw_memo_holds(m, m->pgd, 1))
     return OFFCPU_STACK_MISSED;
+  m->uses++;
   ms->last = way;
   return m->stack;
 }

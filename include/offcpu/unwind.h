@@ -151,6 +151,14 @@ struct uw_request {
   __u32 pad;
 };
 
+/* A thread's stack memo is walked again after this many reuses, and a walk
+ * that disagrees is counted (UW_STAT_REUSE_MISMATCH, reported as a bug): a
+ * thread that blocks at one place for a whole run reused its first walk
+ * for the whole run, so whatever went wrong in that one walk (issue #27:
+ * every wait cut to clock_nanosleep) stayed wrong, and silent. One walk in
+ * 64 waits costs little next to a walk for each. */
+#define UW_MEMO_RECHECK 64
+
 /* Counters of the walker, by cause; per CPU, summed by user space. */
 enum uw_stat {
   UW_STAT_WALKS = 0,     /* user stacks walked with tables enabled */
@@ -186,6 +194,9 @@ enum uw_stat {
   UW_STAT_DEFER_LOST,  /* the task ran unseen first: its stack is missed */
   UW_STAT_PARTIAL_NS,  /* off-CPU ns of the waits in UW_STAT_PARTIAL_ENDED
                           that were charged (within -m/-M) */
+  UW_STAT_MEMO_RECHECKED, /* memos walked again after UW_MEMO_RECHECK uses */
+  UW_STAT_MEMO_REFUSED,   /* whole walks not kept as memos: they did not end
+                             at an end of stack (outside, bad frame...) */
   UW_STAT_NR,
 };
 

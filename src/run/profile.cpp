@@ -356,6 +356,10 @@ std::string reuse_summary(const std::array<uint64_t, UW_STAT_NR> &w) {
          n(w[UW_STAT_DEFER_TAKEN]) +
          " taken there: the rest were shorter "
          "than -m), " +
+         n(w[UW_STAT_MEMO_RECHECKED]) + " walked again after " +
+         std::to_string(UW_MEMO_RECHECK) + " reuses, " +
+         n(w[UW_STAT_MEMO_REFUSED]) +
+         " whole walks not kept (they did not reach an end of the stack), " +
          n(w[UW_STAT_REUSE_MISMATCH]) + " disagreed; kernel " +
          n(w[UW_STAT_KREUSED]) + " reused, " + n(w[UW_STAT_KREUSE_CHANGED]) +
          " walked again, " + n(w[UW_STAT_KREUSE_MISMATCH]) +
