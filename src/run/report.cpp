@@ -186,6 +186,10 @@ std::string symbolization_summary(const SymbolizeStats &st) {
                      " frames named, " + std::to_string(st.unnamed) +
                      " unnamed, " + std::to_string(st.elf_files_parsed) +
                      " ELF files parsed";
+  if (st.dwarf_files)
+    line += ", DWARF of " + std::to_string(st.dwarf_files) + " (" +
+            std::to_string(st.dwarf_read_ahead) + " read in the window), " +
+            std::to_string(st.frames_inlined) + " inlined frames";
   for (const auto &[module, n] : st.unnamed_by_module)
     line += "; " + module + " " + std::to_string(n);
   return line;

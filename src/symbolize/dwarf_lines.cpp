@@ -299,14 +299,16 @@ const std::vector<SourceFrame> &DwarfFile::frames_at(uint64_t vaddr,
   const uint64_t start = monotonic_ns();
   std::vector<SourceFrame> chain = look_up(vaddr, deadline_ns);
   spent_ns_ += monotonic_ns() - start;
-  if (run_ && run_->lookups_cached_left == 0) {
+  uint64_t left = run_ ? run_->lookups_cached_left.load() : 1;
+  while (left > 0 && run_ &&
+         !run_->lookups_cached_left.compare_exchange_weak(left, left - 1)) {
+  }
+  if (left == 0) {
     // Past the run's share of cached answers: answered, not kept.
     thread_local std::vector<SourceFrame> uncached;
     uncached = std::move(chain);
     return uncached;
   }
-  if (run_)
-    run_->lookups_cached_left--;
   return cache_.emplace(vaddr, std::move(chain)).first->second;
 }
 

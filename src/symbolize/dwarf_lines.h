@@ -7,6 +7,7 @@
 // .dwo) are not read: libdw gets a descriptor we opened, nothing else.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -36,10 +37,12 @@ struct DwarfLimits {
   uint64_t max_dies_per_lookup = uint64_t{1} << 18;
 };
 
-// The run's share, spent by every DWARF file.
+// The run's share, spent by every DWARF file. Files are opened on one
+// thread (DwarfLoader's); lookups may run on two (the loader warming one
+// file's cache while the caller looks up in another).
 struct DwarfRunBudget {
   uint64_t bytes_left = uint64_t{1} << 30;
-  uint64_t lookups_cached_left = uint64_t{1} << 21;
+  std::atomic<uint64_t> lookups_cached_left{uint64_t{1} << 21};
 };
 
 // Why a file's DWARF was not used, or used in part.

@@ -106,7 +106,8 @@ std::vector<Frame> user_frames(Profile &p, uint32_t tgid, uint64_t stack_id,
                           ips[i], mapping_of(p, tgid, range, m), i > 0});
     if (!source.dwarf)
       continue;
-    std::vector<SourceFrame> chain = sym.user_source(tgid, ips[i], i > 0);
+    const std::vector<SourceFrame> &chain =
+        sym.user_source(tgid, ips[i], i > 0);
     if (chain.empty())
       continue;
     // The holder keeps its symbol's name; each inlined call becomes a

@@ -6,6 +6,8 @@
 #include <cinttypes>
 #include <cstdio>
 #include <iterator>
+#include <unordered_set>
+#include <utility>
 
 #include "symbolize/demangle.h"
 #include "symbolize/exec_path.h"
@@ -28,8 +30,8 @@ constexpr size_t kMaxMiniDebugInfoImage = size_t{64} << 20;
 // rewrote theirs) are not parsed.
 constexpr uint64_t kMaxVdsoBytes = 1u << 20;
 constexpr size_t kMaxVdsoImages = 16;
-// What opening a file's DWARF costs, roughly, per byte of the file.
-constexpr uint64_t kDwarfNsPerFileByte = 8;
+// Addresses per file handed to the DWARF loader ahead of naming.
+constexpr size_t kMaxWarmOffsets = size_t{1} << 16;
 
 // From /proc/PID/status: the PID in the process's own namespace (the number
 // a JIT in a container puts in its perf map's name: last field of NSpid)
@@ -152,9 +154,12 @@ struct Symbolizer::FileEntry {
   bool parsed = false;
   std::string debug_file; // found by build id in a debug root of ours
   // The file holding its DWARF (itself or its debug file), open until
-  // first used; then its DWARF, read once.
+  // parsed; then handed to the loader; then its DWARF, read once.
   UniqueFd dwarf_fd;
+  DwarfLoader::Ticket dwarf_ticket = 0;
   std::unique_ptr<DwarfFile> dwarf;
+  // Offsets in the file its stacks hold: the loader looks them up ahead.
+  std::unordered_set<uint64_t> warm_offsets;
 };
 
 Symbolizer::Symbolizer(const FileReader &files, KernelSymbols kernel,
@@ -368,6 +373,29 @@ void Symbolizer::note_user_stack(uint32_t tgid, uint64_t stack_id,
   }
   p.stack_reading[stack_id] = p.readings.size() - 1;
   capture_vdso(tgid, p, ips);
+  warm_dwarf(p.readings.back(), ips);
+}
+
+// The stack's addresses in files, for the loader to look up in their DWARF
+// while the window is open (now if the file is parsed, else once it is).
+void Symbolizer::warm_dwarf(const std::vector<Mapping> &maps,
+                            const std::vector<uint64_t> &ips) {
+  if (!source_.dwarf || !symbolize_user_)
+    return;
+  for (size_t i = 0; i < ips.size(); i++) {
+    const uint64_t lookup = i > 0 && ips[i] ? ips[i] - 1 : ips[i];
+    const Mapping *m = find_mapping(maps, lookup);
+    FileEntry *f = m && m->is_file() ? file_for(*m) : nullptr;
+    if (!f || f->dwarf || (f->parsed && !f->dwarf_ticket) ||
+        f->warm_offsets.size() >= kMaxWarmOffsets)
+      continue;
+    const uint64_t offset = lookup - m->start + m->offset;
+    if (!f->warm_offsets.insert(offset).second || !f->dwarf_ticket)
+      continue;
+    if (auto vaddr =
+            f->elf ? f->elf->file_offset_to_vaddr(offset) : std::nullopt)
+      dwarf_loader_.warm(f->dwarf_ticket, *vaddr);
+  }
 }
 
 // The process's [vdso] image, once, if one of its frames is in it: read now,
@@ -393,7 +421,6 @@ void Symbolizer::capture_vdso(uint32_t tgid, Process &p,
 
 bool Symbolizer::parse_pending(uint64_t deadline_ns) {
   in_window_ = true;
-  slice_end_ns_ = deadline_ns;
   while (!to_parse_.empty()) {
     if (stop_requested() || monotonic_ns() >= deadline_ns)
       break;
@@ -430,15 +457,14 @@ void Symbolizer::parse(FileEntry &f) {
       // Its own DWARF, unless a debug file gave some.
       if (source_.dwarf && !f.dwarf_fd && f.elf->has_debug_info())
         f.dwarf_fd = std::move(f.fd);
-      // Its DWARF opened now, in the window, only if that fits in the
-      // slice between two polls of the announcements (a short-lived
-      // process must be seen in time); else when its frames are named.
-      struct stat st {};
-      if (in_window_ && f.dwarf_fd && fstat(f.dwarf_fd.get(), &st) == 0 &&
-          monotonic_ns() +
-                  static_cast<uint64_t>(st.st_size) * kDwarfNsPerFileByte <
-              slice_end_ns_)
-        dwarf_for(f);
+      // Its DWARF read now, on the loader's thread: in the window, the
+      // main thread goes on polling, and the end of the run finds it read.
+      if (f.dwarf_fd) {
+        f.dwarf_ticket = dwarf_loader_.submit(std::move(f.dwarf_fd));
+        for (uint64_t offset : f.warm_offsets)
+          if (auto vaddr = f.elf->file_offset_to_vaddr(offset))
+            dwarf_loader_.warm(f.dwarf_ticket, *vaddr);
+      }
     }
   }
   f.fd.reset();
@@ -869,46 +895,48 @@ std::string Symbolizer::raw_user_address(uint32_t tgid, uint64_t addr,
 }
 
 DwarfFile *Symbolizer::dwarf_for(FileEntry &f) {
-  if (f.dwarf || !f.dwarf_fd)
+  if (f.dwarf || !f.dwarf_ticket)
     return f.dwarf.get();
-  UniqueFd fd = std::move(f.dwarf_fd);
-  if (past_deadline()) {
-    stats_.dwarf_losses[static_cast<size_t>(DwarfLoss::Time)]++;
-    return nullptr;
-  }
+  const uint64_t ahead = dwarf_loader_.read_ahead();
   DwarfLoss why = DwarfLoss::None;
-  f.dwarf = DwarfFile::open_fd(fd.get(), DwarfLimits{}, &dwarf_budget_,
-                               deadline_ns_, &why);
+  f.dwarf =
+      dwarf_loader_.take(std::exchange(f.dwarf_ticket, 0), deadline_ns_, &why);
   if (why != DwarfLoss::None)
     stats_.dwarf_losses[static_cast<size_t>(why)]++;
-  if (f.dwarf)
+  if (f.dwarf) {
     stats_.dwarf_files++;
+    if (f.dwarf->loss() == DwarfLoss::Time) // its time spent warming
+      stats_.dwarf_losses[static_cast<size_t>(DwarfLoss::Time)]++;
+    stats_.dwarf_read_ahead += dwarf_loader_.read_ahead() - ahead;
+  }
   return f.dwarf.get();
 }
 
-std::vector<SourceFrame> Symbolizer::user_source(uint32_t tgid, uint64_t addr,
-                                                 bool is_return_address) {
+const std::vector<SourceFrame> &
+Symbolizer::user_source(uint32_t tgid, uint64_t addr, bool is_return_address) {
+  static const std::vector<SourceFrame> none;
   if (!source_.dwarf || !symbolize_user_)
-    return {};
+    return none;
   uint64_t lookup = is_return_address && addr > 0 ? addr - 1 : addr;
   Process &p = process(tgid);
   if (p.readings.empty())
-    return {};
+    return none;
   const Mapping *m = find_mapping(maps_of(tgid), lookup);
   if (!m || !m->is_file())
-    return {};
+    return none;
   ElfFile *elf = elf_for(tgid, *m);
   FileEntry *f = file_for(*m);
   if (!elf || !f)
-    return {};
+    return none;
   DwarfFile *dwarf = dwarf_for(*f);
   if (!dwarf)
-    return {};
+    return none;
   auto vaddr = elf->file_offset_to_vaddr(lookup - m->start + m->offset);
   if (!vaddr)
-    return {};
+    return none;
   const bool had_time = dwarf->loss() != DwarfLoss::Time;
-  std::vector<SourceFrame> chain = dwarf->frames_at(*vaddr, deadline_ns_);
+  const std::vector<SourceFrame> &chain =
+      dwarf->frames_at(*vaddr, deadline_ns_);
   if (had_time && dwarf->loss() == DwarfLoss::Time)
     stats_.dwarf_losses[static_cast<size_t>(DwarfLoss::Time)]++;
   if (source_.inlined && chain.size() > 1)
@@ -977,6 +1005,7 @@ std::string seconds(uint64_t ns) {
 void Symbolizer::set_deadline(uint64_t deadline_ns, uint64_t allowed_ns) {
   deadline_ns_ = deadline_ns;
   name_time_ns_ = allowed_ns;
+  dwarf_loader_.set_deadline(deadline_ns);
 }
 
 namespace {

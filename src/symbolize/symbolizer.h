@@ -26,6 +26,7 @@
 
 #include "symbolize/debuginfod.h"
 #include "symbolize/dwarf_lines.h"
+#include "symbolize/dwarf_loader.h"
 #include "symbolize/elf_file.h"
 #include "symbolize/kallsyms.h"
 #include "symbolize/perf_map.h"
@@ -69,6 +70,8 @@ struct SymbolizeStats {
   // DWARF (inlined functions, lines): files read, frames added for
   // inlined calls, files not read or cut, by cause (dwarf_lines.h).
   uint64_t dwarf_files = 0;
+  // Of those, read by the loader's thread before their frames were named.
+  uint64_t dwarf_read_ahead = 0;
   uint64_t frames_inlined = 0;
   std::array<uint64_t, static_cast<size_t>(DwarfLoss::Count)> dwarf_losses{};
   // Rewritten vDSO images beyond the run's share: their frames unnamed.
@@ -136,9 +139,9 @@ public:
   // What DWARF says of the user frame user_frame named (same arguments):
   // the function holding its code, then those inlined into it, innermost
   // last, with their source lines. Empty without DWARF for it. The strings
-  // live as long as the Symbolizer.
-  std::vector<SourceFrame> user_source(uint32_t tgid, uint64_t addr,
-                                       bool is_return_address);
+  // live as long as the Symbolizer, the chain until the next call.
+  const std::vector<SourceFrame> &user_source(uint32_t tgid, uint64_t addr,
+                                              bool is_return_address);
   void set_source_options(SourceOptions o) { source_ = o; }
   // Debug files from debuginfod servers (DEBUGINFOD_URLS) for build ids
   // without a local one, `budget_ns` of downloads per run (0: off).
@@ -189,6 +192,8 @@ private:
   FileEntry *file_for(const Mapping &m);
   ElfFile *elf_for(uint32_t tgid, const Mapping &m);
   void parse(FileEntry &f);
+  void warm_dwarf(const std::vector<Mapping> &maps,
+                  const std::vector<uint64_t> &ips);
   ElfFile *vdso_for(uint32_t tgid, const Mapping &m);
   void capture_vdso(uint32_t tgid, Process &p,
                     const std::vector<uint64_t> &ips);
@@ -244,8 +249,8 @@ private:
   bool kernel_vdso_read_ = false;
   // What every file's symbols may cost, together (elf_file.h).
   SymbolRunBudget symbol_budget_;
-  // What every file's DWARF may cost, together (dwarf_lines.h).
-  DwarfRunBudget dwarf_budget_;
+  // Reads DWARF off the main thread, within the run's DWARF budget.
+  DwarfLoader dwarf_loader_;
   SourceOptions source_;
   std::unique_ptr<Debuginfod> debuginfod_;
   // CRCs of debug files (util/debug_file.h).
@@ -260,7 +265,6 @@ private:
   uint64_t window_end_ns_ = 0;
   bool crc_stopped_ = false;
   bool debuginfod_deferred_ = false;
-  uint64_t slice_end_ns_ = 0; // of parse_pending's current slice
   SymbolizeStats stats_;
   bool symbolize_user_ = true;
 };

@@ -1,0 +1,249 @@
+#include "symbolize/dwarf_loader.h"
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <deque>
+#include <map>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "util/clock.h"
+
+namespace offcpu {
+
+namespace {
+// Addresses warmed at most per file (the run's cached lookups are the
+// real bound; this keeps one busy file from holding the queue's memory).
+constexpr size_t kMaxWarmPerFile = size_t{1} << 16;
+// Addresses looked up per turn before the queue is looked at again.
+constexpr size_t kWarmBatch = 64;
+} // namespace
+
+struct DwarfLoader::Shared {
+  struct Entry {
+    UniqueFd fd; // until the thread opens it
+    std::unique_ptr<DwarfFile> file;
+    DwarfLoss why = DwarfLoss::None;
+    std::vector<uint64_t> warm; // addresses to look up before it is taken
+    size_t warmed = 0;          // addresses handed over so far
+    bool opened = false;
+    bool busy = false;              // the thread is using it
+    std::atomic<bool> taken{false}; // asked for: the thread lets go of it
+    bool abandoned = false;         // its taker gave up waiting
+  };
+  std::mutex mu;
+  std::condition_variable cv;
+  std::map<Ticket, Entry> entries;
+  std::deque<Ticket> to_open;
+  std::deque<Ticket> to_warm;
+  Ticket next = 1;
+  uint64_t deadline_ns = 0;
+  uint64_t read_ahead = 0;
+  bool started = false;
+  bool stop = false;
+  DwarfRunBudget budget;
+};
+
+namespace {
+
+using Shared = DwarfLoader::Shared;
+
+// Opens `t`'s file (the lock held on entry and on return).
+void open_one(Shared &s, std::unique_lock<std::mutex> &lock,
+              DwarfLoader::Ticket t) {
+  Shared::Entry &e = s.entries.at(t);
+  UniqueFd fd = std::move(e.fd);
+  const uint64_t deadline = s.deadline_ns;
+  e.busy = true;
+  lock.unlock();
+  std::unique_ptr<DwarfFile> file;
+  DwarfLoss why = DwarfLoss::None;
+  if (deadline && monotonic_ns() >= deadline)
+    why = DwarfLoss::Time;
+  else
+    file =
+        DwarfFile::open_fd(fd.get(), DwarfLimits{}, &s.budget, deadline, &why);
+  fd.reset();
+  lock.lock();
+  e.busy = false;
+  e.opened = true;
+  e.file = std::move(file);
+  e.why = why;
+  if (e.file && !e.warm.empty() && !e.taken)
+    s.to_warm.push_back(t);
+}
+
+// Looks up a batch of `t`'s addresses, filling the file's cache.
+void warm_some(Shared &s, std::unique_lock<std::mutex> &lock,
+               DwarfLoader::Ticket t) {
+  auto it = s.entries.find(t);
+  if (it == s.entries.end())
+    return; // taken since
+  Shared::Entry &e = it->second;
+  if (e.taken || !e.file || e.warmed >= e.warm.size())
+    return;
+  const size_t from = e.warmed;
+  const size_t to = std::min(e.warm.size(), from + kWarmBatch);
+  std::vector<uint64_t> batch(e.warm.begin() + static_cast<long>(from),
+                              e.warm.begin() + static_cast<long>(to));
+  e.warmed = to;
+  if (e.warmed < e.warm.size())
+    s.to_warm.push_back(t);
+  const uint64_t deadline = s.deadline_ns;
+  e.busy = true;
+  lock.unlock();
+  for (uint64_t a : batch) {
+    if (e.taken.load(std::memory_order_relaxed) ||
+        e.file->loss() != DwarfLoss::None)
+      break;
+    e.file->frames_at(a, deadline);
+  }
+  lock.lock();
+  e.busy = false;
+}
+
+// The thread: opens queued files first, then warms their caches, until
+// told to stop.
+void serve(const std::shared_ptr<Shared> &sp) {
+  Shared &s = *sp;
+  std::unique_lock<std::mutex> lock(s.mu);
+  for (;;) {
+    s.cv.wait(lock, [&] {
+      return s.stop || !s.to_open.empty() || !s.to_warm.empty();
+    });
+    if (s.stop)
+      return;
+    DwarfLoader::Ticket t = 0;
+    if (!s.to_open.empty()) {
+      t = s.to_open.front();
+      s.to_open.pop_front();
+      open_one(s, lock, t);
+    } else {
+      t = s.to_warm.front();
+      s.to_warm.pop_front();
+      warm_some(s, lock, t);
+    }
+    auto it = s.entries.find(t);
+    if (it != s.entries.end() && it->second.abandoned) {
+      // No one waits for it: freed outside the lock.
+      std::unique_ptr<DwarfFile> gone = std::move(it->second.file);
+      s.entries.erase(it);
+      lock.unlock();
+      gone.reset();
+      lock.lock();
+    }
+    s.cv.notify_all();
+  }
+}
+
+} // namespace
+
+DwarfLoader::DwarfLoader() : shared_(std::make_shared<Shared>()) {}
+
+DwarfLoader::~DwarfLoader() {
+  std::lock_guard<std::mutex> lock(shared_->mu);
+  shared_->stop = true;
+  shared_->to_open.clear();
+  shared_->to_warm.clear();
+  shared_->cv.notify_all();
+}
+
+DwarfLoader::Ticket DwarfLoader::submit(UniqueFd fd) {
+  std::lock_guard<std::mutex> lock(shared_->mu);
+  const Ticket t = shared_->next++;
+  shared_->entries[t].fd = std::move(fd);
+  shared_->to_open.push_back(t);
+  if (!shared_->started) {
+    shared_->started = true;
+    // Detached: it holds the state it uses, and the end of the run never
+    // waits for a file libdw is still reading.
+    std::thread([s = shared_] { serve(s); }).detach();
+  }
+  shared_->cv.notify_all();
+  return t;
+}
+
+void DwarfLoader::warm(Ticket ticket, uint64_t vaddr) {
+  std::lock_guard<std::mutex> lock(shared_->mu);
+  auto it = shared_->entries.find(ticket);
+  if (it == shared_->entries.end() || it->second.taken ||
+      it->second.warm.size() >= kMaxWarmPerFile)
+    return;
+  Shared::Entry &e = it->second;
+  const bool idle = e.opened && e.warmed == e.warm.size();
+  e.warm.push_back(vaddr);
+  if (idle && e.file) {
+    shared_->to_warm.push_back(ticket);
+    shared_->cv.notify_all();
+  }
+}
+
+std::unique_ptr<DwarfFile>
+DwarfLoader::take(Ticket ticket, uint64_t deadline_ns, DwarfLoss *why) {
+  *why = DwarfLoss::None;
+  Shared &s = *shared_;
+  std::unique_lock<std::mutex> lock(s.mu);
+  auto it = s.entries.find(ticket);
+  if (it == s.entries.end())
+    return nullptr;
+  Shared::Entry &e = it->second;
+  e.taken = true;
+  if (e.opened)
+    s.read_ahead++;
+  // Not begun: next in line, before files no one is waiting for.
+  auto queued = std::find(s.to_open.begin(), s.to_open.end(), ticket);
+  if (queued != s.to_open.end() && queued != s.to_open.begin()) {
+    s.to_open.erase(queued);
+    s.to_open.push_front(ticket);
+  }
+  while (!e.opened || e.busy) {
+    const uint64_t now = monotonic_ns();
+    if (deadline_ns && now >= deadline_ns) {
+      queued = std::find(s.to_open.begin(), s.to_open.end(), ticket);
+      if (queued != s.to_open.end()) {
+        s.to_open.erase(queued);
+        s.entries.erase(it);
+      } else {
+        e.abandoned = true;
+      }
+      *why = DwarfLoss::Time;
+      return nullptr;
+    }
+    if (deadline_ns)
+      s.cv.wait_for(lock, std::chrono::nanoseconds(deadline_ns - now));
+    else
+      s.cv.wait(lock);
+  }
+  std::unique_ptr<DwarfFile> file = std::move(e.file);
+  *why = e.why;
+  s.entries.erase(it);
+  return file;
+}
+
+void DwarfLoader::set_deadline(uint64_t deadline_ns) {
+  std::lock_guard<std::mutex> lock(shared_->mu);
+  shared_->deadline_ns = deadline_ns;
+}
+
+DwarfRunBudget *DwarfLoader::run_budget() {
+  return &shared_->budget;
+}
+
+uint64_t DwarfLoader::read_ahead() const {
+  std::lock_guard<std::mutex> lock(shared_->mu);
+  return shared_->read_ahead;
+}
+
+size_t DwarfLoader::pending() const {
+  std::lock_guard<std::mutex> lock(shared_->mu);
+  size_t n = 0;
+  for (const auto &[t, e] : shared_->entries)
+    n +=
+        !e.opened || e.busy || (e.file && !e.taken && e.warmed < e.warm.size());
+  return n;
+}
+
+} // namespace offcpu
