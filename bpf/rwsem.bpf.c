@@ -1,12 +1,16 @@
 // SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
-/* How long threads wait for kernel rw-semaphores, by stack and lock.
+/* How long threads wait for kernel locks, by stack, kind and lock: the
+ * programs of `offcpu lock` and of its preset `offcpu rwsem`.
  *
- * A wait is the time spent in the rwsem slow path: from entering it to
- * leaving it with the lock. Three ways to see that, chosen by the loader:
- *   fentry/fexit on rwsem_down_{write,read}_slowpath   (5.5+, BTF, trampolines)
- *   kprobe/kretprobe on the same (or older names)       (kernels with kprobes)
- *   tp_btf lock:contention_begin / contention_end       (5.19+)
- * All three feed the same begin/end pair below. */
+ * A wait is the time from the contention's begin to its end. Three ways to
+ * see that, chosen by the loader:
+ *   tp_btf lock:contention_begin / contention_end    (5.19+): every kind,
+ *     from the tracepoint's flags
+ *   fentry/fexit on rwsem_down_{write,read}_slowpath and
+ *     __mutex_lock_slowpath                          (5.5+, BTF, trampolines)
+ *   kprobe/kretprobe on the same (or older names)     (kernels with kprobes)
+ * The last two are for kernels before 5.19, rwsem and mutex waits only. All
+ * three feed the same begin/end pair below. */
 #include "vmlinux.h"
 #include <bpf/bpf_core_read.h>
 #include <bpf/bpf_helpers.h>
@@ -22,15 +26,8 @@
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
-/* lock:contention_begin flags (include/trace/events/lock.h) */
-#define LCB_F_SPIN 0x01
-#define LCB_F_READ 0x02
-#define LCB_F_WRITE 0x04
-#define LCB_F_RT 0x08
-#define LCB_F_PERCPU 0x10
-#define LCB_F_MUTEX 0x20
-
-/* Settings (settings.bpf.h): the task filters, include_read, min_wait_ns,
+/* Settings (settings.bpf.h): the task filters, lock_kinds, min_wait_ns,
+ * max_block_ns,
  * want_user_stacks and want_kernel_stacks, and want_wakers (the holder's
  * release path that woke each waiter). */
 
@@ -64,45 +61,13 @@ static __always_inline __u64 own_mmap_lock(struct task_struct *task) {
   return (__u64)mm + bpf_core_field_offset(old->mmap_sem);
 }
 
-static __always_inline void wait_begin(void *ctx, __u64 lock, __u32 side) {
-  /* Read through probe reads: kprobe programs get no BTF task pointer. */
-  struct task_struct *task = (struct task_struct *)bpf_get_current_task();
-  __u64 id = bpf_get_current_pid_tgid();
-  __u32 pid = (__u32)id, tgid = id >> 32;
-  if (side == RWSEM_WAIT_READ && !include_read)
-    return;
-  if (!passes_task_filters(task, pid, tgid, false))
-    return;
-  /* Already waiting (a retry inside the same slow path): keep the start. */
-  if (bpf_map_lookup_elem(&starts, &pid))
-    return;
-
-  struct rwsem_start rec = {
-      .start_ns = bpf_ktime_get_ns(),
-      .lock = lock,
-      .tgid = tgid,
-      .flags = side,
-  };
-  if (lock && lock == own_mmap_lock(task))
-    rec.flags |= RWSEM_LOCK_IS_MMAP;
-  bpf_get_current_comm(&rec.comm, sizeof(rec.comm));
-  if (want_user_stacks) {
-    __u32 partial = 0; /* taken again by the next wait, not rewalked */
-    rec.user_stack = user_fp_walk ? walk_user_stack(bpf_get_current_task_btf(),
-                                                    false, &partial)
-                                  : take_current_stack(ctx, BPF_F_USER_STACK);
-    announce(task, tgid, rec.user_stack);
-  }
-  if (want_kernel_stacks)
-    rec.kernel_stack = take_current_stack(ctx, 0);
-  if (bpf_map_update_elem(&starts, &pid, &rec, BPF_NOEXIST) == -OFFCPU_E2BIG)
-    count_loss(OFFCPU_LOST_START_STORE);
-}
-
-static __always_inline void wait_end(void) {
-  __u32 pid = (__u32)bpf_get_current_pid_tgid();
+/* Ends the wait `pid` has open, charging it; `lock` 0: whichever lock
+ * (the slow-path probes' returns do not know it). A contention_end for
+ * another lock ends a nested contention not traced (the spinlock inside a
+ * mutex's slow path), not this one. */
+static __always_inline void wait_end(__u32 pid, __u64 lock) {
   struct rwsem_start *rec = bpf_map_lookup_elem(&starts, &pid);
-  if (!rec)
+  if (!rec || (lock && rec->lock != lock))
     return;
   __u64 now = bpf_ktime_get_ns();
   __u64 delta = now > rec->start_ns ? now - rec->start_ns : 0;
@@ -110,7 +75,7 @@ static __always_inline void wait_end(void) {
   if (want_wakers && !key.waker)
     key.waker = OFFCPU_WAKER_UNSEEN;
   bpf_map_delete_elem(&starts, &pid);
-  if (delta < min_wait_ns)
+  if (delta < min_wait_ns || delta > max_block_ns)
     return;
 
   struct rwsem_value zero = {};
@@ -123,6 +88,59 @@ static __always_inline void wait_end(void) {
   if (delta > val->max_ns) /* racy by design: a max, not a sum */
     val->max_ns = delta;
   __sync_fetch_and_add(&val->hist[offcpu_hist_slot(delta)], 1);
+}
+
+/* The thread's stacks for a new wait (0 where not wanted). */
+static __always_inline void take_stacks(void *ctx, struct task_struct *task,
+                                        __u32 tgid, struct rwsem_start *rec) {
+  if (want_user_stacks) {
+    __u32 partial = 0; /* taken again by the next wait, not rewalked */
+    rec->user_stack = user_fp_walk ? walk_user_stack(bpf_get_current_task_btf(),
+                                                     false, &partial)
+                                   : take_current_stack(ctx, BPF_F_USER_STACK);
+    announce(task, tgid, rec->user_stack);
+  }
+  if (want_kernel_stacks)
+    rec->kernel_stack = take_current_stack(ctx, 0);
+}
+
+static __always_inline void wait_begin(void *ctx, __u64 lock, __u32 kind) {
+  /* Read through probe reads: kprobe programs get no BTF task pointer. */
+  struct task_struct *task = (struct task_struct *)bpf_get_current_task();
+  __u64 id = bpf_get_current_pid_tgid();
+  __u32 pid = (__u32)id, tgid = id >> 32;
+  struct rwsem_start rec = {};
+  struct rwsem_start *open = bpf_map_lookup_elem(&starts, &pid);
+  if (open) {
+    /* The same contention again (a retry in the slow path): keep it. */
+    if (open->lock != lock || open->kind == kind)
+      return;
+    /* The same lock, another kind: a mutex waiter spinning between its
+     * sleeps. The phase so far is charged as its own kind; the stacks are
+     * the same. */
+    rec.user_stack = open->user_stack;
+    rec.kernel_stack = open->kernel_stack;
+    wait_end(pid, lock);
+  }
+  if (!(lock_kinds & (1u << kind)))
+    return;
+  if (!open && !passes_task_filters(task, pid, tgid, false))
+    return;
+
+  rec.start_ns = bpf_ktime_get_ns();
+  rec.lock = lock;
+  rec.tgid = tgid;
+  rec.kind = kind;
+  rec.flags = kind == OFFCPU_LOCK_RWSEM_WRITE  ? RWSEM_WAIT_WRITE
+              : kind == OFFCPU_LOCK_RWSEM_READ ? RWSEM_WAIT_READ
+                                               : 0;
+  if (lock && lock == own_mmap_lock(task))
+    rec.flags |= RWSEM_LOCK_IS_MMAP;
+  bpf_get_current_comm(&rec.comm, sizeof(rec.comm));
+  if (!open)
+    take_stacks(ctx, task, tgid, &rec);
+  if (bpf_map_update_elem(&starts, &pid, &rec, BPF_NOEXIST) == -OFFCPU_E2BIG)
+    count_loss(OFFCPU_LOST_START_STORE);
 }
 
 /* A waiter being woken (--wakers): the first wakeup of its wait names the
@@ -140,19 +158,13 @@ int BPF_PROG(rwsem_waking, struct task_struct *p) {
 
 SEC("tp_btf/contention_begin")
 int BPF_PROG(rwsem_contention_begin, void *lock, unsigned int flags) {
-  /* rw-semaphores only: not spinning locks, mutexes or rt locks. */
-  if (flags & (LCB_F_SPIN | LCB_F_MUTEX | LCB_F_RT))
-    return 0;
-  if (flags & LCB_F_WRITE)
-    wait_begin(ctx, (__u64)lock, RWSEM_WAIT_WRITE);
-  else if (flags & LCB_F_READ)
-    wait_begin(ctx, (__u64)lock, RWSEM_WAIT_READ);
+  wait_begin(ctx, (__u64)lock, offcpu_lock_kind_of(flags));
   return 0;
 }
 
 SEC("tp_btf/contention_end")
 int BPF_PROG(rwsem_contention_end, void *lock, int ret) {
-  wait_end();
+  wait_end((__u32)bpf_get_current_pid_tgid(), (__u64)lock);
   return 0;
 }
 
@@ -160,25 +172,25 @@ int BPF_PROG(rwsem_contention_end, void *lock, int ret) {
 
 SEC("fentry/rwsem_down_write_slowpath")
 int BPF_PROG(rwsem_fentry_write, struct rw_semaphore *sem) {
-  wait_begin(ctx, (__u64)sem, RWSEM_WAIT_WRITE);
+  wait_begin(ctx, (__u64)sem, OFFCPU_LOCK_RWSEM_WRITE);
   return 0;
 }
 
 SEC("fexit/rwsem_down_write_slowpath")
 int BPF_PROG(rwsem_fexit_write, struct rw_semaphore *sem) {
-  wait_end();
+  wait_end((__u32)bpf_get_current_pid_tgid(), 0);
   return 0;
 }
 
 SEC("fentry/rwsem_down_read_slowpath")
 int BPF_PROG(rwsem_fentry_read, struct rw_semaphore *sem) {
-  wait_begin(ctx, (__u64)sem, RWSEM_WAIT_READ);
+  wait_begin(ctx, (__u64)sem, OFFCPU_LOCK_RWSEM_READ);
   return 0;
 }
 
 SEC("fexit/rwsem_down_read_slowpath")
 int BPF_PROG(rwsem_fexit_read, struct rw_semaphore *sem) {
-  wait_end();
+  wait_end((__u32)bpf_get_current_pid_tgid(), 0);
   return 0;
 }
 
@@ -186,18 +198,18 @@ int BPF_PROG(rwsem_fexit_read, struct rw_semaphore *sem) {
 
 SEC("kprobe")
 int BPF_KPROBE(rwsem_kprobe_write, struct rw_semaphore *sem) {
-  wait_begin(ctx, (__u64)sem, RWSEM_WAIT_WRITE);
+  wait_begin(ctx, (__u64)sem, OFFCPU_LOCK_RWSEM_WRITE);
   return 0;
 }
 
 SEC("kprobe")
 int BPF_KPROBE(rwsem_kprobe_read, struct rw_semaphore *sem) {
-  wait_begin(ctx, (__u64)sem, RWSEM_WAIT_READ);
+  wait_begin(ctx, (__u64)sem, OFFCPU_LOCK_RWSEM_READ);
   return 0;
 }
 
 SEC("kretprobe")
 int BPF_KRETPROBE(rwsem_kretprobe) {
-  wait_end();
+  wait_end((__u32)bpf_get_current_pid_tgid(), 0);
   return 0;
 }

@@ -4,7 +4,7 @@ _offcpu() {
   _init_completion || return
   local sub=""
   for w in "${words[@]:1:cword-1}"; do
-    case $w in rwsem|flamegraph) sub=$w; break ;; esac
+    case $w in rwsem|lock|flamegraph) sub=$w; break ;; esac
   done
   case $prev in
     -p|--pid)
@@ -13,6 +13,10 @@ _offcpu() {
       return ;;
     --state)
       COMPREPLY=($(compgen -W "R S D I T D,S" -- "$cur")); return ;;
+    --by)
+      COMPREPLY=($(compgen -W "lock caller thread" -- "$cur")); return ;;
+    -Y|--kinds)
+      COMPREPLY=($(compgen -W "mutex rwsem rwsem:read rwsem:write semaphore rtmutex percpu-rwsem rwlock-rt mutex:spin spinlock rwlock" -- "$cur")); return ;;
     -n|--name)
       COMPREPLY=($(compgen -W "$(cat /proc/[0-9]*/comm 2>/dev/null | sort -u)" -- "$cur")); return ;;
     --user)
@@ -52,6 +56,10 @@ _offcpu() {
       else
         COMPREPLY=($(compgen -W "$(cat /proc/[0-9]*/comm 2>/dev/null | sort -u)" -- "$cur"))
       fi ;;
+    lock)
+      if [[ $cur == -* ]]; then
+        COMPREPLY=($(compgen -W "$tracing -p --pid -t --tid -n --name --thread-name --cgroup -u --user-threads-only -k --kernel-threads-only -m --min-block-time -M --max-block-time -Y --kinds --spin --by -i --interval --wakers" -- "$cur"))
+      fi ;;
     flamegraph)
       if [[ $cur == -* ]]; then
         COMPREPLY=($(compgen -W "$files --format --countname" -- "$cur"))
@@ -62,7 +70,7 @@ _offcpu() {
       if [[ $cur == -* ]]; then
         COMPREPLY=($(compgen -W "$tracing -p --pid -t --tid -u --user-threads-only -k --kernel-threads-only -m --min-block-time -M --max-block-time --state -U --user-stacks-only -K --kernel-stacks-only -q --quiet -V --version --kernel-unwind --verify-kernel-unwind --verify-stack-reuse --no-stack-reuse --loader -n --name --children --cgroup --per-cgroup --user --group --keep-fds --wakers --runqueue --show-state --user-unwind --unwind-memory --name-time" -- "$cur"))
       else
-        COMPREPLY=($(compgen -W "rwsem flamegraph" -- "$cur"))
+        COMPREPLY=($(compgen -W "rwsem lock flamegraph" -- "$cur"))
       fi ;;
   esac
 }

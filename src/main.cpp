@@ -19,6 +19,8 @@ int main(int argc, char **argv) {
       return offcpu::run_flamegraph(cl.flamegraph);
     if (cl.command == offcpu::Command::Rwsem)
       return offcpu::run_rwsem(cl.rwsem);
+    if (cl.command == offcpu::Command::Lock)
+      return offcpu::run_rwsem(cl.lock);
     return offcpu::run_profile(cl.profile);
   } catch (const offcpu::FatalError &e) {
     fprintf(stderr, "offcpu: %s\n", e.what());

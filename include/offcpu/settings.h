@@ -37,8 +37,9 @@
   X(__s64, state_filter, -1)                                                   \
   /* --state by name: a set of offcpu_state_class bits (0: not used). */     \
   X(__u32, state_classes, 0)                                                   \
-  /* offcpu rwsem: read-side waits too; waits shorter than this dropped. */  \
-  X(bool, include_read, false)                                                 \
+  /* offcpu lock, rwsem: the kinds traced (bits of offcpu_lock_kind);      \
+   * waits shorter than min_wait_ns or longer than max_block_ns dropped. */  \
+  X(__u32, lock_kinds, 1u << OFFCPU_LOCK_RWSEM_WRITE)                          \
   X(__u64, min_wait_ns, 0)                                                     \
                                                                                \
   /* ---- What a wait's key holds ---- */                                     \

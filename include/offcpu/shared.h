@@ -312,7 +312,72 @@ struct offcpu_stack {
   __u64 ips[OFFCPU_MAX_STACK_DEPTH];
 };
 
-/* ---- offcpu rwsem ---- */
+/* ---- offcpu lock, offcpu rwsem ---- */
+
+/* lock:contention_begin's flags (the kernel's include/trace/events/lock.h,
+ * plain defines there, so not in BTF). */
+#define OFFCPU_LCB_F_SPIN 0x01u
+#define OFFCPU_LCB_F_READ 0x02u
+#define OFFCPU_LCB_F_WRITE 0x04u
+#define OFFCPU_LCB_F_RT 0x08u
+#define OFFCPU_LCB_F_PERCPU 0x10u
+#define OFFCPU_LCB_F_MUTEX 0x20u
+
+/* What a contention waited for: a kind of lock and its side. The spinning
+ * ones (on CPU) are traced only when asked for (offcpu lock --spin), so
+ * their time is never mixed into the sleeping kinds'. */
+enum offcpu_lock_kind {
+  OFFCPU_LOCK_SEMAPHORE,      /* flags 0: down() */
+  OFFCPU_LOCK_MUTEX,          /* sleeping in the mutex slow path */
+  OFFCPU_LOCK_RWSEM_READ,     /* rw_semaphore */
+  OFFCPU_LOCK_RWSEM_WRITE,    /* (mmap_lock, i_rwsem...) */
+  OFFCPU_LOCK_RTMUTEX,        /* rt_mutex (futex PI, PREEMPT_RT locks) */
+  OFFCPU_LOCK_RWLOCK_RT_READ, /* PREEMPT_RT rwlocks and rwsems */
+  OFFCPU_LOCK_RWLOCK_RT_WRITE,
+  OFFCPU_LOCK_PERCPU_READ, /* percpu_rw_semaphore */
+  OFFCPU_LOCK_PERCPU_WRITE,
+  OFFCPU_LOCK_OTHER, /* flags no kernel so far combines */
+  /* ---- spinning, on CPU ---- */
+  OFFCPU_LOCK_MUTEX_SPIN, /* a mutex waiter spinning on its owner */
+  OFFCPU_LOCK_SPINLOCK,
+  OFFCPU_LOCK_RWLOCK_READ,
+  OFFCPU_LOCK_RWLOCK_WRITE,
+  OFFCPU_LOCK_KINDS
+};
+
+#define OFFCPU_LOCK_SPINNING                                                   \
+  ((1u << OFFCPU_LOCK_MUTEX_SPIN) | (1u << OFFCPU_LOCK_SPINLOCK) |             \
+   (1u << OFFCPU_LOCK_RWLOCK_READ) | (1u << OFFCPU_LOCK_RWLOCK_WRITE))
+#define OFFCPU_LOCK_SLEEPING                                                   \
+  (((1u << OFFCPU_LOCK_KINDS) - 1) & ~OFFCPU_LOCK_SPINNING)
+
+/* The kind of a contention_begin's flags (kernel/locking/: mutex.c passes
+ * MUTEX, with SPIN while spinning; rwsem.c READ or WRITE; rtmutex.c RT;
+ * rwbase_rt.c RT with a side; percpu-rwsem.c PERCPU with a side;
+ * semaphore.c 0; qspinlock.c SPIN; qrwlock.c SPIN with a side). */
+static inline __attribute__((always_inline)) __u32
+offcpu_lock_kind_of(__u32 f) {
+  __u32 side = f & (OFFCPU_LCB_F_READ | OFFCPU_LCB_F_WRITE);
+  if (f & OFFCPU_LCB_F_MUTEX)
+    return f & OFFCPU_LCB_F_SPIN ? OFFCPU_LOCK_MUTEX_SPIN : OFFCPU_LOCK_MUTEX;
+  if (f & OFFCPU_LCB_F_SPIN)
+    return side == OFFCPU_LCB_F_READ    ? OFFCPU_LOCK_RWLOCK_READ
+           : side == OFFCPU_LCB_F_WRITE ? OFFCPU_LOCK_RWLOCK_WRITE
+                                        : OFFCPU_LOCK_SPINLOCK;
+  if (f & OFFCPU_LCB_F_RT)
+    return side == OFFCPU_LCB_F_READ    ? OFFCPU_LOCK_RWLOCK_RT_READ
+           : side == OFFCPU_LCB_F_WRITE ? OFFCPU_LOCK_RWLOCK_RT_WRITE
+                                        : OFFCPU_LOCK_RTMUTEX;
+  if (f & OFFCPU_LCB_F_PERCPU)
+    return side == OFFCPU_LCB_F_READ    ? OFFCPU_LOCK_PERCPU_READ
+           : side == OFFCPU_LCB_F_WRITE ? OFFCPU_LOCK_PERCPU_WRITE
+                                        : OFFCPU_LOCK_OTHER;
+  if (side == OFFCPU_LCB_F_READ)
+    return OFFCPU_LOCK_RWSEM_READ;
+  if (side == OFFCPU_LCB_F_WRITE)
+    return OFFCPU_LOCK_RWSEM_WRITE;
+  return f == 0 ? OFFCPU_LOCK_SEMAPHORE : OFFCPU_LOCK_OTHER;
+}
 
 /* rwsem_key.flags */
 #define RWSEM_WAIT_WRITE 1u
@@ -329,6 +394,8 @@ struct rwsem_start {
   __u32 tgid;
   __u32 flags;
   char comm[OFFCPU_COMM_LEN];
+  __u32 kind; /* offcpu_lock_kind */
+  __u32 pad;
 };
 
 struct rwsem_key {
@@ -339,7 +406,7 @@ struct rwsem_key {
   __u64 lock;
   __u64 waker; /* --wakers: id in the wakers map or OFFCPU_WAKER_* */
   __u32 flags;
-  __u32 pad;
+  __u32 kind; /* offcpu_lock_kind */
   char comm[OFFCPU_COMM_LEN];
 };
 
@@ -364,6 +431,7 @@ rwsem_key_of(const struct rwsem_start *s, __u32 pid) {
   k.lock = s->lock;
   k.waker = s->waker;
   k.flags = s->flags;
+  k.kind = s->kind;
   __builtin_memcpy(k.comm, s->comm, sizeof(k.comm));
   return k;
 }

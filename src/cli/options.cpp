@@ -11,6 +11,7 @@
 #include <cstring>
 
 #include "cli/suggest.h"
+#include "model/lock_kinds.h"
 #include "offcpu/shared.h"
 #include "util/error.h"
 
@@ -339,6 +340,13 @@ struct RwsemArgs {
   OutputArgs out;
 };
 
+struct LockArgs {
+  std::string duration, attach = "auto", by = "lock";
+  std::vector<std::string> pids, tids, kinds;
+  bool spin = false;
+  OutputArgs out;
+};
+
 struct FlamegraphArgs {
   std::string input;
   OutputArgs out;
@@ -556,6 +564,97 @@ CLI::App *setup_rwsem(CLI::App &app, RwsemOptions &r, RwsemArgs &a) {
   return rw;
 }
 
+// offcpu lock: which tasks (the main command's filters) and which waits.
+void add_lock_filters(CLI::App *lk, RwsemOptions &r, LockArgs &a) {
+  add_id_list(lk, "-p,--pid", a.pids,
+              "trace these processes (all threads); comma separated or "
+              "repeated",
+              "PID")
+      ->group("Filters");
+  add_id_list(lk, "-t,--tid", a.tids,
+              "trace these threads; comma separated or repeated", "TID")
+      ->group("Filters");
+  lk->add_option("-n,--name", r.name,
+                 "trace processes of this name (their main thread's comm, "
+                 "exact), also those that start later")
+      ->check(not_empty("a process name"))
+      ->group("Filters");
+  lk->add_flag("--thread-name", r.match_thread_name,
+               "match -n NAME against thread names instead")
+      ->group("Filters");
+  lk->add_option("--cgroup", r.cgroup_paths,
+                 "only tasks in this cgroup (v2) or below: a path under "
+                 "/sys/fs/cgroup; repeatable")
+      ->expected(1)
+      ->allow_extra_args(false)
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll)
+      ->type_name("PATH")
+      ->check(not_empty("a cgroup path"))
+      ->group("Filters");
+  auto *uth = lk->add_flag("-u,--user-threads-only", r.user_threads_only,
+                           "user threads only (no kernel threads)")
+                  ->group("Filters");
+  auto *kth = lk->add_flag("-k,--kernel-threads-only", r.kernel_threads_only,
+                           "kernel threads only (no user threads)")
+                  ->group("Filters");
+  uth->excludes(kth);
+  lk->add_option("-m,--min-block-time", r.min_wait_us,
+                 "only count waits of at least this many microseconds")
+      ->check(CLI::Range(uint64_t{0}, uint64_t{UINT64_MAX / 1000}))
+      ->group("Filters");
+  lk->add_option("-M,--max-block-time", r.max_wait_us,
+                 "only count waits of at most this many microseconds")
+      ->check(CLI::Range(uint64_t{1}, uint64_t{UINT64_MAX / 1000}))
+      ->group("Filters");
+  lk->add_option("-Y,--kinds", a.kinds,
+                 "only these kinds of lock, comma separated: mutex, rwsem "
+                 "(or rwsem:read, rwsem:write), semaphore, rtmutex, "
+                 "percpu-rwsem, rwlock-rt, and with spinning mutex:spin, "
+                 "spinlock, rwlock")
+      ->delimiter(',')
+      ->type_name("KIND")
+      ->group("Filters");
+  lk->add_flag("--spin", a.spin,
+               "also spinning waits (on CPU): mutex:spin, spinlock, rwlock, "
+               "each its own kind")
+      ->group("Filters");
+}
+
+CLI::App *setup_lock(CLI::App &app, RwsemOptions &r, LockArgs &a) {
+  CLI::App *lk = app.add_subcommand(
+      "lock", "how long threads wait for kernel locks (mutexes, "
+              "rw-semaphores...), by stack, kind and lock");
+  lk->add_option("duration", a.duration,
+                 "seconds to trace (default: until Ctrl-C)");
+  add_lock_filters(lk, r, a);
+  lk->add_flag("--wakers", r.wakers,
+               "who woke each waiter: the holder's release path (mutex_unlock, "
+               "up_write...) after a '--' frame")
+      ->group("Output");
+  lk->add_option("--by", a.by,
+                 "the text report's rows: lock (default), caller (the kernel "
+                 "function that waited) or thread")
+      ->check(CLI::IsMember({"lock", "caller", "thread"}))
+      ->group("Output");
+  lk->add_option("-i,--interval", r.interval_s,
+                 "print and clear every this many seconds; 0: once at the end "
+                 "(default 0)")
+      ->check(CLI::Range(0.0, 86400.0))
+      ->group("Output");
+  add_format_options(lk, r.output, a.out);
+  add_file_options(lk, r.output, a.out);
+  add_stack_limits(lk, r.stack_storage_size, r.max_stack_depth, r.max_entries,
+                   "Limits", false);
+  lk->add_flag("-v,--verbose", r.verbose,
+               "report the mechanism used and symbolization; latency "
+               "histograms in the text report");
+  lk->add_option("--attach", a.attach,
+                 "fentry, kprobe, tracepoint or auto (default auto)")
+      ->check(CLI::IsMember({"auto", "fentry", "kprobe", "tracepoint"}))
+      ->group("");
+  return lk;
+}
+
 CLI::App *setup_flamegraph(CLI::App &app, FlamegraphOptions &fg,
                            FlamegraphArgs &a) {
   CLI::App *fga = app.add_subcommand(
@@ -617,6 +716,46 @@ void finish_rwsem(RwsemOptions &r, RwsemArgs &a, const TaskExists &exists) {
   check_process_name(r.name, "rwsem");
   r.attach = rwsem_attach(a.attach);
   check_tasks(r.pids, "PID", exists);
+}
+
+// -Y names, --spin: the kinds as offcpu_lock_kind bits.
+uint32_t parse_lock_kinds(const std::vector<std::string> &names, bool spin) {
+  uint32_t kinds = 0;
+  for (const std::string &n : names) {
+    auto bits = lock_kinds_named(n);
+    if (!bits)
+      throw usage_error("-Y: unknown lock kind '" + n +
+                        "' (kinds: " + lock_kind_names() + ")");
+    kinds |= *bits;
+  }
+  if (!kinds)
+    kinds = OFFCPU_LOCK_SLEEPING;
+  // --spin: every spinning kind; with -Y, a mutex's spinning phase (the
+  // other spinning kinds are named with -Y).
+  if (spin && names.empty())
+    kinds |= OFFCPU_LOCK_SPINNING;
+  else if (spin && (kinds & (1u << OFFCPU_LOCK_MUTEX)))
+    kinds |= 1u << OFFCPU_LOCK_MUTEX_SPIN;
+  return kinds;
+}
+
+void finish_lock(RwsemOptions &r, LockArgs &a, const TaskExists &exists) {
+  r.lock_command = true;
+  finish_output_options(r.output, a.out);
+  r.pids = parse_id_list(a.pids, "PID");
+  r.tids = parse_id_list(a.tids, "TID");
+  if (!a.duration.empty())
+    r.duration_s = parse_duration(a.duration);
+  if (r.min_wait_us > r.max_wait_us)
+    throw usage_error("--min-block-time must not exceed --max-block-time");
+  r.lock_kinds = parse_lock_kinds(a.kinds, a.spin);
+  r.by = a.by == "caller"   ? LockGrouping::Caller
+         : a.by == "thread" ? LockGrouping::Thread
+                            : LockGrouping::Lock;
+  check_process_name(r.name, "-n");
+  r.attach = rwsem_attach(a.attach);
+  check_tasks(r.pids, "PID", exists);
+  check_tasks(r.tids, "TID", exists);
 }
 
 void finish_profile(ProfileOptions &o, ProfileArgs &a,
@@ -739,9 +878,12 @@ CommandLine parse_command_line(int argc, const char *const *argv,
   app.get_formatter()->column_width(34);
   ProfileArgs profile_args;
   RwsemArgs rwsem_args;
+  LockArgs lock_args;
   FlamegraphArgs flamegraph_args;
   setup_profile(app, cl.profile, profile_args);
   CLI::App *rw = setup_rwsem(app, cl.rwsem, rwsem_args);
+  cl.lock.interval_s = 0; // lock reports once at the end unless -i
+  CLI::App *lk = setup_lock(app, cl.lock, lock_args);
   CLI::App *fga = setup_flamegraph(app, cl.flamegraph, flamegraph_args);
 
   const std::vector<std::string> known = long_names(app);
@@ -751,6 +893,7 @@ CommandLine parse_command_line(int argc, const char *const *argv,
   } catch (const CLI::CallForHelp &) {
     cl.action = Action::PrintedHelp;
     cl.help_text = rw->parsed()    ? rw->help()
+                   : lk->parsed()  ? lk->help()
                    : fga->parsed() ? fga->help()
                                    : app.help();
     return cl;
@@ -764,7 +907,8 @@ CommandLine parse_command_line(int argc, const char *const *argv,
                       " (see offcpu --help)");
   }
 
-  if ((fga->parsed() || rw->parsed()) && !cl.profile.command.empty())
+  if ((fga->parsed() || rw->parsed() || lk->parsed()) &&
+      !cl.profile.command.empty())
     throw usage_error("a command after -- is for the main command only");
   if (fga->parsed()) {
     cl.command = Command::Flamegraph;
@@ -772,6 +916,9 @@ CommandLine parse_command_line(int argc, const char *const *argv,
   } else if (rw->parsed()) {
     cl.command = Command::Rwsem;
     finish_rwsem(cl.rwsem, rwsem_args, exists);
+  } else if (lk->parsed()) {
+    cl.command = Command::Lock;
+    finish_lock(cl.lock, lock_args, exists);
   } else {
     finish_profile(cl.profile, profile_args, exists);
   }

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "collect/trace_config.h"
+#include "output/lock_table.h"
 #include "output/render.h"
 
 namespace offcpu {
@@ -65,7 +66,11 @@ struct ProfileOptions : OffcpuConfig {
   KernelUnwind kernel_unwind = KernelUnwind::Auto;
 };
 
+// `offcpu lock`, and `offcpu rwsem`, its preset (lock_command false).
 struct RwsemOptions : RwsemConfig {
+  bool lock_command = false; // offcpu lock: kind names, its own report
+  LockGrouping by = LockGrouping::Lock;  // offcpu lock --by: the table's rows
+  std::vector<std::string> cgroup_paths; // --cgroup, resolved when run
   OutputOptions output;
   double interval_s = 5; // 0: print once at the end
   std::optional<double> duration_s;
@@ -79,7 +84,7 @@ struct FlamegraphOptions {
   std::string count_name = "us";
 };
 
-enum class Command { Profile, Rwsem, Flamegraph };
+enum class Command { Profile, Rwsem, Lock, Flamegraph };
 enum class Action { Run, PrintedHelp };
 
 struct CommandLine {
@@ -88,6 +93,7 @@ struct CommandLine {
   Command command = Command::Profile;
   ProfileOptions profile;
   RwsemOptions rwsem;
+  RwsemOptions lock;
   FlamegraphOptions flamegraph;
 };
 

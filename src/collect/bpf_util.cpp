@@ -60,6 +60,14 @@ void fill_id_set(int map_fd, const std::vector<uint32_t> &ids) {
                           std::strerror(errno));
 }
 
+void fill_cgroup_set(int map_fd, const std::vector<uint64_t> &ids) {
+  const uint8_t one = 1;
+  for (uint64_t id : ids)
+    if (bpf_map_update_elem(map_fd, &id, &one, BPF_ANY))
+      throw runtime_error(std::string("cannot fill the cgroup filter: ") +
+                          std::strerror(errno));
+}
+
 void fill_id_set(bpf_map *map, const std::vector<uint32_t> &ids) {
   fill_id_set(bpf_map__fd(map), ids);
 }

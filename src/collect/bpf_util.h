@@ -40,6 +40,8 @@ template <typename Key> std::vector<Key> map_keys(int map_fd) {
 // FatalError if the kernel refuses.
 void fill_id_set(bpf_map *map, const std::vector<uint32_t> &ids);
 void fill_id_set(int map_fd, const std::vector<uint32_t> &ids);
+// The same for the u64 -> u8 cgroup filter (--cgroup).
+void fill_cgroup_set(int map_fd, const std::vector<uint64_t> &ids);
 
 // libbpf's messages go to a buffer; shown with -v or when loading fails.
 void capture_libbpf_messages(bool echo_to_stderr);

@@ -287,11 +287,7 @@ OffcpuSession::load(const OffcpuConfig &opts,
     s->waking_ = wants_waking_hook(opts, s->plan_);
     s->forks_ = opts.follow_children;
     fill_id_set(s->h_.fd.filter_tgids, opts.pids);
-    const uint8_t one = 1;
-    for (uint64_t id : opts.cgroup_ids)
-      if (bpf_map_update_elem(s->h_.fd.filter_cgroups, &id, &one, BPF_ANY))
-        throw runtime_error(std::string("cannot fill the cgroup filter: ") +
-                            std::strerror(errno));
+    fill_cgroup_set(s->h_.fd.filter_cgroups, opts.cgroup_ids);
     fill_id_set(s->h_.fd.filter_tids, opts.tids);
     if (verbose)
       fprintf(stderr, "offcpu: attach plan: %s; loaded %s\n",

@@ -16,6 +16,13 @@
 namespace offcpu {
 namespace {
 
+uint32_t lock_kinds(const RwsemConfig &o) {
+  if (o.lock_kinds)
+    return o.lock_kinds;
+  return (1u << OFFCPU_LOCK_RWSEM_WRITE) |
+         (o.include_read ? 1u << OFFCPU_LOCK_RWSEM_READ : 0u);
+}
+
 bool unwind_tables(const RwsemConfig &o, const RwsemPlan &p) {
   return o.user_unwind_tables && p.user_fp_walk && p.bpf_loop;
 }
@@ -26,7 +33,12 @@ int try_load(rwsem_bpf *skel, const RwsemConfig &o, const RwsemPlan &p,
   set_target_name(s, o.name);
   s.match_thread_name = o.match_thread_name;
   s.filter_tgid = !o.pids.empty();
-  s.include_read = o.include_read;
+  s.filter_tid = !o.tids.empty();
+  s.filter_cgroup = !o.cgroup_ids.empty();
+  s.user_threads_only = o.user_threads_only;
+  s.kernel_threads_only = o.kernel_threads_only;
+  s.lock_kinds = lock_kinds(o);
+  s.max_block_ns = o.max_wait_us * 1000;
   s.user_fp_walk = p.user_fp_walk;
   s.use_bpf_loop = p.bpf_loop;
   s.min_wait_ns = min_wait_ns;
@@ -38,6 +50,8 @@ int try_load(rwsem_bpf *skel, const RwsemConfig &o, const RwsemPlan &p,
   write_settings(skel->rodata, s);
   SharedMapNeeds need;
   need.pids = o.pids.size();
+  need.tids = o.tids.size();
+  need.cgroups = o.cgroup_ids.size();
   need.stack_storage = o.stack_storage_size;
   need.wakers = o.wakers;
   if (tables)
@@ -50,7 +64,8 @@ int try_load(rwsem_bpf *skel, const RwsemConfig &o, const RwsemPlan &p,
   bool fentry = p.mechanism == RwsemAttach::Fentry;
   bool kprobe = p.mechanism == RwsemAttach::Kprobe;
   bool tp = p.mechanism == RwsemAttach::Tracepoint;
-  bool read = o.include_read && !p.read_target.empty();
+  bool read = (lock_kinds(o) & (1u << OFFCPU_LOCK_RWSEM_READ)) &&
+              !p.read_target.empty();
   bpf_program__set_autoload(pr.rwsem_contention_begin, tp);
   bpf_program__set_autoload(pr.rwsem_contention_end, tp);
   bpf_program__set_autoload(pr.rwsem_fentry_write, fentry);
@@ -121,6 +136,8 @@ RwsemSession::load(const RwsemConfig &opts, const std::vector<RwsemPlan> &plans,
     int err = try_load(skel.get(), opts, plan, floor);
     if (err == 0) {
       fill_id_set(skel->maps.filter_tgids, opts.pids);
+      fill_id_set(skel->maps.filter_tids, opts.tids);
+      fill_cgroup_set(bpf_map__fd(skel->maps.filter_cgroups), opts.cgroup_ids);
       auto session = std::unique_ptr<RwsemSession>(
           new RwsemSession(std::move(skel), plan, floor));
       session->wakers_ = opts.wakers;
@@ -135,7 +152,7 @@ RwsemSession::load(const RwsemConfig &opts, const std::vector<RwsemPlan> &plans,
         continue;
       }
       if (verbose)
-        fprintf(stderr, "offcpu: rwsem waits traced with %s\n",
+        fprintf(stderr, "offcpu: lock waits traced with %s\n",
                 plan.describe().c_str());
       take_libbpf_messages();
       return session;

@@ -56,12 +56,22 @@ struct OffcpuConfig {
   UnwindSizes unwind_sizes;
 };
 
+// `offcpu lock` and its preset `offcpu rwsem` (write waits, --read adds
+// read waits, of processes by name or PID).
 struct RwsemConfig {
   std::string name; // process name (or thread name) to trace
   bool match_thread_name = false;
-  std::vector<uint32_t> pids; // instead of, or as well as, a name
+  std::vector<uint32_t> pids;       // instead of, or as well as, a name
+  std::vector<uint32_t> tids;       // offcpu lock -t
+  std::vector<uint64_t> cgroup_ids; // offcpu lock --cgroup
+  bool user_threads_only = false, kernel_threads_only = false;
   bool include_read = false;
+  // offcpu lock: the kinds traced (bits of offcpu_lock_kind), and the
+  // kind's frame named in full (rwsem:write). 0: the rwsem preset's, write
+  // waits and, with include_read, read waits.
+  uint32_t lock_kinds = 0;
   uint64_t min_wait_us = 0;
+  uint64_t max_wait_us = UINT64_MAX / 1000;
   uint32_t stack_storage_size = 16384;
   uint32_t max_stack_depth = 127;
   uint32_t max_entries = 65536;

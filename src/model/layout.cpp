@@ -87,8 +87,7 @@ std::vector<Frame> lay_out(const Sample &s, const LayoutOptions &opts) {
   out.insert(out.end(), s.kernel.begin(), s.kernel.end());
   // What was waited for tops the stack: the side, then the lock itself.
   if (s.lock) {
-    out.push_back(
-        {s.lock->write ? "write" : "read", FrameKind::Lock, kNoModule, 0});
+    out.push_back({s.lock->kind_frame(), FrameKind::Lock, kNoModule, 0});
     out.push_back({s.lock->lock, FrameKind::Lock, kNoModule, 0});
   }
   if (s.waker)

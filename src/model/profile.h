@@ -79,11 +79,18 @@ struct Frame {
   std::shared_ptr<const FrameSource> source{}; // null: no DWARF for it
 };
 
-// What a lock-wait sample adds (offcpu rwsem).
+// What a lock-wait sample adds (offcpu lock, offcpu rwsem).
 struct LockWait {
   uint64_t max_ns = 0;
   bool write = true; // else a read-side wait
   std::string lock;  // "mmap_lock", a kernel symbol, or an address
+  // offcpu lock: the kind ("mutex", "rwsem:write"), its frame in place of
+  // rwsem's "write" or "read". Empty for offcpu rwsem.
+  std::string kind{};
+
+  std::string kind_frame() const {
+    return !kind.empty() ? kind : write ? "write" : "read";
+  }
 };
 
 // Who woke a wait (--wakers).

@@ -214,7 +214,10 @@ public:
     if (s.lock) {
       const std::string side = s.lock->write ? "write" : "read";
       label("lock", &s.lock->lock, 0);
-      label("side", &side, 0);
+      if (s.lock->kind.empty())
+        label("side", &side, 0);
+      else
+        label("kind", &s.lock->kind, 0);
     }
     // The latency distribution: labels, not sample values, since pprof
     // sums values when it merges samples and a max or a quantile does not

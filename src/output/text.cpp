@@ -25,8 +25,7 @@ std::string thread_line(const Sample &s, const std::string &thread,
   if (!s.cgroup.empty())
     line += " in " + s.cgroup;
   if (s.lock)
-    line += std::string(" ") + (s.lock->write ? "write" : "read") +
-            " wait on " + s.lock->lock;
+    line += " " + s.lock->kind_frame() + " wait on " + s.lock->lock;
   return line + "\n";
 }
 

@@ -256,7 +256,8 @@ RwsemFeatures probe_rwsem_features() {
   return f;
 }
 
-std::vector<RwsemPlan> rwsem_plans(const RwsemFeatures &f, RwsemAttach choice) {
+std::vector<RwsemPlan> rwsem_plans(const RwsemFeatures &f, RwsemAttach choice,
+                                   bool all_kinds) {
   std::vector<RwsemPlan> plans;
   auto wanted = [&](RwsemAttach m) {
     return choice == RwsemAttach::Auto || choice == m;
@@ -291,7 +292,7 @@ std::vector<RwsemPlan> rwsem_plans(const RwsemFeatures &f, RwsemAttach choice) {
     p.mechanism = RwsemAttach::Tracepoint;
     p.user_fp_walk = f.user_walk_current;
     p.bpf_loop = f.bpf_loop;
-    plans.push_back(p);
+    plans.insert(all_kinds ? plans.begin() : plans.end(), p);
   }
   return plans;
 }

@@ -118,7 +118,10 @@ struct RwsemPlan {
   std::string describe() const;
 };
 
-// Best first. An explicit choice yields that plan only, or none.
-std::vector<RwsemPlan> rwsem_plans(const RwsemFeatures &f, RwsemAttach choice);
+// Best first. An explicit choice yields that plan only, or none. With
+// `all_kinds` (offcpu lock) the tracepoints come first: only they see every
+// kind; the slow-path probes are then the fallback for kernels before 5.19.
+std::vector<RwsemPlan> rwsem_plans(const RwsemFeatures &f, RwsemAttach choice,
+                                   bool all_kinds = false);
 
 } // namespace offcpu

@@ -7,7 +7,10 @@
 #include <memory>
 #include <unordered_set>
 
+#include "collect/cgroups.h"
 #include "collect/rwsem_session.h"
+#include "model/lock_kinds.h"
+#include "output/lock_table.h"
 #include "output/render.h"
 #include "probe/features.h"
 #include "run/outputs.h"
@@ -83,19 +86,48 @@ bool any_target(Outputs &outputs, bool whole_run) {
   return false;
 }
 
+std::string id_list(const std::vector<uint32_t> &ids) {
+  std::string list;
+  for (uint32_t p : ids)
+    list += (list.empty() ? "" : ",") + std::to_string(p);
+  return list;
+}
+
 // "processes named 'x' in PID 1,2", for messages and pprof's comment.
 std::string describe_target(const RwsemOptions &opts) {
   std::string who;
   if (!opts.name.empty())
     who = (opts.match_thread_name ? "threads named '" : "processes named '") +
           opts.name + "'";
-  if (!opts.pids.empty()) {
-    std::string list;
-    for (uint32_t p : opts.pids)
-      list += (list.empty() ? "" : ",") + std::to_string(p);
-    who += (who.empty() ? "PID " : " in PID ") + list;
-  }
+  if (!opts.pids.empty())
+    who += (who.empty() ? "PID " : " in PID ") + id_list(opts.pids);
+  if (!opts.tids.empty())
+    who += (who.empty() ? "TID " : " in TID ") + id_list(opts.tids);
+  for (const std::string &c : opts.cgroup_paths)
+    who += (who.empty() ? "all threads in cgroup " : " in cgroup ") + c;
+  if (who.empty())
+    who = opts.kernel_threads_only ? "all kernel threads"
+          : opts.user_threads_only ? "all user threads"
+                                   : "all threads";
   return who;
+}
+
+// "lock" (offcpu lock) or "rwsem" (its preset), for headings.
+const char *what_waits(const RwsemOptions &opts) {
+  return opts.lock_command ? "lock" : "rwsem";
+}
+
+// offcpu lock: the kinds traced, "mutex, rwsem:read, ...".
+std::string kinds_traced(uint32_t kinds) {
+  if (kinds == OFFCPU_LOCK_SLEEPING)
+    return "every sleeping kind";
+  if (kinds == (OFFCPU_LOCK_SLEEPING | OFFCPU_LOCK_SPINNING))
+    return "every kind, spinning too";
+  std::string out;
+  for (uint32_t k = 0; k < OFFCPU_LOCK_KINDS; k++)
+    if (kinds & (1u << k))
+      out += (out.empty() ? "" : ", ") + lock_kind_name(k);
+  return out;
 }
 
 void announce_tracing(const RwsemOptions &opts, const std::string &who) {
@@ -103,9 +135,12 @@ void announce_tracing(const RwsemOptions &opts, const std::string &who) {
       !process_name_exists(opts.name, opts.match_thread_name))
     note(std::string("no ") + (opts.match_thread_name ? "thread" : "process") +
          " named '" + opts.name + "' yet; tracing it when it starts");
-  std::string what = std::string("Tracing rwsem ") +
-                     (opts.include_read ? "read and write" : "write") +
-                     " waits of " + who;
+  std::string what =
+      opts.lock_command ? "Tracing lock waits (" +
+                              kinds_traced(opts.lock_kinds) + ") of " + who
+                        : std::string("Tracing rwsem ") +
+                              (opts.include_read ? "read and write" : "write") +
+                              " waits of " + who;
   if (opts.duration_s) {
     char secs[32];
     snprintf(secs, sizeof(secs), "%g", *opts.duration_s);
@@ -182,8 +217,9 @@ public:
     }
     whole_run_.duration_nanos =
         static_cast<int64_t>(session_.stopped_ns() - session_.attached_ns());
-    whole_run_.comment =
-        "offcpu " OFFCPU_VERSION ": rwsem waits of " + describe_target(opts_);
+    whole_run_.comment = "offcpu " OFFCPU_VERSION ": " +
+                         std::string(what_waits(opts_)) + " waits of " +
+                         describe_target(opts_);
     for (size_t i = 0; i < outputs_.size(); i++)
       if (whole_run_format(outputs_.format(i)) &&
           outputs_.file(i).write(render(whole_run_, outputs_.format(i),
@@ -249,7 +285,8 @@ private:
     Profile interval;
     interval.kind = ProfileKind::LockWaits;
     interval.user_symbolized = opts_.output.symbolize;
-    add_lock_waits(interval, raw, symbolizer_, StackSelection{});
+    add_lock_waits(interval, raw, symbolizer_, StackSelection{},
+                   opts_.lock_command);
     if (whole_)
       whole_run_.append(interval);
     for (size_t i = 0; i < outputs_.size(); i++) {
@@ -259,12 +296,17 @@ private:
       std::string text;
       if (f == OutputFormat::Text) {
         char head[96];
-        snprintf(head, sizeof(head), "[%s] rwsem waits over %.1f s%s\n",
-                 clock_time().c_str(), seconds,
+        snprintf(head, sizeof(head), "[%s] %s waits over %.1f s%s\n",
+                 clock_time().c_str(), what_waits(opts_), seconds,
                  interval.samples.empty() ? ": none" : "");
         text = head;
       }
-      text += render(interval, f, render_options(opts_.output));
+      if (f == OutputFormat::Text && opts_.lock_command)
+        text += render_lock_table(
+            interval, opts_.by, opts_.verbose,
+            LayoutOptions{opts_.output.delimited, opts_.output.thread});
+      else
+        text += render(interval, f, render_options(opts_.output));
       if (outputs_.file(i).write(text) != WriteResult::Ok)
         return false;
     }
@@ -301,7 +343,10 @@ bool process_name_exists(const std::string &name, bool threads) {
   return false;
 }
 
-int run_rwsem(const RwsemOptions &opts) {
+int run_rwsem(const RwsemOptions &given) {
+  RwsemOptions opts = given;
+  if (opts.lock_command && opts.output.title.empty())
+    opts.output.title = "Lock Wait Flame Graph";
   prepare_tracing(opts.verbose, {opts.stack_storage_size, opts.max_entries,
                                  sizeof(rwsem_key) + sizeof(rwsem_value)});
   RwsemFeatures features = probe_rwsem_features();
@@ -319,9 +364,16 @@ int run_rwsem(const RwsemOptions &opts) {
                       system_files()),
       kMapBudgetName);
   RwsemConfig config = opts;
+  for (const std::string &path : opts.cgroup_paths)
+    config.cgroup_ids.push_back(cgroup_id(path));
   config.unwind_sizes = unwinder.plan(opts.pids);
-  auto session = RwsemSession::load(config, rwsem_plans(features, opts.attach),
-                                    opts.verbose);
+  auto session = RwsemSession::load(
+      config, rwsem_plans(features, opts.attach, opts.lock_command),
+      opts.verbose);
+  if (opts.lock_command && session->plan().mechanism != RwsemAttach::Tracepoint)
+    note("no lock:contention tracepoints (Linux 5.19+) in use: only rwsem "
+         "waits are seen, through " +
+         session->plan().describe());
   if (session->unwind_tables()) {
     unwinder.attach(session->unwind_maps(), config.unwind_sizes);
     session->on_unwind_request(

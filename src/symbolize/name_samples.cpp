@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <cstring>
 
+#include "model/lock_kinds.h"
 #include "util/utf8.h"
 
 static_assert(offcpu::Latency::kBuckets == OFFCPU_HIST_BUCKETS,
@@ -341,7 +342,7 @@ void add_offcpu_samples(Profile &profile, const RawProfile &raw,
 }
 
 void add_lock_waits(Profile &profile, const RawLockWaits &raw, Symbolizer &sym,
-                    StackSelection show) {
+                    StackSelection show, bool kinds) {
   if (show.user)
     expect_user_stacks(raw.waits, raw.stacks, sym);
   for (const auto &[key, val] : raw.waits) {
@@ -351,9 +352,10 @@ void add_lock_waits(Profile &profile, const RawLockWaits &raw, Symbolizer &sym,
     s.total_ns = val.total_ns;
     s.count = val.count;
     s.latency = Latency::from_buckets(val.hist, val.count, val.max_ns);
-    s.lock = LockWait{
-        val.max_ns, (key.flags & RWSEM_WAIT_WRITE) != 0,
-        valid_utf8(describe_lock(key.lock, key.flags, sym.kernel_symbols()))};
+    s.lock = LockWait{val.max_ns, (key.flags & RWSEM_WAIT_WRITE) != 0,
+                      valid_utf8(describe_lock(key.lock, key.flags,
+                                               sym.kernel_symbols(), kinds)),
+                      kinds ? lock_kind_name(key.kind) : std::string()};
     if (key.waker != OFFCPU_WAKER_NONE)
       s.waker =
           name_waker(profile, key.waker, raw.wakers, raw.stacks, sym, show);
@@ -362,7 +364,7 @@ void add_lock_waits(Profile &profile, const RawLockWaits &raw, Symbolizer &sym,
 }
 
 std::string describe_lock(uint64_t addr, uint32_t flags,
-                          const KernelSymbols &ks) {
+                          const KernelSymbols &ks, bool bracketed) {
   if (flags & RWSEM_LOCK_IS_MMAP)
     return "mmap_lock";
   char buf[64];
@@ -379,7 +381,8 @@ std::string describe_lock(uint64_t addr, uint32_t flags,
       return name;
     }
   }
-  snprintf(buf, sizeof(buf), "0x%" PRIx64, addr);
+  snprintf(buf, sizeof(buf), bracketed ? "[lock 0x%" PRIx64 "]" : "0x%" PRIx64,
+           addr);
   return buf;
 }
 

@@ -31,14 +31,17 @@ void add_offcpu_samples(Profile &profile, const RawProfile &raw,
 // The partial-stack merge of add_offcpu_samples, on its own (tests).
 void merge_partial_kernel_stacks(std::vector<Sample> &samples);
 
-// One sample per (thread, stacks, lock, side), with the lock described.
+// One sample per (thread, stacks, lock, kind), with the lock described.
+// `kinds`: offcpu lock's kind names and [lock 0x...] for unnamed locks;
+// else offcpu rwsem's read/write and bare addresses.
 void add_lock_waits(Profile &profile, const RawLockWaits &raw, Symbolizer &sym,
-                    StackSelection show);
+                    StackSelection show, bool kinds = false);
 
 // "mmap_lock" for the waiter's own mm, else the global symbol holding the
-// lock ("sym" or "sym+0x40"), else its address.
+// lock ("sym" or "sym+0x40"), else its address (as "[lock 0x...]" with
+// `bracketed`).
 std::string describe_lock(uint64_t addr, uint32_t flags,
-                          const KernelSymbols &ks);
+                          const KernelSymbols &ks, bool bracketed = false);
 
 // True for frames of the BPF/tracing machinery that ran the probe.
 bool is_tracer_frame(const std::string &name);

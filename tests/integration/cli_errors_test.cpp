@@ -102,7 +102,7 @@ TEST(Docs, EveryHelpOptionInManPageAndCompletion) {
   std::string man = std::regex_replace(ss.str(), std::regex("\\\\-"), "-");
   const bool bash_completion =
       access("/usr/share/bash-completion/bash_completion", R_OK) == 0;
-  for (std::string sub : {"", "rwsem", "flamegraph"}) {
+  for (std::string sub : {"", "rwsem", "lock", "flamegraph"}) {
     std::vector<std::string> args = {OFFCPU_BIN};
     if (!sub.empty())
       args.push_back(sub);

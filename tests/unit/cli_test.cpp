@@ -4,6 +4,8 @@
 
 #include "cli/options.h"
 #include "cli/suggest.h"
+#include "model/lock_kinds.h"
+#include "offcpu/shared.h"
 #include "util/error.h"
 
 namespace offcpu {
@@ -209,6 +211,62 @@ TEST(Cli, RwsemBadInput) {
   EXPECT_EQ(usage_exit({"rwsem", "x", "0"}), kExitUsage);
   EXPECT_EQ(usage_exit({"rwsem", "x", "-i", "-1"}), kExitUsage);
   EXPECT_EQ(usage_exit({"rwsem", "x", "--attach", "uprobe"}), kExitUsage);
+}
+
+TEST(Cli, LockKindsSleepingByDefaultSpinOnRequest) {
+  auto cl = parse({"lock", "-n", "mysqld", "-f", "10"});
+  EXPECT_EQ(cl.command, Command::Lock);
+  EXPECT_TRUE(cl.lock.lock_command);
+  EXPECT_EQ(cl.lock.name, "mysqld");
+  EXPECT_EQ(cl.lock.lock_kinds, uint32_t{OFFCPU_LOCK_SLEEPING});
+  EXPECT_DOUBLE_EQ(cl.lock.interval_s, 0.0); // once at the end
+  EXPECT_DOUBLE_EQ(*cl.lock.duration_s, 10.0);
+  EXPECT_EQ(parse({"lock", "--spin"}).lock.lock_kinds,
+            uint32_t{OFFCPU_LOCK_SLEEPING | OFFCPU_LOCK_SPINNING});
+  // A family is both sides; --spin with -Y mutex adds the mutex's spinning.
+  EXPECT_EQ(parse({"lock", "-Y", "rwsem,mutex"}).lock.lock_kinds,
+            (1u << OFFCPU_LOCK_RWSEM_READ) | (1u << OFFCPU_LOCK_RWSEM_WRITE) |
+                (1u << OFFCPU_LOCK_MUTEX));
+  EXPECT_EQ(parse({"lock", "-Y", "mutex", "--spin"}).lock.lock_kinds,
+            (1u << OFFCPU_LOCK_MUTEX) | (1u << OFFCPU_LOCK_MUTEX_SPIN));
+  EXPECT_EQ(parse({"lock", "-Y", "rwsem:write"}).lock.lock_kinds,
+            1u << OFFCPU_LOCK_RWSEM_WRITE);
+  auto f = parse({"lock", "-t", "150", "-m", "10", "-M", "20", "-k"});
+  EXPECT_EQ(f.lock.tids, std::vector<uint32_t>{150});
+  EXPECT_EQ(f.lock.min_wait_us, 10u);
+  EXPECT_EQ(f.lock.max_wait_us, 20u);
+  EXPECT_TRUE(f.lock.kernel_threads_only);
+}
+
+TEST(Cli, LockBadInput) {
+  std::string msg;
+  EXPECT_EQ(usage_exit({"lock", "-Y", "futex"}, &msg), kExitUsage);
+  EXPECT_NE(msg.find("unknown lock kind 'futex'"), std::string::npos) << msg;
+  EXPECT_EQ(msg.find('\n'), std::string::npos) << msg;
+  EXPECT_EQ(usage_exit({"lock", "-m", "20", "-M", "10"}), kExitUsage);
+  EXPECT_EQ(usage_exit({"lock", "-u", "-k"}), kExitUsage);
+  EXPECT_EQ(usage_exit({"lock", "-p", "999"}), kExitUsage);
+  EXPECT_EQ(usage_exit({"lock", "0"}), kExitUsage);
+}
+
+// The kinds' names, both ways (reports and -Y).
+TEST(Cli, LockKindNamesRoundTrip) {
+  for (uint32_t k = 0; k < OFFCPU_LOCK_KINDS; k++)
+    EXPECT_EQ(lock_kinds_named(lock_kind_name(k)), 1u << k) << k;
+  EXPECT_EQ(lock_kind_name(offcpu_lock_kind_of(OFFCPU_LCB_F_MUTEX)), "mutex");
+  EXPECT_EQ(lock_kind_name(
+                offcpu_lock_kind_of(OFFCPU_LCB_F_MUTEX | OFFCPU_LCB_F_SPIN)),
+            "mutex:spin");
+  EXPECT_EQ(lock_kind_name(offcpu_lock_kind_of(OFFCPU_LCB_F_WRITE)),
+            "rwsem:write");
+  EXPECT_EQ(lock_kind_name(
+                offcpu_lock_kind_of(OFFCPU_LCB_F_PERCPU | OFFCPU_LCB_F_READ)),
+            "percpu-rwsem:read");
+  EXPECT_EQ(lock_kind_name(
+                offcpu_lock_kind_of(OFFCPU_LCB_F_SPIN | OFFCPU_LCB_F_WRITE)),
+            "rwlock:write");
+  EXPECT_EQ(lock_kind_name(offcpu_lock_kind_of(0)), "semaphore");
+  EXPECT_EQ(lock_kind_name(offcpu_lock_kind_of(OFFCPU_LCB_F_RT)), "rtmutex");
 }
 
 // An empty filter value would silently trace everything: each is refused

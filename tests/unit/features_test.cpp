@@ -136,6 +136,21 @@ TEST(RwsemPlans, ThisMachineShape) {
   EXPECT_EQ(plans[1].mechanism, RwsemAttach::Tracepoint);
 }
 
+// offcpu lock: the tracepoints see every kind, so they come first; the
+// slow-path probes remain for kernels without them (before 5.19).
+TEST(RwsemPlans, LockPrefersTheTracepoints) {
+  auto plans = rwsem_plans(production_kernel(), RwsemAttach::Auto, true);
+  ASSERT_EQ(plans.size(), 3u);
+  EXPECT_EQ(plans[0].mechanism, RwsemAttach::Tracepoint);
+  EXPECT_EQ(plans[1].mechanism, RwsemAttach::Fentry);
+  EXPECT_EQ(plans[2].mechanism, RwsemAttach::Kprobe);
+  RwsemFeatures old = production_kernel();
+  old.contention_tracepoints = false; // 5.18 and older
+  plans = rwsem_plans(old, RwsemAttach::Auto, true);
+  ASSERT_EQ(plans.size(), 2u);
+  EXPECT_EQ(plans[0].mechanism, RwsemAttach::Fentry);
+}
+
 TEST(RwsemPlans, OldKernelsUseOldNamesOrDownWrite) {
   RwsemFeatures f;
   f.btf = true;

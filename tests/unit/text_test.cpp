@@ -1,6 +1,10 @@
 #include <gtest/gtest.h>
 
+#include <regex>
+#include <sstream>
+
 #include "output/folded.h"
+#include "output/lock_table.h"
 #include "output/text.h"
 #include "support/model_builder.h"
 
@@ -133,6 +137,67 @@ TEST(Text, StateSitsUnderTheThread) {
   s.cgroup = "app.service";
   EXPECT_EQ(render_folded(test::profile({s}), LayoutOptions{}),
             "app.service;db;[D];main;poll;schedule 5\n");
+}
+
+} // namespace
+} // namespace offcpu
+
+namespace offcpu {
+namespace {
+
+Sample lock_sample(const std::string &comm, uint32_t tid,
+                   const std::vector<std::string> &kernel, uint64_t total_us,
+                   uint64_t count, const std::string &kind,
+                   const std::string &lock) {
+  Sample s = test::sample(comm, {"main"}, kernel, total_us * 1000, tid, count);
+  s.lock = LockWait{total_us * 1000 / count, true, lock, kind};
+  return s;
+}
+
+// offcpu lock's table: a row per lock, the largest total first, its waits
+// summed over threads, the caller above the locking code.
+TEST(LockTable, RowsPerLockSortedByTotal) {
+  Profile p = test::profile(
+      {lock_sample("db", 1,
+                   {"do_mkdirat", "filename_create", "down_write",
+                    "rwsem_down_write_slowpath"},
+                   300, 3, "rwsem:write", "[lock 0xffff1]"),
+       lock_sample("db", 2,
+                   {"do_rmdir", "down_write", "rwsem_down_write_slowpath"}, 500,
+                   5, "rwsem:write", "[lock 0xffff1]"),
+       lock_sample("db", 1,
+                   {"ksys_read", "fdget_pos", "mutex_lock",
+                    "__mutex_lock_slowpath", "schedule"},
+                   100, 1, "mutex", "[lock 0xffff2]")},
+      ProfileKind::LockWaits);
+  std::string out =
+      render_lock_table(p, LockGrouping::Lock, false, LayoutOptions{});
+  std::istringstream in(out);
+  std::string head, first, second, extra;
+  std::getline(in, head);
+  std::getline(in, first);
+  std::getline(in, second);
+  EXPECT_FALSE(std::getline(in, extra)) << out;
+  EXPECT_NE(head.find("contended"), std::string::npos) << out;
+  EXPECT_TRUE(std::regex_search(
+      first, std::regex("^ +8 +800 us +\\d+ us +100 us  rwsem:write +"
+                        "\\[lock 0xffff1\\] +do_rmdir$")))
+      << out;
+  EXPECT_TRUE(std::regex_search(
+      second, std::regex("^ +1 +100 us .* mutex +\\[lock 0xffff2\\] +"
+                         "fdget_pos$")))
+      << out;
+  // By caller: the two rwsem callers apart; by thread: tid 1's two kinds
+  // together.
+  EXPECT_NE(render_lock_table(p, LockGrouping::Caller, false, {})
+                .find("filename_create"),
+            std::string::npos);
+  std::string threads = render_lock_table(p, LockGrouping::Thread, false, {});
+  EXPECT_NE(threads.find("db (1)"), std::string::npos) << threads;
+  // -v: the stacks under their row.
+  EXPECT_NE(render_lock_table(p, LockGrouping::Lock, true, {})
+                .find("    __mutex_lock_slowpath"),
+            std::string::npos);
 }
 
 } // namespace

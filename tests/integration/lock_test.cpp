@@ -1,0 +1,230 @@
+// `offcpu lock` end to end, as root, against workloads that contend kernel
+// locks in known ways (tests/workloads/lock_contend.c, mmap_churn.c): the
+// kind and the lock named as the stack's last two frames, the workload's
+// own function in the stack, and per kind the total compared with a
+// bpftrace script of our own on the same tracepoints over the same window.
+#include <gtest/gtest.h>
+
+#include <signal.h>
+#include <sys/mount.h>
+#include <unistd.h>
+
+#include <fstream>
+#include <iterator>
+#include <regex>
+#include <set>
+
+#include "support/folded_parse.h"
+#include "support/process.h"
+#include "support/root_fixture.h"
+
+namespace offcpu {
+namespace {
+
+class Contender {
+public:
+  explicit Contender(std::vector<std::string> args) {
+    proc_ = std::make_unique<test::Subprocess>(args);
+    auto line = proc_->read_line(10);
+    if (!line || line->rfind("ready ", 0) != 0)
+      throw std::runtime_error("workload did not start: " + args[0]);
+    pid_ = std::stoi(line->substr(6));
+  }
+  int pid() const { return pid_; }
+
+private:
+  std::unique_ptr<test::Subprocess> proc_;
+  int pid_ = 0;
+};
+
+class Lock : public test::RootTest {};
+
+std::string read_file(const std::string &path) {
+  std::ifstream in(path);
+  return std::string((std::istreambuf_iterator<char>(in)),
+                     std::istreambuf_iterator<char>());
+}
+
+bool has_frame(const test::FoldedLine &l, const std::string &f) {
+  return test::frame_index(l, f) >= 0;
+}
+
+const std::string &kind_of(const test::FoldedLine &l) {
+  return l.frames[l.frames.size() - 2];
+}
+
+bool ensure_tracefs() {
+  if (access("/sys/kernel/tracing/events/lock", F_OK) == 0)
+    return true;
+  mount("nodev", "/sys/kernel/tracing", "tracefs", 0, nullptr);
+  return access("/sys/kernel/tracing/events/lock", F_OK) == 0;
+}
+
+// bpftrace's running total, in us, of the waits of `pid` whose
+// contention_begin flags equal `flags`, between offcpu's window edges (its
+// -v line "traced from A to B ns"). A wait ends at contention_end of its
+// lock, or where the same lock begins again with other flags (a mutex
+// waiter spinning between sleeps): what offcpu lock charges as a kind.
+class BpftraceTotal {
+public:
+  BpftraceTotal(int pid, unsigned flags) {
+    std::string who = "pid == " + std::to_string(pid);
+    std::string script =
+        "tracepoint:lock:contention_begin /" + who +
+        " && @start[tid] && @lk[tid] == args->lock_addr && args->flags != " +
+        std::to_string(flags) +
+        "/ { @t = @t + (nsecs - @start[tid]); delete(@start[tid]); }\n"
+        "tracepoint:lock:contention_begin /" +
+        who + " && args->flags == " + std::to_string(flags) +
+        " && !@start[tid]/ { @start[tid] = nsecs; @lk[tid] = args->lock_addr; "
+        "}\n"
+        "tracepoint:lock:contention_end /@start[tid] && @lk[tid] == "
+        "args->lock_addr/ { @t = @t + (nsecs - @start[tid]); "
+        "delete(@start[tid]); }\n"
+        "interval:ms:20 { printf(\"T %llu %llu\\n\", nsecs, @t); }\n";
+    proc_ = std::make_unique<test::Subprocess>(
+        std::vector<std::string>{"/usr/bin/bpftrace", "-e", script});
+    for (double t0 = test::now_seconds();
+         !attached_ && test::now_seconds() - t0 < 30;) {
+      auto line = proc_->read_line(1);
+      attached_ = line && line->rfind("T ", 0) == 0;
+    }
+  }
+  bool attached() const { return attached_; }
+
+  double us_between(const std::string &offcpu_err) {
+    test::sleep_seconds(0.2);
+    proc_->signal(SIGINT);
+    auto theirs = proc_->wait(30);
+    std::smatch w;
+    if (!std::regex_search(offcpu_err, w,
+                           std::regex("traced from (\\d+) to (\\d+) ns")))
+      return -1;
+    uint64_t from = std::stoull(w[1]), to = std::stoull(w[2]);
+    auto total_at = [&](uint64_t when) {
+      uint64_t value = 0;
+      std::regex tick("T (\\d+) (\\d+)");
+      for (auto it =
+               std::sregex_iterator(theirs.out.begin(), theirs.out.end(), tick);
+           it != std::sregex_iterator(); ++it)
+        if (std::stoull((*it)[1]) <= when)
+          value = std::stoull((*it)[2]);
+      return value;
+    };
+    return static_cast<double>(total_at(to) - total_at(from)) / 1000.0;
+  }
+
+private:
+  std::unique_ptr<test::Subprocess> proc_;
+  bool attached_ = false;
+};
+
+uint64_t total_of_kind(const std::vector<test::FoldedLine> &lines,
+                       const std::string &kind) {
+  uint64_t t = 0;
+  for (const auto &l : lines)
+    if (l.frames.size() >= 2 && kind_of(l) == kind)
+      t += l.value;
+  return t;
+}
+
+// One file description read through dup'ed fds by four threads: its
+// f_pos_lock, a mutex, is contended. Sleeping waits only by default, in
+// read_shared_file; the total agrees with bpftrace's for flags 32 (MUTEX).
+TEST_F(Lock, MutexWaitsAgreeWithBpftrace) {
+  if (access("/usr/bin/bpftrace", X_OK) != 0)
+    GTEST_SKIP() << "bpftrace (Debian package bpftrace) is not installed";
+  if (!ensure_tracefs())
+    GTEST_SKIP() << "tracefs cannot be mounted; bpftrace needs it";
+  Contender w({WORKLOAD_LOCK_CONTEND, "fpos", "4"});
+  BpftraceTotal bpftrace(w.pid(), 32);
+  ASSERT_TRUE(bpftrace.attached()) << "bpftrace did not start";
+  auto ours = test::run({OFFCPU_BIN, "lock", "-p", std::to_string(w.pid()),
+                         "-Y", "mutex", "-v", "-f", "3"},
+                        60);
+  double bpftrace_us = bpftrace.us_between(ours.err);
+  ASSERT_EQ(ours.exit_code, 0) << ours.err;
+  auto lines = test::parse_folded(ours.out);
+  ASSERT_FALSE(lines.empty()) << ours.err;
+  for (const auto &l : lines) {
+    EXPECT_EQ(kind_of(l), "mutex") << l.text;
+    EXPECT_TRUE(has_frame(l, "read_shared_file")) << l.text;
+    EXPECT_TRUE(has_frame(l, "__mutex_lock_slowpath") ||
+                has_frame(l, "__mutex_lock"))
+        << l.text;
+  }
+  double ours_us = static_cast<double>(total_of_kind(lines, "mutex"));
+  EXPECT_GT(bpftrace_us, 0);
+  EXPECT_NEAR(ours_us, bpftrace_us, bpftrace_us * 0.20)
+      << "offcpu " << ours_us << " us vs bpftrace " << bpftrace_us << " us";
+  std::cerr << "mutex waits: offcpu " << ours_us << " us, bpftrace "
+            << bpftrace_us << " us\n";
+}
+
+// --spin adds the spinning phase as its own kind, never mixed into the
+// sleeping one.
+TEST_F(Lock, SpinningIsItsOwnKind) {
+  Contender w({WORKLOAD_LOCK_CONTEND, "fpos", "4"});
+  auto r = test::run({OFFCPU_BIN, "lock", "-p", std::to_string(w.pid()), "-Y",
+                      "mutex", "--spin", "-f", "2"},
+                     60);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto lines = test::parse_folded(r.out);
+  ASSERT_FALSE(lines.empty()) << r.err;
+  std::set<std::string> kinds;
+  for (const auto &l : lines)
+    kinds.insert(kind_of(l));
+  EXPECT_TRUE(kinds.count("mutex")) << r.out;
+  EXPECT_TRUE(kinds.count("mutex:spin")) << r.out;
+  EXPECT_EQ(kinds.size(), 2u) << r.out;
+}
+
+// mkdir/rmdir in one directory: its i_rwsem, for writing, by the workload's
+// own function; -Y rwsem leaves the mutexes out.
+TEST_F(Lock, DirectoryRwsemByKind) {
+  Contender w({WORKLOAD_LOCK_CONTEND, "dir", dir_, "4"});
+  auto r = test::run({OFFCPU_BIN, "lock", "-p", std::to_string(w.pid()), "-Y",
+                      "rwsem", "-o", dir_ + "/out.folded", "-o",
+                      dir_ + "/out.txt", "2"},
+                     60);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto lines = test::parse_folded(read_file(dir_ + "/out.folded"));
+  ASSERT_FALSE(lines.empty()) << r.err;
+  uint64_t in_function = 0, total = 0;
+  for (const auto &l : lines) {
+    EXPECT_TRUE(kind_of(l) == "rwsem:write" || kind_of(l) == "rwsem:read")
+        << l.text;
+    total += l.value;
+    if (has_frame(l, "make_and_remove") && kind_of(l) == "rwsem:write")
+      in_function += l.value;
+  }
+  EXPECT_GT(in_function, total * 9 / 10);
+  // The table: the directory's lock (in a slab object: by address) first.
+  std::string text = read_file(dir_ + "/out.txt");
+  EXPECT_TRUE(std::regex_search(
+      text, std::regex("\n +\\d+ +\\d+ us +\\d+ us +\\d+ us  rwsem:write +"
+                       "\\[lock 0x[0-9a-f]+\\] +\\w+")))
+      << text;
+  EXPECT_EQ(text.find("mmap_lock"), std::string::npos) << text;
+}
+
+// Threads mapping and unmapping: their mm's mmap_lock, by name, found by
+// process name (-n).
+TEST_F(Lock, MmapLockNamed) {
+  Contender w({WORKLOAD_MMAP_CHURN, "4"});
+  auto r = test::run({OFFCPU_BIN, "lock", "-n", "mmap_churn", "-f", "2"}, 60);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto lines = test::parse_folded(r.out);
+  ASSERT_FALSE(lines.empty()) << r.err;
+  uint64_t named = 0;
+  for (const auto &l : lines) {
+    EXPECT_EQ(l.frames[0], "mmap_churn") << l.text;
+    if (l.frames.back() == "mmap_lock" && kind_of(l) == "rwsem:write" &&
+        has_frame(l, "churn_mappings"))
+      named++;
+  }
+  EXPECT_GT(named, 0u) << r.out;
+}
+
+} // namespace
+} // namespace offcpu
