@@ -10,6 +10,7 @@
 #include "direct_load.bpf.h"
 #include "offcpu/shared.h"
 #include "offcpu/unwind.h"
+#include "python.bpf.h"
 #include "settings.bpf.h"
 #include "stack_store.bpf.h"
 
@@ -1216,7 +1217,8 @@ static __always_inline __u64 walk_user_stack_memo(struct task_struct *t,
   struct uw_memo *m = NULL;
   __u32 way = 0;
   __u64 memo_stack = OFFCPU_STACK_MISSED;
-  if (!reuse_stacks || other_task)
+  const struct offcpu_py_proc *py = py_proc_of(tgid); /* frames in heap */
+  if (!reuse_stacks || other_task || py) /* not in the words memos check */
     ms = NULL;
   if (ms) {
     m = uw_memo_pick(ms, &r, frozen, st, &way, &memo_stack);
@@ -1263,8 +1265,11 @@ static __always_inline __u64 walk_user_stack_memo(struct task_struct *t,
   } else if (by_vma) {
     uw_request(tgid, r.map_count, st); /* its own tables, for later walks */
   }
+  __u32 n = py && !other_task
+                ? py_append(t, py, s, f->n, f->max, r.pgd, frozen, false, slot)
+                : f->n;
   __u64 id = store_stack_from(
-      slot, s, (long)f->n * sizeof(__u64),
+      slot, s, (long)n * sizeof(__u64),
       OFFCPU_STACK_USER |
           (f->end == UW_STAT_TRUNCATED ? OFFCPU_STACK_TRUNCATED : 0));
   if (memo_stack != OFFCPU_STACK_MISSED && memo_stack != id && stack_stored(id))

@@ -48,7 +48,7 @@ _offcpu() {
       COMPREPLY=($(compgen -W "auto tp_btf raw_tp fentry kprobe tracepoint" -- "$cur")); return ;;
   esac
   local files="-o --output --title --width --minwidth -h --help"
-  local tracing="$files --format -f --folded -d --delimited --per-pid --per-thread --no-symbolize --no-inline --lines --debuginfod-time --debug-dir -v --verbose --stack-storage-size --perf-max-stack-depth --max-entries"
+  local tracing="$files --format -f --folded -d --delimited --per-pid --per-thread --no-symbolize --no-inline --no-python --lines --debuginfod-time --debug-dir -v --verbose --stack-storage-size --perf-max-stack-depth --max-entries"
   case $sub in
     rwsem)
       if [[ $cur == -* ]]; then

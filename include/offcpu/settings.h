@@ -117,6 +117,8 @@
   /* And with them, a thread's user stack is checked at its switch-in, only \
    * for waits that pass -m/-M (uw_can_defer). */                             \
   X(bool, uw_defer, false)                                                     \
+  /* Python frames (python.bpf.h) for the processes py_procs names. */      \
+  X(bool, python_frames, true)                                                 \
                                                                                \
   /* ---- Kernel stacks (kernel_unwind.bpf.h, waker.bpf.h) ---- */            \
   /* The ORC walker is used; where the kernel's text and tables are. */      \

@@ -188,6 +188,7 @@ struct OutputArgs {
   bool per_pid = false, per_thread = false;
   bool no_symbolize = false;
   bool no_inline = false;
+  bool no_python = false;
 };
 
 bool ends_with(const std::string &s, const char *suffix) {
@@ -238,6 +239,10 @@ void add_format_options(CLI::App *app, OutputOptions &o, OutputArgs &a) {
                 "leave out functions inlined at a frame's address (shown by "
                 "default where DWARF is found: the binary's or its debug "
                 "file's)")
+      ->group("Output");
+  app->add_flag("--no-python", a.no_python,
+                "show CPython's interpreter frames (_PyEval_EvalFrameDefault) "
+                "rather than the Python functions they ran")
       ->group("Output");
   app->add_flag("--lines", o.lines,
                 "name user frames 'function (file.c:123)' from DWARF: the "
@@ -302,6 +307,7 @@ void finish_output_options(OutputOptions &o, const OutputArgs &a) {
   o.format = format_named(a.folded ? "folded" : a.format);
   o.symbolize = !a.no_symbolize;
   o.inline_frames = !a.no_inline;
+  o.python_frames = !a.no_python;
   size_t to_stdout = 0;
   for (const std::string &p : a.paths) {
     if (p.empty())

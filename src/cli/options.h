@@ -39,6 +39,9 @@ struct OutputOptions {
   // Functions inlined at a frame's address as frames of their own, from
   // DWARF (off: --no-inline).
   bool inline_frames = true;
+  // Python functions in place of CPython's evaluation frames (off:
+  // --no-python).
+  bool python_frames = true;
   // --lines: frames named "function (file.c:123)" from DWARF.
   bool lines = false;
   // --debuginfod-time: what downloads from DEBUGINFOD_URLS may take in a

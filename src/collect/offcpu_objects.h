@@ -42,7 +42,11 @@
   X(uw_procs)                                                                  \
   X(uw_file_ids)                                                               \
   X(uw_requests)                                                               \
-  X(uw_stat_map)
+  X(uw_stat_map)                                                               \
+  X(py_procs)                                                                  \
+  X(py_threads)                                                                \
+  X(py_walks)                                                                  \
+  X(py_stat_map)
 
 #define OFFCPU_MAPS(X)                                                         \
   OFFCPU_SIZED_MAPS(X) OFFCPU_OPTIONAL_MAPS(X) OFFCPU_FIXED_MAPS(X)

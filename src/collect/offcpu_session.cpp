@@ -413,6 +413,26 @@ std::array<uint64_t, UW_STAT_NR> OffcpuSession::unwind_counters() const {
   return sum;
 }
 
+void OffcpuSession::set_python(uint32_t tgid, const offcpu_py_proc &p) {
+  if (h_.fd.py_procs >= 0)
+    bpf_map_update_elem(h_.fd.py_procs, &tgid, &p, BPF_ANY);
+}
+
+std::array<uint64_t, OFFCPU_PY_STAT_NR> OffcpuSession::python_counters() const {
+  std::array<uint64_t, OFFCPU_PY_STAT_NR> sum{};
+  int ncpus = libbpf_num_possible_cpus();
+  if (ncpus <= 0 || h_.fd.py_stat_map < 0)
+    return sum;
+  std::vector<std::array<uint64_t, OFFCPU_PY_STAT_NR>> per_cpu(
+      static_cast<size_t>(ncpus));
+  uint32_t zero = 0;
+  if (bpf_map_lookup_elem(h_.fd.py_stat_map, &zero, per_cpu.data()) == 0)
+    for (const auto &c : per_cpu)
+      for (size_t i = 0; i < OFFCPU_PY_STAT_NR; i++)
+        sum[i] += c[i];
+  return sum;
+}
+
 std::vector<uint64_t> OffcpuSession::read_stack(uint64_t id) const {
   StackTable table;
   read_stacks(h_.fd.stacks, {id}, table);

@@ -13,6 +13,7 @@
 #include "collect/offcpu_objects.h"
 #include "collect/raw_profile.h"
 #include "collect/trace_config.h"
+#include "offcpu/python.h"
 #include "offcpu/unwind.h"
 #include "probe/features.h"
 #include "probe/unwind_maps.h"
@@ -84,6 +85,11 @@ public:
   }
   // The user-stack walker's counters (enum uw_stat), summed over CPUs.
   std::array<uint64_t, UW_STAT_NR> unwind_counters() const;
+  // A process looked at for a Python interpreter (issue #32): its runtime
+  // for the BPF walker, or runtime 0 for any other process.
+  void set_python(uint32_t tgid, const offcpu_py_proc &p);
+  // The Python walker's counters (enum offcpu_py_stat), summed over CPUs.
+  std::array<uint64_t, OFFCPU_PY_STAT_NR> python_counters() const;
   // A stored stack's frames (leaf first); empty if unknown.
   std::vector<uint64_t> read_stack(uint64_t id) const;
   // Ends the window: waits end now; the switch hook is detached and waits

@@ -27,6 +27,7 @@ enum class FrameKind {
   WakerDelimiter, // "--": the waker's part begins (--wakers)
   Waker,          // a frame of the waker's part (its stacks, its comm)
   Group,          // the root above the thread: its cgroup (--per-cgroup)
+  Python,         // a CPython frame: "function (file.py:line)" (issue #32)
 };
 
 // Where a frame's code lives: a file, [kernel.kallsyms], [perf-map]...

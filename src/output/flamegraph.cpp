@@ -19,7 +19,7 @@ constexpr int kPad = 10;
 constexpr int kTop = 56; // title, buttons and details
 constexpr int kBottom = 24;
 
-enum class Kind { User, Kernel, Comm, Marker, Lock, Root, Waker };
+enum class Kind { User, Kernel, Comm, Marker, Lock, Root, Waker, Python };
 
 // A box to draw: a node of the tree, or the [truncated] frame that stands
 // for everything deeper than StackTree::kMaxDrawnFrames.
@@ -46,6 +46,8 @@ Kind kind_of(FrameKind k) {
     return Kind::Waker;
   case FrameKind::Lock:
     return Kind::Lock;
+  case FrameKind::Python:
+    return Kind::Python;
   case FrameKind::User:
     break;
   }
@@ -78,6 +80,10 @@ std::string color(const Node &n) {
   case Kind::Waker: // the waker's part (--wakers): green, apart from the rest
     r = 90 + static_cast<int>(v * 50), g = 175 + static_cast<int>(v * 50),
     b = 90 + static_cast<int>(v * 40);
+    break;
+  case Kind::Python: // Python code (issue #32): yellow, apart from C
+    r = 215 + static_cast<int>(v * 35), g = 195 + static_cast<int>(v * 40),
+    b = 60 + static_cast<int>(v * 40);
     break;
   case Kind::Root: // "all": the whole, neutral
     r = 200, g = 200, b = 215;

@@ -407,7 +407,7 @@ public:
       auto it = kernel_.find(f.module);
       if (it != kernel_.end())
         mapping_id = b_.mapping(p_.mappings.size() + f.module, it->second);
-    } else if (f.kind != FrameKind::User) {
+    } else if (f.kind != FrameKind::User && f.kind != FrameKind::Python) {
       // The thread, markers, the lock: no code, no address.
       return b_.location(0, 0, f.name, "", true);
     }

@@ -8,6 +8,7 @@ SourceOptions source_options(const OutputOptions &o) {
   SourceOptions s;
   s.inlined = o.inline_frames;
   s.lines = o.lines;
+  s.python = o.python_frames;
   bool pprof = o.format == OutputFormat::Pprof;
   for (const OutputTarget &t : o.targets)
     pprof = pprof || t.format == OutputFormat::Pprof;

@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <map>
 #include <memory>
+#include <set>
 
 #include "collect/cgroups.h"
 #include "collect/offcpu_session.h"
@@ -252,6 +253,44 @@ void show_progress(const OffcpuSession &session, const SelfCost &cost,
   fputs(line, stderr);
 }
 
+// Processes looked at for a Python interpreter, for the BPF walker: decided
+// once each (issue #32). A Python whose version has no known layout is
+// said once, on stderr.
+void tell_python(OffcpuSession &session, Symbolizer &symbolizer) {
+  for (const auto &[tgid, py] : symbolizer.take_python_decisions()) {
+    session.set_python(tgid, py.bpf);
+    static std::set<std::string> said;
+    if (!py.unsupported.empty() && said.insert(py.unsupported).second)
+      warn(py.unsupported);
+  }
+}
+
+// What Python frames the walker lost, by cause: one line by default, the
+// counts with -v.
+std::string describe_python(const std::array<uint64_t, OFFCPU_PY_STAT_NR> &c,
+                            const PythonNameStats &names, bool verbose) {
+  std::string out;
+  uint64_t lost = c[OFFCPU_PY_FAULT] + c[OFFCPU_PY_DEPTH] +
+                  c[OFFCPU_PY_NO_ROOM] + names.code_unreadable;
+  if (lost)
+    out += "offcpu: warning: Python frames lost in " + std::to_string(lost) +
+           " cases (" + std::to_string(c[OFFCPU_PY_FAULT]) +
+           " chains cut by an unreadable word, " +
+           std::to_string(c[OFFCPU_PY_DEPTH]) + " deeper than " +
+           std::to_string(OFFCPU_PY_MAX_FRAMES) + " frames or the stack, " +
+           std::to_string(c[OFFCPU_PY_NO_ROOM]) +
+           " with no room after the native frames, " +
+           std::to_string(names.code_unreadable) +
+           " code objects unreadable)\n";
+  if (verbose && c[OFFCPU_PY_CHAINS])
+    out += "offcpu: Python: " + std::to_string(c[OFFCPU_PY_CHAINS]) +
+           " chains walked, " + std::to_string(c[OFFCPU_PY_FRAMES]) +
+           " frames, " + std::to_string(c[OFFCPU_PY_NO_THREAD]) +
+           " threads without a thread state, " +
+           std::to_string(names.code_objects) + " code objects read\n";
+  return out;
+}
+
 // Waits out the window; on a terminal, one line updated in place.
 // Processes announced by the kernel get their maps read and files opened
 // now, while they exist; files are parsed between polls.
@@ -260,6 +299,7 @@ void collect(OffcpuSession &session, const ProfileOptions &opts,
              const OffcpuSession::Finished &finished) {
   auto remember = [&](uint32_t tgid, uint64_t stack, uint32_t parent) {
     symbolizer.note_user_stack(tgid, stack, session.read_stack(stack), parent);
+    tell_python(session, symbolizer);
   };
   // A blocked thread's stack walked before its process's tables were ready
   // is walked again while it still sleeps, by the rewalker's thread: at
@@ -471,6 +511,8 @@ void report(const RawProfile &raw, const Symbolizer &symbolizer,
               " reused stacks disagreed with a fresh walk (a bug: please "
               "report it; --no-stack-reuse avoids it)\n";
   losses += symbolizer.describe_losses(opts.verbose);
+  losses += describe_python(session.python_counters(),
+                            symbolizer.python().stats(), opts.verbose);
   fputs(losses.c_str(), stderr);
   if (opts.verbose)
     report_details(raw, symbolizer, session, opts, unwinder, cost, walker);

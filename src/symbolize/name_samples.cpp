@@ -88,10 +88,106 @@ void add_source(Frame &f, const SourceFrame &where, bool lines) {
   f.source = std::move(src);
 }
 
-// User frames root first, named with the maps the stack was taken under.
+std::vector<Frame> native_frames(Profile &p, uint32_t tgid, uint64_t stack_id,
+                                 const std::vector<uint64_t> &ips, bool cut,
+                                 Symbolizer &sym);
+
+// A Python frame as the model holds it: "function (file.py:line)", with
+// its file and line for pprof.
+Frame python_frame(uint32_t tgid, const PythonFrameWord &w, Symbolizer &sym) {
+  Frame f{"[unknown Python code]", FrameKind::Python, kNoModule, w.code};
+  const PythonCode *c = sym.python().code(tgid, w.code);
+  if (!c)
+    return f;
+  auto src = std::make_shared<FrameSource>();
+  src->function = c->qualname;
+  src->file = c->filename;
+  src->function_file = c->filename;
+  src->start_line = c->first_line;
+  src->line =
+      w.index ? python_line(c->line_table, c->first_line, w.index - 1) : 0;
+  f.name = c->qualname + " (" + source_base_name(c->filename) + ":" +
+           (src->line ? std::to_string(src->line) : std::string("?")) + ")";
+  f.source = std::move(src);
+  return f;
+}
+
+bool is_eval_frame(const Frame &f) {
+  static const std::string eval = "_PyEval_EvalFrameDefault";
+  return f.kind == FrameKind::User && !f.inlined &&
+         f.name.compare(0, eval.size(), eval) == 0 &&
+         (f.name.size() == eval.size() || f.name[eval.size()] == ' ');
+}
+
+// Puts the Python frames (`py`, leaf first) in place of the interpreter's
+// frames that ran them. In 3.11 a call from Python to Python runs in the
+// same _PyEval_EvalFrameDefault: each C-level evaluation runs the frames
+// from one entered from C (is_entry) up to the next. Matched from the leaf
+// end (the root end of a deep stack may be cut); groups left over at the
+// root go with the outermost evaluation, and with none found at all (its
+// frames unnamed), the Python frames follow the native ones.
+std::vector<Frame> merge_python(std::vector<Frame> root_first, uint32_t tgid,
+                                const std::vector<PythonFrameWord> &py,
+                                Symbolizer &sym) {
+  std::vector<std::vector<Frame>> groups; // root first, each root first
+  for (size_t i = py.size(); i-- > 0;) {
+    if (groups.empty() || py[i].entry)
+      groups.emplace_back();
+    groups.back().push_back(python_frame(tgid, py[i], sym));
+  }
+  std::vector<size_t> evals;
+  for (size_t i = 0; i < root_first.size(); i++)
+    if (is_eval_frame(root_first[i]))
+      evals.push_back(i);
+  if (evals.empty()) {
+    for (auto &g : groups)
+      root_first.insert(root_first.end(), g.begin(), g.end());
+    return root_first;
+  }
+  while (groups.size() > evals.size()) { // extra root groups: the outermost
+    groups[1].insert(groups[1].begin(), groups[0].begin(), groups[0].end());
+    groups.erase(groups.begin());
+  }
+  std::vector<const std::vector<Frame> *> at(root_first.size(), nullptr);
+  size_t skip = evals.size() - groups.size();
+  for (size_t g = 0; g < groups.size(); g++)
+    at[evals[skip + g]] = &groups[g];
+  std::vector<Frame> out;
+  out.reserve(root_first.size() + py.size());
+  for (size_t i = 0; i < root_first.size(); i++) {
+    if (!at[i]) {
+      out.push_back(std::move(root_first[i]));
+      continue;
+    }
+    out.insert(out.end(), at[i]->begin(), at[i]->end());
+    while (i + 1 < root_first.size() && root_first[i + 1].inlined)
+      i++; // the interpreter's inlined internals go with it
+  }
+  return out;
+}
+
+// User frames root first, named with the maps the stack was taken under;
+// Python frames in place of the interpreter's.
 std::vector<Frame> user_frames(Profile &p, uint32_t tgid, uint64_t stack_id,
-                               const std::vector<uint64_t> &ips, bool cut,
+                               const std::vector<uint64_t> &all, bool cut,
                                Symbolizer &sym) {
+  size_t native = 0;
+  std::vector<PythonFrameWord> py = python_frames_of(all, &native);
+  std::vector<Frame> named =
+      native_frames(p, tgid, stack_id,
+                    std::vector<uint64_t>(
+                        all.begin(), all.begin() + static_cast<long>(native)),
+                    cut, sym);
+  if (py.empty())
+    return named;
+  return merge_python(std::move(named), tgid, py, sym);
+}
+
+// Native user frames root first, named with the maps the stack was taken
+// under.
+std::vector<Frame> native_frames(Profile &p, uint32_t tgid, uint64_t stack_id,
+                                 const std::vector<uint64_t> &ips, bool cut,
+                                 Symbolizer &sym) {
   std::vector<Frame> root_first;
   root_first.reserve(ips.size() + 1);
   if (cut)

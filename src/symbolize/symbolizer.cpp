@@ -134,7 +134,8 @@ struct Symbolizer::Process {
   UniqueFd perf_map; // open for reading, held so an exit cannot take it
   std::vector<uint64_t> perf_wanted; // sorted addresses to name from it
   std::optional<std::unordered_map<uint64_t, std::string>> perf_names;
-  bool gone = false; // no maps of its own or inherited: counted once
+  bool gone = false;           // no maps of its own or inherited: counted once
+  bool python_decided = false; // looked at for an interpreter (python_)
   // Its [vdso] image, read while it lives (it may have rewritten it), and
   // the symbols that name it once looked up.
   std::optional<std::string> vdso_image;
@@ -165,7 +166,7 @@ struct Symbolizer::FileEntry {
 Symbolizer::Symbolizer(const FileReader &files, KernelSymbols kernel,
                        std::string proc_root)
     : files_(files), kernel_(std::move(kernel)),
-      proc_root_(std::move(proc_root)) {}
+      proc_root_(std::move(proc_root)), python_(files_, proc_root_) {}
 
 Symbolizer::~Symbolizer() = default;
 
@@ -340,8 +341,36 @@ void Symbolizer::capture_files(uint32_t tgid, Process &p) {
 }
 
 void Symbolizer::note_user_stack(uint32_t tgid, uint64_t stack_id,
-                                 const std::vector<uint64_t> &ips,
+                                 const std::vector<uint64_t> &all,
                                  uint32_t parent) {
+  // Python frames (tagged words after the native ones) are no addresses.
+  size_t native = 0;
+  std::vector<PythonFrameWord> py = python_frames_of(all, &native);
+  const std::vector<uint64_t> ips(all.begin(),
+                                  all.begin() + static_cast<long>(native));
+  note_native_stack(tgid, stack_id, ips, parent);
+  Process &p = process(tgid);
+  if (source_.python && !p.python_decided && !p.readings.empty())
+    decide_python(tgid, p);
+  if (!py.empty())
+    python_.capture(tgid, py); // names read while the process lives
+}
+
+// Whether the process is a Python whose frames BPF should walk: decided
+// once, from its first reading of maps that shows an interpreter running.
+void Symbolizer::decide_python(uint32_t tgid, Process &p) {
+  PythonProcess py = find_python(files_, proc_root_, tgid, p.readings.back());
+  if (py.retry)
+    return;
+  p.python_decided = true;
+  if (py.bpf.runtime)
+    python_.set_layout(tgid, py.layout);
+  python_decisions_.push_back({tgid, py});
+}
+
+void Symbolizer::note_native_stack(uint32_t tgid, uint64_t stack_id,
+                                   const std::vector<uint64_t> &ips,
+                                   uint32_t parent) {
   auto &slot = processes_[tgid];
   if (!slot)
     slot = std::make_unique<Process>();

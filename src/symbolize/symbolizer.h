@@ -22,6 +22,7 @@
 #include <string>
 #include <tuple>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "symbolize/debuginfod.h"
@@ -31,6 +32,8 @@
 #include "symbolize/kallsyms.h"
 #include "symbolize/perf_map.h"
 #include "symbolize/proc_maps.h"
+#include "symbolize/python_code.h"
+#include "symbolize/python_runtime.h"
 #include "util/debug_file.h"
 #include "util/fs.h"
 #include "util/safe_file.h"
@@ -88,6 +91,7 @@ struct SourceOptions {
       true; // read DWARF at all (off: --no-inline, no --lines, no pprof)
   bool inlined = true; // inlined calls as frames of their own (--no-inline)
   bool lines = false;  // "function (file.c:123)" names (--lines)
+  bool python = true;  // CPython processes' Python frames (--no-python)
 };
 
 // The file (or kernel part) a frame's code came from; owned by Symbolizer.
@@ -114,6 +118,14 @@ public:
   // from without exec (0: unknown), whose maps stand in if it is gone.
   void note_user_stack(uint32_t tgid, uint64_t stack_id,
                        const std::vector<uint64_t> &ips, uint32_t parent = 0);
+  // Processes looked at for a Python interpreter since the last call (at
+  // their first noted stack): for the BPF walker's py_procs map. Each once.
+  std::vector<std::pair<uint32_t, PythonProcess>> take_python_decisions() {
+    return std::exchange(python_decisions_, {});
+  }
+  // Code objects of Python frames, read while their processes live.
+  PythonNames &python() { return python_; }
+  const PythonNames &python() const { return python_; }
   // Parses captured files until `deadline_ns` (CLOCK_MONOTONIC) or a stop
   // request; true when nothing is left.
   bool parse_pending(uint64_t deadline_ns);
@@ -182,6 +194,9 @@ private:
   using FileKey = std::tuple<uint32_t, uint32_t, uint64_t, std::string>;
 
   Process &process(uint32_t tgid);
+  void note_native_stack(uint32_t tgid, uint64_t stack_id,
+                         const std::vector<uint64_t> &ips, uint32_t parent);
+  void decide_python(uint32_t tgid, Process &p);
   bool read_maps(uint32_t tgid, Process &p);
   void capture_process(uint32_t tgid, Process &p);
   void capture_files(uint32_t tgid, Process &p);
@@ -266,6 +281,8 @@ private:
   bool crc_stopped_ = false;
   bool debuginfod_deferred_ = false;
   SymbolizeStats stats_;
+  PythonNames python_;
+  std::vector<std::pair<uint32_t, PythonProcess>> python_decisions_;
   bool symbolize_user_ = true;
 };
 

@@ -343,9 +343,10 @@ time.sleep(1000)
   // --name-time 3: python3.11's DWARF (11 MB, compressed) takes a few
   // tenths of a second to open, more on a loaded machine; this test is
   // about what is named, not when.
-  auto r = test::run({OFFCPU_BIN, "-p", std::to_string(pid), "-U", "-f",
-                      "--lines", "--per-thread", "--name-time", "3", "2"},
-                     60);
+  auto r =
+      test::run({OFFCPU_BIN, "-p", std::to_string(pid), "-U", "-f", "--lines",
+                 "--per-thread", "--name-time", "3", "--no-python", "2"},
+                60);
   ASSERT_EQ(r.exit_code, 0) << r.err;
   // Each thread's heaviest stack, by thread id ("python3-PID/TID").
   std::map<std::string, const test::FoldedLine *> heaviest;

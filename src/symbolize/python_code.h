@@ -1,0 +1,84 @@
+// Names of CPython frames (issue #32): a frame's code object, read from the
+// process's memory through the bounded /proc/PID/mem reader, gives the
+// function's qualified name, its file and its line table; the frame's
+// instruction gives the line. Kept per code object: names of a process
+// that exits are those read while it lived.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "symbolize/python_runtime.h"
+#include "util/fs.h"
+
+namespace offcpu {
+
+// The line of the instruction at `index` (16-bit code units from the start
+// of the bytecode) in a 3.11+ location table (PEP 626/657's compact form),
+// counting from `first_line`; 0 if the table has no line for it or is
+// malformed.
+uint32_t python_line(std::string_view table, uint32_t first_line,
+                     uint32_t index);
+
+// One Python frame as the BPF walker stored it (two tagged words).
+struct PythonFrameWord {
+  uint64_t code = 0;
+  uint32_t index = 0; // instruction + 1; 0: unknown
+  bool entry = false; // the frame was entered from C (3.11 is_entry)
+};
+// The Python frames stored after a user stack's native frames, leaf first;
+// `native` receives how many words come before them.
+std::vector<PythonFrameWord> python_frames_of(const std::vector<uint64_t> &ips,
+                                              size_t *native);
+inline bool is_python_word(uint64_t ip) {
+  uint64_t tag = ip & OFFCPU_PY_TAG_MASK;
+  return tag == OFFCPU_PY_CODE_TAG || tag == OFFCPU_PY_INSTR_TAG;
+}
+
+struct PythonCode {
+  std::string qualname, filename;
+  uint32_t first_line = 0;
+  std::string line_table;
+};
+
+struct PythonNameStats {
+  uint64_t code_objects = 0;    // read
+  uint64_t code_unreadable = 0; // could not be read (process gone, garbage)
+};
+
+class PythonNames {
+public:
+  PythonNames(const FileReader &files, std::string proc_root)
+      : files_(files), proc_root_(std::move(proc_root)) {}
+  // The layout a process's frames are read with (find_python's).
+  void set_layout(uint32_t tgid, const PythonLayout *layout) {
+    layouts_[tgid] = layout;
+  }
+  // Reads, while the process lives, the code objects of these frames not
+  // read yet.
+  void capture(uint32_t tgid, const std::vector<PythonFrameWord> &frames);
+  // The code object, read now if not before; null if unreadable.
+  const PythonCode *code(uint32_t tgid, uint64_t addr);
+  const PythonNameStats &stats() const { return stats_; }
+
+private:
+  std::optional<PythonCode> read_code(uint32_t tgid, const PythonLayout &l,
+                                      uint64_t addr);
+  std::optional<std::string> read_string(const std::string &mem,
+                                         const PythonLayout &l, uint64_t obj);
+  std::optional<std::string> read_bytes(const std::string &mem,
+                                        const PythonLayout &l, uint64_t obj);
+  const FileReader &files_;
+  std::string proc_root_;
+  std::map<uint32_t, const PythonLayout *> layouts_;
+  // (process, code object) -> what it held; nullopt: unreadable.
+  std::map<std::pair<uint32_t, uint64_t>, std::optional<PythonCode>> codes_;
+  PythonNameStats stats_;
+};
+
+} // namespace offcpu
