@@ -792,7 +792,14 @@ std::vector<Row> parse_cfi(const CfiSection &section, CfiStats *stats,
   std::sort(fdes.begin(), fdes.end(), [](const FdeRows &a, const FdeRows &b) {
     return a.begin < b.begin;
   });
+  // Sized once (each FDE adds at most a gap row), and each FDE's rows freed
+  // as they are copied: a growing vector beside every FDE's rows was the
+  // peak of offcpu's memory (a compiler's 600,000 rows: 16 MiB more).
+  size_t most = 1;
+  for (const FdeRows &f : fdes)
+    most += f.rows.size() + 1;
   std::vector<Row> out;
+  out.reserve(most);
   uint64_t covered_to = 0;
   auto push = [&](const Row &r) {
     if (!out.empty() && out.back().pc == r.pc)
@@ -800,9 +807,11 @@ std::vector<Row> parse_cfi(const CfiSection &section, CfiStats *stats,
     else if (out.empty() || out.back().rule != r.rule)
       out.push_back(r);
   };
-  for (const FdeRows &f : fdes) {
-    if (f.begin < covered_to)
+  for (FdeRows &f : fdes) {
+    if (f.begin < covered_to) {
+      std::vector<Row>().swap(f.rows);
       continue; // overlaps the previous FDE: keep the first
+    }
     if (!out.empty() && f.begin > covered_to)
       push(Row{covered_to, Rule{}}); // a gap
     for (const Row &r : f.rows) {
@@ -810,6 +819,7 @@ std::vector<Row> parse_cfi(const CfiSection &section, CfiStats *stats,
         st.unsupported_rows++;
       push(r);
     }
+    std::vector<Row>().swap(f.rows);
     covered_to = f.end;
   }
   if (!out.empty())
