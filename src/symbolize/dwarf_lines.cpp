@@ -30,6 +30,8 @@ constexpr size_t kOverlapScan = 16;
 constexpr uint64_t kNsPerDwarfByte = 8;
 // The clock is read every this many DIEs or units.
 constexpr uint64_t kClockEvery = 256;
+// Line rows at one address looked back over for a statement.
+constexpr size_t kStatementScan = 64;
 
 bool starts_with(const char *s, const char *prefix) {
   return std::strncmp(s, prefix, std::strlen(prefix)) == 0;
@@ -399,6 +401,54 @@ SourceFrame frame_of(std::vector<Dwarf_Die> &path, size_t i,
   return f;
 }
 
+// The line table's row for `vaddr` as gdb picks it: the last row at or
+// below it, unless that row is not a statement and a statement row at the
+// same address precedes it (GCC gives one address several rows, the later
+// ones often not statements: gdb, and the source, mean the statement's).
+// libdw's dwarf_getsrc_die would take the last row alone.
+Dwarf_Line *line_at(Dwarf_Die *cudie, uint64_t vaddr) {
+  Dwarf_Lines *lines = nullptr;
+  size_t n = 0;
+  if (dwarf_getsrclines(cudie, &lines, &n) != 0 || n == 0)
+    return nullptr;
+  auto addr_of = [&](size_t i, Dwarf_Addr *a) {
+    Dwarf_Line *l = dwarf_onesrcline(lines, i);
+    return l && dwarf_lineaddr(l, a) == 0 ? l : nullptr;
+  };
+  // The rows are sorted by address (libdw sorts them for its own search).
+  size_t lo = 0, hi = n;
+  while (lo < hi) {
+    const size_t mid = lo + (hi - lo) / 2;
+    Dwarf_Addr a = 0;
+    if (!addr_of(mid, &a))
+      return nullptr;
+    if (a <= vaddr)
+      lo = mid + 1;
+    else
+      hi = mid;
+  }
+  Dwarf_Addr at = 0;
+  Dwarf_Line *best = lo > 0 ? addr_of(lo - 1, &at) : nullptr;
+  bool flag = false;
+  if (!best || (dwarf_lineendsequence(best, &flag) == 0 && flag))
+    return nullptr;
+  if (dwarf_linebeginstatement(best, &flag) != 0 || flag)
+    return best;
+  // A few rows back at most: a hostile table may hold millions at one
+  // address.
+  for (size_t i = lo - 1, k = 0; i-- > 0 && k < kStatementScan; k++) {
+    Dwarf_Addr a = 0;
+    Dwarf_Line *l = addr_of(i, &a);
+    int no = 0;
+    if (!l || a != at || dwarf_lineno(l, &no) != 0 || no == 0 ||
+        (dwarf_lineendsequence(l, &flag) == 0 && flag))
+      break;
+    if (dwarf_linebeginstatement(l, &flag) == 0 && flag)
+      return l;
+  }
+  return best;
+}
+
 // The frames of `path` (the scopes holding vaddr in unit `cudie`), each
 // with its line.
 std::vector<SourceFrame> frames_of(std::vector<Dwarf_Die> &path,
@@ -418,7 +468,7 @@ std::vector<SourceFrame> frames_of(std::vector<Dwarf_Die> &path,
   // The leaf's current line, from the line table.
   const std::string *leaf_file = nullptr;
   uint32_t leaf_line = 0;
-  if (Dwarf_Line *line = dwarf_getsrc_die(cudie, vaddr)) {
+  if (Dwarf_Line *line = line_at(cudie, vaddr)) {
     int n = 0;
     if (dwarf_lineno(line, &n) == 0 && n > 0)
       leaf_line = static_cast<uint32_t>(n);

@@ -172,9 +172,17 @@ protected:
   // common subsequence of functions), and scores what was found.
   void compare(const std::string &thread, const std::vector<Position> &ours,
                const std::vector<Position> &gdb) {
+    // A GCC clone (f.constprop.0, f.lto_priv.0) is named by its symbol in
+    // offcpu and from DWARF, without the suffix, in gdb: the same code,
+    // though the plain name's address may be another copy's.
+    auto base = [](const std::string &name) {
+      return name.substr(0, name.find('.'));
+    };
     auto same = [&](const Position &o, const Position &g) {
       return !o.function.empty() && o.function[0] != '[' &&
-             identity(o.function) == identity(g.function);
+             (identity(o.function) == identity(g.function) ||
+              (o.function.find('.') != std::string::npos &&
+               base(o.function) == g.function));
     };
     size_t n = ours.size(), m = gdb.size();
     std::vector<std::vector<int>> best(n + 1, std::vector<int>(m + 1, 0));
