@@ -7,6 +7,7 @@
 #include <deque>
 #include <map>
 #include <mutex>
+#include <system_error>
 #include <thread>
 #include <vector>
 
@@ -43,6 +44,7 @@ struct DwarfLoader::Shared {
   uint64_t deadline_ns = 0;
   uint64_t read_ahead = 0;
   bool started = false;
+  bool no_thread = false; // it could not be started
   bool stop = false;
   DwarfRunBudget budget;
 };
@@ -156,11 +158,15 @@ DwarfLoader::Ticket DwarfLoader::submit(UniqueFd fd) {
   const Ticket t = shared_->next++;
   shared_->entries[t].fd = std::move(fd);
   shared_->to_open.push_back(t);
-  if (!shared_->started) {
-    shared_->started = true;
+  if (!shared_->started && !shared_->no_thread) {
     // Detached: it holds the state it uses, and the end of the run never
     // waits for a file libdw is still reading.
-    std::thread([s = shared_] { serve(s); }).detach();
+    try {
+      std::thread([s = shared_] { serve(s); }).detach();
+      shared_->started = true;
+    } catch (const std::system_error &) {
+      shared_->no_thread = true; // no threads left: take() reads the file
+    }
   }
   shared_->cv.notify_all();
   return t;
@@ -198,6 +204,13 @@ DwarfLoader::take(Ticket ticket, uint64_t deadline_ns, DwarfLoss *why) {
   if (queued != s.to_open.end() && queued != s.to_open.begin()) {
     s.to_open.erase(queued);
     s.to_open.push_front(ticket);
+  }
+  if (s.no_thread && !e.opened) {
+    queued = std::find(s.to_open.begin(), s.to_open.end(), ticket);
+    if (queued != s.to_open.end())
+      s.to_open.erase(queued);
+    s.deadline_ns = deadline_ns ? deadline_ns : s.deadline_ns;
+    open_one(s, lock, ticket); // on the caller's thread, as before
   }
   while (!e.opened || e.busy) {
     const uint64_t now = monotonic_ns();
