@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <deque>
 #include <map>
 #include <memory>
 #include <optional>
@@ -339,6 +340,18 @@ struct FdeRows {
   std::vector<Row> rows;
 };
 
+// Every FDE's rows, one after another, and where each FDE's are: no heap
+// block per FDE (a vector's header and slack were a third of a large
+// file's parse), no copy when the store grows (a deque).
+struct FdeSpan {
+  uint64_t begin = 0, end = 0;
+  size_t first = 0, count = 0;
+};
+struct ParsedFdes {
+  std::vector<FdeSpan> spans;
+  std::deque<Row> rows;
+};
+
 // Runs CFA instructions from `state`, appending a row at each location
 // change. `initial` is the state after the CIE's own instructions
 // (DW_CFA_restore goes back to it). False on malformed input.
@@ -607,8 +620,9 @@ public:
   Parser(const CfiSection &s, CfiStats &st, Meter &meter)
       : sec_(s), st_(st), meter_(meter) {}
 
-  std::vector<FdeRows> run() {
-    std::vector<FdeRows> fdes;
+  ParsedFdes run() {
+    ParsedFdes fdes;
+    FdeRows rows; // one FDE's, reused
     Reader r(sec_.data);
     while (!r.at_end() && meter_.step()) { // an entry costs a step
       size_t start = r.pos();
@@ -639,11 +653,16 @@ public:
         uint64_t cie_at = sec_.eh_frame ? body - id : id;
         if (sec_.eh_frame && id > body)
           cie_at = UINT64_MAX;
-        FdeRows rows;
+        rows.begin = rows.end = 0;
+        rows.rows.clear();
         if (parse_fde(e, cie_at, rows)) {
           st_.fdes++;
-          if (rows.end > rows.begin && rows.begin != 0)
-            fdes.push_back(std::move(rows));
+          if (rows.end > rows.begin && rows.begin != 0) {
+            fdes.spans.push_back(
+                {rows.begin, rows.end, fdes.rows.size(), rows.rows.size()});
+            fdes.rows.insert(fdes.rows.end(), rows.rows.begin(),
+                             rows.rows.end());
+          }
         } else {
           st_.bad_entries++;
         }
@@ -786,20 +805,16 @@ std::vector<Row> parse_cfi(const CfiSection &section, CfiStats *stats,
   CfiStats local;
   CfiStats &st = stats ? *stats : local;
   Meter meter(budget, st);
-  std::vector<FdeRows> fdes = Parser(section, st, meter).run();
+  ParsedFdes fdes = Parser(section, st, meter).run();
   if (!meter.ok())
     return {};
-  std::sort(fdes.begin(), fdes.end(), [](const FdeRows &a, const FdeRows &b) {
-    return a.begin < b.begin;
-  });
-  // Sized once (each FDE adds at most a gap row), and each FDE's rows freed
-  // as they are copied: a growing vector beside every FDE's rows was the
-  // peak of offcpu's memory (a compiler's 600,000 rows: 16 MiB more).
-  size_t most = 1;
-  for (const FdeRows &f : fdes)
-    most += f.rows.size() + 1;
+  std::sort(
+      fdes.spans.begin(), fdes.spans.end(),
+      [](const FdeSpan &a, const FdeSpan &b) { return a.begin < b.begin; });
+  // Sized once (each FDE adds at most a gap row): a vector grown by
+  // doubling beside every FDE's rows was the peak of offcpu's memory.
   std::vector<Row> out;
-  out.reserve(most);
+  out.reserve(fdes.rows.size() + fdes.spans.size() + 1);
   uint64_t covered_to = 0;
   auto push = [&](const Row &r) {
     if (!out.empty() && out.back().pc == r.pc)
@@ -807,19 +822,17 @@ std::vector<Row> parse_cfi(const CfiSection &section, CfiStats *stats,
     else if (out.empty() || out.back().rule != r.rule)
       out.push_back(r);
   };
-  for (FdeRows &f : fdes) {
-    if (f.begin < covered_to) {
-      std::vector<Row>().swap(f.rows);
+  for (const FdeSpan &f : fdes.spans) {
+    if (f.begin < covered_to)
       continue; // overlaps the previous FDE: keep the first
-    }
     if (!out.empty() && f.begin > covered_to)
       push(Row{covered_to, Rule{}}); // a gap
-    for (const Row &r : f.rows) {
+    for (size_t i = f.first; i < f.first + f.count; i++) {
+      const Row &r = fdes.rows[i];
       if (r.rule.kind == UW_RULE_UNSUPPORTED)
         st.unsupported_rows++;
       push(r);
     }
-    std::vector<Row>().swap(f.rows);
     covered_to = f.end;
   }
   if (!out.empty())
