@@ -149,13 +149,11 @@ static __always_inline void on_switch(void *ctx, struct task_struct *prev,
   struct offcpu_task *ts = NULL;
   struct offcpu_start *prev_open;
   if (trusted && use_task_storage) {
+    /* Without storage (the kernel could not create it now), the new wait
+     * is spilled to the hash map (see spill_start). */
     ts = bpf_task_storage_get(&starts_task, prev, 0,
                               BPF_LOCAL_STORAGE_GET_F_CREATE);
-    if (!ts) {
-      count_loss(OFFCPU_LOST_START_STORE);
-      return;
-    }
-    prev_open = &ts->start;
+    prev_open = ts && ts->start.start_ns ? &ts->start : spilled_start(pid);
   } else {
     prev_open = find_start(prev, pid, trusted);
   }

@@ -46,7 +46,8 @@
   X(py_procs)                                                                  \
   X(py_threads)                                                                \
   X(py_walks)                                                                  \
-  X(py_stat_map)
+  X(py_stat_map)                                                               \
+  X(starts_spill)
 
 #define OFFCPU_MAPS(X)                                                         \
   OFFCPU_SIZED_MAPS(X) OFFCPU_OPTIONAL_MAPS(X) OFFCPU_FIXED_MAPS(X)

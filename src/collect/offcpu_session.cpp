@@ -557,6 +557,7 @@ RawProfile OffcpuSession::drain() const {
   for (int i = 0; i < OFFCPU_KUNWIND_NR; i++)
     out.kunwind[i] = bss_of(h_)->kunwind_stats[i];
   out.unseen_switch_ins = bss_of(h_)->switch_events[OFFCPU_EV_UNSEEN_SWITCH_IN];
+  out.starts_spilled = bss_of(h_)->starts_spilled;
   bpf_prog_info info{};
   __u32 len = sizeof(info);
   if (bpf_obj_get_info_by_fd(h_.switch_prog, &info, &len) == 0)

@@ -79,6 +79,9 @@ struct RawProfile {
   // Switch-ins the kernel did not report, whose waits were ended from its
   // scheduler accounting (see end_unseen_wait in bpf/offcpu.bpf.c).
   uint64_t unseen_switch_ins = 0;
+  // Waits kept in the hash map because their thread's task storage could
+  // not be created then (bpf/wait_state.bpf.h, spill_start): not lost.
+  uint64_t starts_spilled = 0;
   // Off-CPU time by the state class the waits began in.
   std::array<uint64_t, OFFCPU_STATE_NR> state_ns{};
   // --wakers: the wakers the keys refer to (their stacks are in `stacks`).

@@ -553,6 +553,10 @@ void report_details(const RawProfile &raw, const Symbolizer &symbolizer,
     if (p.runs)
       note("  BPF program " + p.name + ": " + std::to_string(p.runs) +
            " runs, " + std::to_string(p.run_ns / p.runs) + " ns each");
+  if (raw.starts_spilled)
+    note(std::to_string(raw.starts_spilled) +
+         " waits began when the kernel could not give their thread task "
+         "storage: kept in the hash map instead (none lost for it)");
   if (raw.unseen_switch_ins && !orc)
     note(std::to_string(raw.unseen_switch_ins) +
          " switch-ins the kernel did not report: their waits were ended "
