@@ -70,10 +70,10 @@ protected:
 // every run. Before, 2 runs in 8 had libc without a table for the whole run
 // (its mapping was read during the exec, then gone: cached as unreadable),
 // and the sleeps stopped at clock_nanosleep; later about 1 run in 10 still
-// did (issue #27): a thread that sleeps at one place reused its first walk
-// for the whole run, so one bad walk stayed. Memos are now walked again
-// every UW_MEMO_RECHECK reuses and a walk that disagrees is a warning
-// (which the one-line check below catches).
+// did (issue #27, not reproduced since on the 2-vCPU VM): a thread that
+// sleeps at one place reuses its first walk for the whole run, so one bad
+// walk would stay. Memos are now walked again every UW_MEMO_RECHECK reuses
+// and a walk that disagrees is a warning, which the checks below catch.
 TEST_F(FirstWaits, CommandHasWholeStacksFromTheStart) {
   for (int run = 0; run < 8; run++) {
     SCOPED_TRACE("run " + std::to_string(run));
