@@ -12,6 +12,7 @@
 #include "settings.bpf.h"
 #include "stack_store.bpf.h"
 #include "task_comm.bpf.h"
+#include "timeline.bpf.h"
 #include "user_unwind.bpf.h"
 #include "wait_state.bpf.h"
 
@@ -114,15 +115,12 @@ static __always_inline void end_wait(struct task_struct *t, __u32 pid,
   key.cgroup = rec->cgroup;
   if (show_state)
     key.flags |= (offcpu_state_class(rec->state) + 1) << OFFCPU_KEY_STATE_SHIFT;
-  if (want_wakers) {
-    key.waker = rec->waker;
-    if (!key.waker)
-      key.waker =
-          rec->state == 0 ? OFFCPU_WAKER_PREEMPTED : OFFCPU_WAKER_UNSEEN;
-  }
+  if (key_wakers)
+    key.waker = waker_of(rec);
   unsigned int state = rec->state;
   __u64 runq = 0;
-  if (split_runqueue && end > start) {
+  /* The timeline's events carry it, without a [runqueue] in the keys. */
+  if ((split_runqueue || want_events) && end > start) {
     __u64 wake = rec->wake_ns;
     if (!wake && runq_from_sched_info && rec->state != 0)
       wake = queued_ktime(t, end, trusted);
@@ -149,6 +147,8 @@ static __always_inline void end_wait(struct task_struct *t, __u32 pid,
   /* Counted by whoever charges the wait: with a claim, once. */
   uw_partial_ended(rec->flags, slot, delta);
   read_comm(key.comm, t, trusted);
+  /* The timeline: the wait as an event, and as this thread's last. */
+  timeline_wait_ended(&key, rec, task_of(rec, trusted), start, delta, runq);
   struct offcpu_held_set *held = hold_waits && ts ? &ts->held : NULL;
   if (held && !open) {
     /* After the window: what the task holds first, then no more holding. */

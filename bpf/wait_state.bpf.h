@@ -6,6 +6,7 @@
 
 #include "kernel_unwind.bpf.h"
 #include "offcpu/shared.h"
+#include "offcpu/timeline.h"
 #include "settings.bpf.h"
 #include "user_unwind.bpf.h"
 
@@ -33,6 +34,10 @@ struct offcpu_task {
   struct offcpu_held_set held;
   struct uw_memo_set memo;
   struct kw_memo_set kmemo;
+  /* The timeline (timeline.bpf.h): this thread's last wait, and the last
+   * wait of the thread that woke its open one. */
+  struct offcpu_hop last;
+  struct offcpu_hop hop;
 };
 
 /* offcpu_start.flags: the record is in starts_spill, not in task storage

@@ -8,6 +8,7 @@
 #include "settings.bpf.h"
 #include "stack_store.bpf.h"
 #include "task_filter.bpf.h"
+#include "timeline.bpf.h"
 #include "wait_state.bpf.h"
 /* Wakers' kernel stacks walked with ORC, as the waits'. */
 #ifndef OFFCPU_WAKER_ORC
@@ -47,7 +48,8 @@ static __always_inline void on_waking(void *ctx, struct task_struct *p,
    * default of 1 us), none is read (bpf_ktime_get_ns costs up to 85 ns
    * here): a wait woken within 1 us is dropped at its switch-in anyway
    * unless it queued long enough to pass, and then its waker is right. */
-  bool timed = split_runqueue || min_block_ns > 1000 || max_block_ns != ~0ULL;
+  bool timed = split_runqueue || min_block_ns > 1000 || max_block_ns != ~0ULL ||
+               want_events;
   __u64 now = timed ? bpf_ktime_get_ns() : 1; /* 1: woken, time not read */
   rec->wake_ns = now;
   if (!want_wakers)
@@ -56,12 +58,16 @@ static __always_inline void on_waking(void *ctx, struct task_struct *p,
     __u64 waited = now > rec->start_ns ? now - rec->start_ns : 0;
     if (waited > max_block_ns)
       return; /* too long to be counted: no waker needed */
-    if (waited < min_block_ns) {
+    /* For the timeline alone, only waits that will be events need one:
+     * a waker's stacks are most of this hook's cost. */
+    __u64 least = key_wakers ? min_block_ns : events_min_ns;
+    if (waited < least) {
       rec->waker = OFFCPU_WAKER_TOO_SHORT;
       return;
     }
   }
   rec->waker = take_waker(ctx, current_waker_memos(trusted), trusted);
+  copy_hop(task_of(rec, trusted));
 }
 
 #endif /* OFFCPU_WAKING_BPF_H */

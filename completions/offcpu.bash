@@ -9,7 +9,7 @@ _offcpu() {
   case $prev in
     -p|--pid)
       COMPREPLY=($(compgen -W "$(ls /proc | grep -E '^[0-9]+$')" -- "$cur")); return ;;
-    -t|--tid|--title|--width|--minwidth|--countname|-m|-M|--min-block-time|--max-block-time|--min-wait|-i|--interval|--stack-storage-size|--perf-max-stack-depth|--max-entries|--unwind-memory|--name-time)
+    -t|--tid|--title|--width|--minwidth|--countname|-m|-M|--min-block-time|--max-block-time|--min-wait|-i|--interval|--stack-storage-size|--perf-max-stack-depth|--max-entries|--unwind-memory|--name-time|--top-waits|--events-min|--events-memory|--chain-depth)
       return ;;
     --state)
       COMPREPLY=($(compgen -W "R S D I T D,S" -- "$cur")); return ;;
@@ -68,7 +68,7 @@ _offcpu() {
       fi ;;
     *)
       if [[ $cur == -* ]]; then
-        COMPREPLY=($(compgen -W "$tracing -p --pid -t --tid -u --user-threads-only -k --kernel-threads-only -m --min-block-time -M --max-block-time --state -U --user-stacks-only -K --kernel-stacks-only -q --quiet -V --version --kernel-unwind --verify-kernel-unwind --verify-stack-reuse --no-stack-reuse --loader -n --name --children --cgroup --per-cgroup --user --group --keep-fds --wakers --runqueue --show-state --user-unwind --unwind-memory --name-time" -- "$cur"))
+        COMPREPLY=($(compgen -W "$tracing -p --pid -t --tid -u --user-threads-only -k --kernel-threads-only -m --min-block-time -M --max-block-time --state -U --user-stacks-only -K --kernel-stacks-only -q --quiet -V --version --kernel-unwind --verify-kernel-unwind --verify-stack-reuse --no-stack-reuse --loader -n --name --children --cgroup --per-cgroup --user --group --keep-fds --wakers --runqueue --show-state --user-unwind --unwind-memory --name-time --top-waits --events-min --events-memory --chain-depth" -- "$cur"))
       else
         COMPREPLY=($(compgen -W "rwsem lock flamegraph" -- "$cur"))
       fi ;;

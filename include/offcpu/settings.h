@@ -57,6 +57,13 @@
   X(bool, want_wakers, false)                                                  \
   X(bool, split_runqueue, false)                                               \
   X(bool, runq_from_sched_info, false)                                         \
+  /* The waker in the key (--wakers); want_wakers alone takes it for the    \
+   * timeline's events only. */                                               \
+  X(bool, key_wakers, false)                                                   \
+  /* The timeline (timeline.bpf.h): waits of events_min_ns or more sent as  \
+   * events; wakers taken only for waits that long, unless key_wakers. */    \
+  X(bool, want_events, false)                                                  \
+  X(__u64, events_min_ns, 1000000)                                             \
                                                                                \
   /* ---- What the kernel offers (the attach plan) ---- */                    \
   /* 5.18+ passes prev_state to sched_switch; older kernels read the task. */\

@@ -50,6 +50,9 @@ enum offcpu_loss {
   /* Waits that found the aggregation map full and their process's
    * overflow bucket (counts_overflow) full too: lost with their time. */
   OFFCPU_LOST_OVERFLOW_FULL,
+  /* Timeline events (waits of --events-min or more) that found the events
+   * ring full: user space fell behind. The aggregates still have them. */
+  OFFCPU_LOST_EVENT_RING,
   OFFCPU_LOST_NR,
 };
 

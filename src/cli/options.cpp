@@ -206,6 +206,10 @@ OutputFormat format_for_path(const std::string &path, OutputFormat fallback) {
     return OutputFormat::Folded;
   if (ends_with(path, ".txt"))
     return OutputFormat::Text;
+  if (ends_with(path, ".json"))
+    return OutputFormat::TraceJson;
+  if (ends_with(path, ".perfetto-trace") || ends_with(path, ".pftrace"))
+    return OutputFormat::Perfetto;
   return fallback;
 }
 
@@ -271,7 +275,9 @@ void add_file_options(CLI::App *app, OutputOptions &o, OutputArgs &a) {
   app->add_option("-o,--output", a.paths,
                   "write to FILE instead of stdout ('-': stdout); it appears "
                   "only when complete. Repeatable: .svg, .pb.gz, .folded and "
-                  ".txt pick their format, other names --format's")
+                  ".txt pick their format, .json and .perfetto-trace (or "
+                  ".pftrace) the timeline of long waits, other names "
+                  "--format's")
       ->expected(1)
       ->allow_extra_args(false)
       ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll)
@@ -406,6 +412,35 @@ void add_profile_targets(CLI::App &app, ProfileOptions &o, ProfileArgs &a) {
       ->group("Filters");
 }
 
+// The timeline of long waits: which waits, how much of them, how far
+// their wake chains go.
+void add_timeline_options(CLI::App &app, ProfileOptions &o) {
+  app.add_option("--top-waits", o.top_waits,
+                 "print the N longest waits with their time, stacks, waker "
+                 "and wake chain")
+      ->check(CLI::Range(1u, 1000000u))
+      ->type_name("N")
+      ->group("Timeline");
+  app.add_option("--events-min", o.events_min_us,
+                 "timeline: waits of at least this many microseconds "
+                 "(default 1000)")
+      ->check(CLI::Range(uint64_t{1}, uint64_t{UINT64_MAX / 1000}))
+      ->type_name("US")
+      ->group("Timeline");
+  app.add_option("--events-memory", o.events_memory_mib,
+                 "timeline: MiB the events may take in offcpu (default 64; "
+                 "the kernel's ring buffer gets a sixteenth); past it "
+                 "events are dropped and counted")
+      ->check(CLI::Range(1u, 65536u))
+      ->type_name("MIB")
+      ->group("Timeline");
+  app.add_option("--chain-depth", o.chain_depth,
+                 "timeline: wake-chain hops followed per wait (default 3)")
+      ->check(CLI::Range(0u, 64u))
+      ->type_name("N")
+      ->group("Timeline");
+}
+
 // Which of their waits count, and what each wait is split into.
 void add_profile_waits(CLI::App &app, ProfileOptions &o, ProfileArgs &a) {
   auto *uth = app.add_flag("-u,--user-threads-only", o.user_threads_only,
@@ -441,6 +476,7 @@ void add_profile_waits(CLI::App &app, ProfileOptions &o, ProfileArgs &a) {
                "split each wait into time blocked and time runnable, waiting "
                "for a CPU ([runqueue] leaf frame)")
       ->group("Output");
+  add_timeline_options(app, o);
 }
 
 // What the stacks show and where the results go.
@@ -680,10 +716,22 @@ CLI::App *setup_flamegraph(CLI::App &app, FlamegraphOptions &fg,
   return fga;
 }
 
+// The timeline is the main command's alone: offcpu rwsem and offcpu
+// flamegraph have no waits one by one.
+void refuse_timeline(const OutputOptions &o, const char *command) {
+  for (const OutputTarget &t : o.targets)
+    if (t.format == OutputFormat::TraceJson ||
+        t.format == OutputFormat::Perfetto)
+      throw usage_error(std::string(command) +
+                        " writes no timeline (.json, .perfetto-trace): '" +
+                        t.path + "'");
+}
+
 void finish_flamegraph(FlamegraphOptions &fg, FlamegraphArgs &a) {
   if (a.out.format.empty())
     a.out.format = "svg";
   finish_output_options(fg.output, a.out);
+  refuse_timeline(fg.output, "offcpu flamegraph");
   // Folded stacks have no thread ids or wait counts: the report cannot be
   // written from them.
   for (const OutputTarget &t : fg.output.targets)
@@ -707,6 +755,7 @@ RwsemAttach rwsem_attach(const std::string &name) {
 
 void finish_rwsem(RwsemOptions &r, RwsemArgs &a, const TaskExists &exists) {
   finish_output_options(r.output, a.out);
+  refuse_timeline(r.output, "offcpu rwsem");
   r.pids = parse_id_list(a.pids, "PID");
   // `rwsem -p PID 10`: with -p the lone positional is the duration.
   if (!r.pids.empty() && a.duration.empty() && !r.name.empty() &&
@@ -767,6 +816,10 @@ void finish_lock(RwsemOptions &r, LockArgs &a, const TaskExists &exists) {
 void finish_profile(ProfileOptions &o, ProfileArgs &a,
                     const TaskExists &exists) {
   finish_output_options(o.output, a.out);
+  o.events = o.top_waits > 0;
+  for (const OutputTarget &t : o.output.targets)
+    o.events = o.events || t.format == OutputFormat::TraceJson ||
+               t.format == OutputFormat::Perfetto;
   o.pids = parse_id_list(a.pids, "PID");
   o.tids = parse_id_list(a.tids, "TID");
   if (!a.duration.empty())

@@ -67,6 +67,8 @@ struct ProfileOptions : OffcpuConfig {
   bool verbose = false;
   AttachChoice attach = AttachChoice::Auto;
   KernelUnwind kernel_unwind = KernelUnwind::Auto;
+  uint32_t top_waits = 0;   // --top-waits N: the N longest waits, as text
+  uint32_t chain_depth = 3; // --chain-depth: wake-chain hops per event
 };
 
 // `offcpu lock`, and `offcpu rwsem`, its preset (lock_command false).

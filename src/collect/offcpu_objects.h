@@ -26,7 +26,8 @@
 #define OFFCPU_SIZED_MAPS(X)                                                   \
   OFFCPU_SHARED_SIZED_MAPS(X)                                                  \
   X(counts)                                                                    \
-  X(starts_hash)
+  X(starts_hash)                                                               \
+  X(events) /* the timeline's ring buffer (--events-memory) */
 
 /* Maps created only when the plan uses them (libbpf's skeleton; the light
  * one serves only plans that use all of them). */

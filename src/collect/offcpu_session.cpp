@@ -43,7 +43,7 @@ std::string load_failure(int err) {
 // The sched_waking hook: who woke a wait (--wakers), or when, for the run
 // queue split on kernels whose scheduler does not keep it (sched_info).
 bool wants_waking_hook(const OffcpuConfig &o, const OffcpuPlan &p) {
-  return o.wakers || (o.runqueue && !p.runq_from_sched_info);
+  return o.wakers || o.events || (o.runqueue && !p.runq_from_sched_info);
 }
 
 using Rodata = std::remove_pointer_t<decltype(offcpu_bpf::rodata)>;
@@ -65,7 +65,11 @@ offcpu_settings settings_for(const OffcpuConfig &o, const OffcpuPlan &p) {
   s.state_filter = o.state ? *o.state : -1;
   s.state_classes = o.state_classes;
   s.show_state = o.show_state;
-  s.want_wakers = o.wakers;
+  // The timeline's events take their wakers without putting them in keys.
+  s.want_wakers = o.wakers || o.events;
+  s.key_wakers = o.wakers;
+  s.want_events = o.events;
+  s.events_min_ns = o.events_min_us * 1000;
   s.follow_children = o.follow_children;
   set_target_name(s, o.name);
   s.filter_cgroup = !o.cgroup_ids.empty();
@@ -114,13 +118,14 @@ offcpu_map_sizes map_sizes(const OffcpuConfig &o, const OffcpuPlan &p) {
   need.tids = o.tids.size();
   need.cgroups = o.cgroup_ids.size();
   need.stack_storage = o.stack_storage_size;
-  need.wakers = o.wakers;
+  need.wakers = o.wakers || o.events;
   if (p.user_unwind_tables)
     need.unwind = o.unwind_sizes;
   set_shared_sizes(&s, shared_map_sizes(need));
   s.counts = o.max_entries;
   // One in-flight wait per blocked thread; sized for large hosts.
   s.starts_hash = p.task_storage ? 1u : 262144u;
+  s.events = o.events ? timeline_ring_bytes(o.events_memory_mib) : 4096u;
   return s;
 }
 
@@ -283,9 +288,16 @@ OffcpuSession::load(const OffcpuConfig &opts,
   if (plans.empty())
     throw runtime_error("no way to attach to sched_switch on this kernel "
                         "(needs BTF-enabled or raw tracepoints)");
+  // Events travel through a BPF ring buffer (5.8+), as announcements do.
+  if (opts.events && !plans[0].announce_processes)
+    throw runtime_error("the timeline (.json, .perfetto-trace, --top-waits) "
+                        "needs BPF ring buffers: Linux 5.8 or later");
   auto loaded = [&](std::unique_ptr<OffcpuSession> s, const char *loader) {
     s->waking_ = wants_waking_hook(opts, s->plan_);
     s->forks_ = opts.follow_children;
+    if (opts.events)
+      s->events_ = std::make_unique<EventReader>(
+          s->h_.fd.events, uint64_t{opts.events_memory_mib} << 20);
     fill_id_set(s->h_.fd.filter_tgids, opts.pids);
     fill_cgroup_set(s->h_.fd.filter_cgroups, opts.cgroup_ids);
     fill_id_set(s->h_.fd.filter_tids, opts.tids);
@@ -449,7 +461,14 @@ bool OffcpuSession::wait(uint64_t deadline, const NewStack &new_stack,
       announcements_->add_requests(h_.fd.uw_requests, unwind_request_);
     announcements_->wake_on(wake_fd_);
   }
-  return announcements_->wait(deadline, new_stack, idle, finished);
+  if (!events_)
+    return announcements_->wait(deadline, new_stack, idle, finished);
+  // The events ring is read after every poll (it wakes no one).
+  IdleWork read_events = [this, &idle](uint64_t until) {
+    events_->consume();
+    return idle ? idle(until) : true;
+  };
+  return announcements_->wait(deadline, new_stack, read_events, finished);
 }
 
 void OffcpuSession::stop() {
@@ -594,6 +613,26 @@ RawProfile OffcpuSession::drain() const {
   read_wakers(h_.fd.wakers, waker_ids, out.wakers, ids);
   read_stacks(h_.fd.stacks, ids, out.stacks);
   return out;
+}
+
+RawTimeline OffcpuSession::take_events(RawProfile &raw) {
+  if (!events_)
+    return {};
+  events_->consume(); // what the stop pass sent
+  RawTimeline t = events_->take();
+  std::vector<uint64_t> ids, waker_ids;
+  for (const offcpu_event &e : t.events) {
+    for (uint64_t id :
+         {e.user_stack, e.kernel_stack, e.hop.user_stack, e.hop.kernel_stack})
+      if (!raw.stacks.count(id))
+        ids.push_back(id);
+    for (uint64_t w : {e.waker, e.hop.waker})
+      if (!raw.wakers.count(w))
+        waker_ids.push_back(w);
+  }
+  read_wakers(h_.fd.wakers, waker_ids, raw.wakers, ids);
+  read_stacks(h_.fd.stacks, ids, raw.stacks);
+  return t;
 }
 
 } // namespace offcpu

@@ -12,6 +12,7 @@
 #include "collect/bpf_util.h"
 #include "collect/offcpu_objects.h"
 #include "collect/raw_profile.h"
+#include "collect/timeline_events.h"
 #include "collect/trace_config.h"
 #include "offcpu/python.h"
 #include "offcpu/unwind.h"
@@ -97,6 +98,9 @@ public:
   void stop();
   // Copies the aggregated data out of the maps.
   RawProfile drain() const;
+  // The timeline's events (after stop), and the stacks and wakers they
+  // refer to added to `raw` (from drain()).
+  RawTimeline take_events(RawProfile &raw);
 
   const OffcpuPlan &plan() const { return plan_; }
 
@@ -142,6 +146,7 @@ private:
   UniqueFd fork_link_;   // --children, -- COMMAND
   bool forks_ = false;
   std::unique_ptr<Announcements> announcements_;
+  std::unique_ptr<EventReader> events_; // the timeline's, when asked for
   std::function<void(uint32_t)> unwind_request_;
   int wake_fd_ = -1;
   uint64_t start_ns_ = 0;

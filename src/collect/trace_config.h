@@ -36,6 +36,13 @@ struct OffcpuConfig {
   bool show_state = false;      // --show-state: a [S]/[D]... frame
   bool wakers = false;          // --wakers: who woke each wait
   bool runqueue = false;        // --runqueue: blocked vs runnable time
+  // The timeline (-o x.json, x.perfetto-trace, --top-waits): waits of at
+  // least events_min_us sent one by one, with their wakers and chains.
+  bool events = false;
+  uint64_t events_min_us = 1000;
+  // --events-memory: what the events held in user space may take, MiB; the
+  // ring buffer gets a sixteenth (timeline_ring_bytes).
+  uint32_t events_memory_mib = 64;
   // 0: sized from the machine (see default_stack_storage, map_budget.h).
   uint32_t stack_storage_size = 0;
   uint32_t max_stack_depth = 127;

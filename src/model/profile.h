@@ -136,6 +136,8 @@ struct Sample {
   std::optional<LockWait> lock;
 };
 
+struct Timeline; // model/timeline.h
+
 enum class ProfileKind {
   OffCpu,    // time off CPU, per wait
   LockWaits, // time waiting for locks, per contention
@@ -155,7 +157,9 @@ struct Profile {
   bool user_symbolized = true;
   int64_t time_nanos = 0; // wall clock when tracing started
   int64_t duration_nanos = 0;
-  std::string comment;            // what was traced, for pprof
+  std::string comment; // what was traced, for pprof
+  // The timeline of long waits, when asked for (.json, .perfetto-trace).
+  std::shared_ptr<const Timeline> timeline;
   std::string folded_unit = "us"; // ProfileKind::Folded only
   bool runqueue = false;          // samples carry runq_ns (--runqueue)
   // Off-CPU time by the state waits began in (R, S, D, I, T); empty where

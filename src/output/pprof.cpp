@@ -9,6 +9,7 @@
 #include <tuple>
 
 #include "model/layout.h"
+#include "output/proto_writer.h"
 
 namespace offcpu {
 namespace {
@@ -51,45 +52,6 @@ enum Function {
   kStartLine = 5
 };
 } // namespace field
-
-// Protobuf wire format: varints and length-delimited fields are all we need.
-class ProtoWriter {
-public:
-  void varint(uint64_t v) {
-    while (v >= 0x80) {
-      buf_ += static_cast<char>((v & 0x7f) | 0x80);
-      v >>= 7;
-    }
-    buf_ += static_cast<char>(v);
-  }
-  void tag(int field, int wire_type) {
-    varint(static_cast<uint64_t>(field) << 3 |
-           static_cast<uint64_t>(wire_type));
-  }
-  void uint_field(int field, uint64_t v) {
-    if (v == 0)
-      return; // proto3 default
-    tag(field, 0);
-    varint(v);
-  }
-  void bytes_field(int field, const std::string &bytes) {
-    tag(field, 2);
-    varint(bytes.size());
-    buf_ += bytes;
-  }
-  void packed_field(int field, const std::vector<uint64_t> &values) {
-    if (values.empty())
-      return;
-    ProtoWriter inner;
-    for (uint64_t v : values)
-      inner.varint(v);
-    bytes_field(field, inner.buf_);
-  }
-  const std::string &data() const { return buf_; }
-
-private:
-  std::string buf_;
-};
 
 // A pprof Mapping: a range of one process (or the kernel) and its file.
 struct RangeSpec {

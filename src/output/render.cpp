@@ -1,9 +1,12 @@
 #include "output/render.h"
 
+#include "model/timeline.h"
 #include "output/flamegraph.h"
 #include "output/folded.h"
+#include "output/perfetto.h"
 #include "output/pprof.h"
 #include "output/text.h"
+#include "output/trace_json.h"
 
 namespace offcpu {
 namespace {
@@ -41,6 +44,12 @@ std::string render(const Profile &profile, OutputFormat format,
   }
   case OutputFormat::Pprof:
     return gzip_compress(encode_pprof(profile, layout));
+  case OutputFormat::TraceJson:
+    return profile.timeline ? render_trace_json(*profile.timeline)
+                            : std::string();
+  case OutputFormat::Perfetto:
+    return profile.timeline ? render_perfetto(*profile.timeline)
+                            : std::string();
   }
   return {};
 }

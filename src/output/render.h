@@ -9,7 +9,8 @@
 
 namespace offcpu {
 
-enum class OutputFormat { Text, Folded, Svg, Pprof };
+// TraceJson and Perfetto are the timeline of long waits (Profile::timeline).
+enum class OutputFormat { Text, Folded, Svg, Pprof, TraceJson, Perfetto };
 
 struct RenderOptions {
   bool delimited = false; // a '-' between user and kernel frames

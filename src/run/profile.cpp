@@ -15,6 +15,7 @@
 #include "collect/offcpu_session.h"
 #include "collect/rewalker.h"
 #include "collect/self_cost.h"
+#include "output/top_waits.h"
 #include "probe/features.h"
 #include "run/command.h"
 #include "run/outputs.h"
@@ -22,6 +23,7 @@
 #include "run/report.h"
 #include "symbolize/kernel_namer.h"
 #include "symbolize/name_samples.h"
+#include "symbolize/name_timeline.h"
 #include "symbolize/proc_maps.h"
 #include "symbolize/symbolizer.h"
 #include "unwind/unwinder.h"
@@ -347,8 +349,9 @@ void collect(OffcpuSession &session, const ProfileOptions &opts,
 }
 
 // Names every frame of what the session collected.
-Profile build_profile(const RawProfile &raw, Symbolizer &symbolizer,
-                      const ProfileOptions &opts, int64_t wall_start) {
+Profile build_profile(const RawProfile &raw, const RawTimeline &events,
+                      Symbolizer &symbolizer, const ProfileOptions &opts,
+                      int64_t wall_start) {
   std::map<uint64_t, std::string> cgroups;
   if (opts.per_cgroup) {
     std::vector<uint64_t> ids;
@@ -359,9 +362,16 @@ Profile build_profile(const RawProfile &raw, Symbolizer &symbolizer,
   }
   std::string fallback;
   std::vector<uint64_t> addrs = kernel_addresses(raw.counts, raw.stacks);
-  for (const auto &[id, waker] : raw.wakers) // --wakers: theirs too
-    if (auto it = raw.stacks.find(waker.kernel_stack); it != raw.stacks.end())
+  auto add_stack = [&](uint64_t id) {
+    if (auto it = raw.stacks.find(id); it != raw.stacks.end())
       addrs.insert(addrs.end(), it->second.begin(), it->second.end());
+  };
+  for (const auto &[id, waker] : raw.wakers) // --wakers: theirs too
+    add_stack(waker.kernel_stack);
+  for (const offcpu_event &e : events.events) { // and the timeline's
+    add_stack(e.kernel_stack);
+    add_stack(e.hop.kernel_stack);
+  }
   symbolizer.set_kernel_symbols(
       kernel_symbols_for(addrs, {}, system_files(), &fallback));
   if (!fallback.empty() && opts.verbose)
@@ -382,6 +392,25 @@ Profile build_profile(const RawProfile &raw, Symbolizer &symbolizer,
                      {!opts.kernel_stacks_only, !opts.user_stacks_only},
                      cgroups);
   return p;
+}
+
+TimelineSetup timeline_setup(const ProfileOptions &opts,
+                             const OffcpuSession &session,
+                             const RawProfile &raw) {
+  TimelineSetup s;
+  s.chain_depth = opts.chain_depth;
+  s.events_min_ns = opts.events_min_us * 1000;
+  s.window_start_ns = session.window_start_ns();
+  s.window_end_ns = session.window_start_ns() + raw.window_ns;
+  s.realtime_offset_ns = wall_clock_ns() - static_cast<int64_t>(monotonic_ns());
+  return s;
+}
+
+// --top-waits: after the other outputs, on stdout.
+void write_top_waits(const Timeline &t, uint32_t n) {
+  const std::string text = render_top_waits(t, n);
+  fwrite(text.data(), 1, text.size(), stdout);
+  fflush(stdout);
 }
 
 // How often a thread's last stacks were reused (bpf/user_unwind.bpf.h,
@@ -727,14 +756,19 @@ int run_profile(const ProfileOptions &given) {
   session->stop();
   const uint64_t t_stopped = monotonic_ns();
   RawProfile raw = session->drain();
+  const RawTimeline events = session->take_events(raw);
   const uint64_t t_drained = monotonic_ns();
   const uint64_t name_ns = static_cast<uint64_t>(opts.name_time_s * 1e9);
   symbolizer.set_deadline(
       window_closed_ns(session->planned_stop_ns(), t_collected) + name_ns,
       name_ns);
-  Profile profile = build_profile(raw, symbolizer, opts, wall_start);
+  Profile profile = build_profile(raw, events, symbolizer, opts, wall_start);
+  if (opts.events)
+    profile.timeline = std::make_shared<const Timeline>(build_timeline(
+        events, raw, symbolizer, timeline_setup(opts, *session, raw)));
   const uint64_t t_named = monotonic_ns();
-  outputs.write_all(profile);
+  if (outputs.write_all(profile) && profile.timeline && opts.top_waits)
+    write_top_waits(*profile.timeline, opts.top_waits);
   report(raw, symbolizer, *session, opts, unwinder, cost.report(raw.window_ns));
   if (opts.verbose) {
     // What the end took: after a signal, the whole of it is the user's wait.

@@ -74,6 +74,10 @@ std::string describe_losses(const std::array<uint64_t, OFFCPU_LOST_NR> &lost,
        ", their off-CPU time missing: 65,536 traced processes were alive "
        "(the most --children follows); trace the rest with -p or "
        "system-wide");
+  line(OFFCPU_LOST_EVENT_RING, "timeline events dropped",
+       ": the kernel's events ring was full (offcpu fell behind); the "
+       "other outputs still count their waits; raise --events-memory or "
+       "--events-min");
   line(OFFCPU_LOST_HELD, "waits lost",
        ": their thread exited without a last switch-out the kernel reported, "
        "and they were not yet in the aggregation map");

@@ -372,6 +372,18 @@ bool is_tracer_frame(const std::string &name) {
   return false;
 }
 
+Sample name_wait(Profile &profile, uint32_t tgid, uint32_t tid,
+                 const char *comm, size_t comm_len, uint64_t user_stack,
+                 uint64_t kernel_stack, uint64_t waker, const RawProfile &raw,
+                 Symbolizer &sym) {
+  const StackSelection both{true, true};
+  Sample s = name_sample(profile, tgid, tid, comm, comm_len, user_stack,
+                         kernel_stack, raw.stacks, sym, both);
+  if (waker != OFFCPU_WAKER_NONE)
+    s.waker = name_waker(profile, waker, raw.wakers, raw.stacks, sym, both);
+  return s;
+}
+
 void merge_partial_kernel_stacks(std::vector<Sample> &samples) {
   std::vector<bool> gone(samples.size(), false);
   for (size_t i = 0; i < samples.size(); i++) {

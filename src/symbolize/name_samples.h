@@ -28,6 +28,13 @@ void add_offcpu_samples(Profile &profile, const RawProfile &raw,
                         Symbolizer &sym, StackSelection show,
                         const std::map<uint64_t, std::string> &cgroups = {});
 
+// One wait's thread, stacks and waker (OFFCPU_WAKER_NONE: none), named as
+// an aggregation key's are: the timeline's events and their hops.
+Sample name_wait(Profile &profile, uint32_t tgid, uint32_t tid,
+                 const char *comm, size_t comm_len, uint64_t user_stack,
+                 uint64_t kernel_stack, uint64_t waker, const RawProfile &raw,
+                 Symbolizer &sym);
+
 // The partial-stack merge of add_offcpu_samples, on its own (tests).
 void merge_partial_kernel_stacks(std::vector<Sample> &samples);
 

@@ -1,0 +1,63 @@
+#include "model/timeline.h"
+
+#include <cstring>
+
+#include "model/layout.h"
+
+namespace offcpu {
+namespace {
+
+// Unnamed user code: "[module]", "file+0x1234", "[unknown]".
+bool named(const Frame &f) {
+  return !f.name.empty() && f.name[0] != '[' &&
+         f.name.find("+0x") == std::string::npos;
+}
+
+// The scheduler's own functions, where every wait ends: the interesting
+// kernel frame is the one that called into them.
+bool scheduler_frame(const std::string &name) {
+  static const char *const names[] = {"__schedule",
+                                      "schedule",
+                                      "schedule_preempt_disabled",
+                                      "preempt_schedule_common",
+                                      "schedule_timeout",
+                                      "__cond_resched"};
+  for (const char *n : names)
+    if (name == n)
+      return true;
+  return false;
+}
+
+} // namespace
+
+std::string wait_name(const std::vector<Frame> &user,
+                      const std::vector<Frame> &kernel,
+                      const std::string &comm) {
+  for (auto it = user.rbegin(); it != user.rend(); ++it)
+    if (it->kind == FrameKind::User && named(*it))
+      return it->name;
+  for (auto it = kernel.rbegin(); it != kernel.rend(); ++it)
+    if (it->kind == FrameKind::Kernel && !scheduler_frame(it->name) &&
+        named(*it))
+      return it->name;
+  return comm;
+}
+
+std::string joined_frames(const std::vector<Frame> &frames) {
+  std::string out;
+  for (const Frame &f : frames) {
+    if (!out.empty())
+      out += ';';
+    for (char c : f.name)
+      out += c == ';' ? ':' : c;
+  }
+  return out;
+}
+
+std::string waker_label(const Waker &w) {
+  if (w.kind != Waker::Kind::Task)
+    return waker_marker(w.kind);
+  return w.comm + "-" + std::to_string(w.tid);
+}
+
+} // namespace offcpu

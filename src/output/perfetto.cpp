@@ -1,0 +1,270 @@
+#include "output/perfetto.h"
+
+#include <algorithm>
+#include <iterator>
+#include <map>
+#include <set>
+
+#include "output/proto_writer.h"
+
+namespace offcpu {
+namespace {
+
+// Field numbers, from perfetto_trace.proto (google/perfetto).
+namespace pf {
+enum Trace { kPacket = 1 };
+enum Packet {
+  kClockSnapshot = 6,
+  kTimestamp = 8,
+  kSequenceId = 10, // trusted_packet_sequence_id
+  kTrackEvent = 11,
+  kInternedData = 12,
+  kSequenceFlags = 13,
+  kTimestampClockId = 58,
+  kTrackDescriptor = 60,
+};
+enum ClockSnapshot { kClocks = 1 };
+enum Clock { kClockId = 1, kClockTimestamp = 2 };
+enum BuiltinClock { kRealtime = 1, kMonotonic = 3 };
+enum SequenceFlags { kStateCleared = 1, kNeedsState = 2 };
+enum TrackDescriptor {
+  kUuid = 1,
+  kName = 2,
+  kProcess = 3,
+  kThread = 4,
+  kParentUuid = 5
+};
+enum ProcessDescriptor { kProcPid = 1, kProcessName = 6 };
+enum ThreadDescriptor { kThreadPid = 1, kThreadTid = 2, kThreadName = 5 };
+enum TrackEvent {
+  kDebugAnnotations = 4,
+  kType = 9,
+  kNameIid = 10,
+  kTrackUuid = 11,
+  kCategories = 22,
+  kFlowIds = 47,
+  kTerminatingFlowIds = 48,
+};
+enum EventType { kSliceBegin = 1, kSliceEnd = 2, kInstant = 3 };
+enum InternedData { kEventNames = 2, kAnnotationNames = 3 };
+enum Interned { kIid = 1, kInternedName = 2 };
+enum DebugAnnotation { kAnnNameIid = 1, kUintValue = 3, kStringValue = 6 };
+} // namespace pf
+
+constexpr uint32_t kSequence = 1;
+
+// The debug annotations every wait has, interned once.
+const char *const kAnnotations[] = {"state",       "stack",       "waker",
+                                    "waker_stack", "runqueue_ns", "chain"};
+enum Annotation { kState = 1, kStack, kWaker, kWakerStack, kRunq, kChain };
+
+std::string stacks(const std::vector<Frame> &user,
+                   const std::vector<Frame> &kernel) {
+  std::string u = joined_frames(user), k = joined_frames(kernel);
+  return u.empty() ? k : k.empty() ? u : u + ";" + k;
+}
+
+std::string chain_text(const TimelineWait &w) {
+  std::string out;
+  for (const TimelineHop &h : w.chain) {
+    if (!out.empty())
+      out += " <- ";
+    out += h.comm + "-" + std::to_string(h.tid) + " waited " +
+           std::to_string(h.duration_ns / 1000) + " us in " +
+           wait_name(h.user, h.kernel, h.comm) + " [" +
+           std::string(1, h.state ? h.state : '?') + "], woken by " +
+           waker_label(h.waker);
+  }
+  return out;
+}
+
+class TraceWriter {
+public:
+  explicit TraceWriter(const Timeline &t) : t_(t) {}
+
+  std::string write() {
+    clock_snapshot();
+    tracks();
+    uint64_t flow = 0;
+    for (const TimelineWait &w : t_.waits)
+      wait(w, ++flow);
+    return out_.data();
+  }
+
+private:
+  ProtoWriter packet(uint64_t ts) {
+    ProtoWriter p;
+    p.varint_field(pf::kSequenceId, kSequence);
+    if (ts) {
+      p.varint_field(pf::kTimestamp, ts);
+      p.varint_field(pf::kTimestampClockId, pf::kMonotonic);
+    }
+    return p;
+  }
+  void emit(const ProtoWriter &p) { out_.message_field(pf::kPacket, p); }
+
+  // Both clocks at one moment: what maps the trace's CLOCK_MONOTONIC
+  // timestamps to wall-clock time.
+  void clock_snapshot() {
+    ProtoWriter snap;
+    const uint64_t mono = t_.window_end_ns;
+    for (auto [id, ts] : {std::pair<int, uint64_t>{
+                              pf::kRealtime, mono + static_cast<uint64_t>(
+                                                        t_.realtime_offset_ns)},
+                          std::pair<int, uint64_t>{pf::kMonotonic, mono}}) {
+      ProtoWriter c;
+      c.varint_field(pf::kClockId, static_cast<uint64_t>(id));
+      c.varint_field(pf::kClockTimestamp, ts);
+      snap.message_field(pf::kClocks, c);
+    }
+    ProtoWriter p = packet(0);
+    p.message_field(pf::kClockSnapshot, snap);
+    // The interned annotation names, with the sequence's state cleared.
+    ProtoWriter interned;
+    for (size_t i = 0; i < std::size(kAnnotations); i++) {
+      ProtoWriter n;
+      n.varint_field(pf::kIid, i + 1);
+      n.bytes_field(pf::kInternedName, kAnnotations[i]);
+      interned.message_field(pf::kAnnotationNames, n);
+    }
+    p.message_field(pf::kInternedData, interned);
+    p.varint_field(pf::kSequenceFlags, pf::kStateCleared);
+    emit(p);
+  }
+
+  static uint64_t process_uuid(uint32_t tgid) { return uint64_t{tgid} << 1; }
+  static uint64_t thread_uuid(uint32_t tid) { return (uint64_t{tid} << 1) | 1; }
+
+  void tracks() {
+    for (const auto &[tgid, name] : t_.processes) {
+      ProtoWriter proc, track;
+      proc.varint_field(pf::kProcPid, tgid);
+      proc.bytes_field(pf::kProcessName, name);
+      track.varint_field(pf::kUuid, process_uuid(tgid));
+      track.message_field(pf::kProcess, proc);
+      ProtoWriter p = packet(0);
+      p.message_field(pf::kTrackDescriptor, track);
+      emit(p);
+    }
+    std::set<uint32_t> seen;
+    for (const TimelineWait &w : t_.waits)
+      if (seen.insert(w.tid).second)
+        thread_track(w.tgid, w.tid, w.comm);
+    for (const TimelineWait &w : t_.waits)
+      if (w.waker.kind == Waker::Kind::Task && seen.insert(w.waker.tid).second)
+        thread_track(w.waker.tgid, w.waker.tid, w.waker.comm);
+  }
+
+  void thread_track(uint32_t tgid, uint32_t tid, const std::string &comm) {
+    ProtoWriter thread, track;
+    thread.varint_field(pf::kThreadPid, tgid);
+    thread.varint_field(pf::kThreadTid, tid);
+    thread.bytes_field(pf::kThreadName, comm);
+    track.varint_field(pf::kUuid, thread_uuid(tid));
+    track.varint_field(pf::kParentUuid, process_uuid(tgid));
+    track.message_field(pf::kThread, thread);
+    ProtoWriter p = packet(0);
+    p.message_field(pf::kTrackDescriptor, track);
+    emit(p);
+  }
+
+  // The iid of an event name, and the interned data that defines it when
+  // it is new.
+  uint64_t name_iid(const std::string &name, ProtoWriter &interned, bool &any) {
+    auto [it, fresh] = names_.emplace(name, names_.size() + 1);
+    if (fresh) {
+      ProtoWriter n;
+      n.varint_field(pf::kIid, it->second);
+      n.bytes_field(pf::kInternedName, name);
+      interned.message_field(pf::kEventNames, n);
+      any = true;
+    }
+    return it->second;
+  }
+
+  static void string_annotation(ProtoWriter &ev, Annotation a,
+                                const std::string &value) {
+    ProtoWriter d;
+    d.varint_field(pf::kAnnNameIid, a);
+    d.bytes_field(pf::kStringValue, value);
+    ev.message_field(pf::kDebugAnnotations, d);
+  }
+
+  // A slice's begin or an instant, with its name interned.
+  ProtoWriter event_packet(uint64_t ts, int type, uint32_t tid,
+                           const std::string &name, ProtoWriter &ev) {
+    ProtoWriter interned;
+    bool fresh = false;
+    uint64_t iid = name_iid(name, interned, fresh);
+    ev.varint_field(pf::kType, static_cast<uint64_t>(type));
+    ev.varint_field(pf::kTrackUuid, thread_uuid(tid));
+    ev.varint_field(pf::kNameIid, iid);
+    ProtoWriter p = packet(ts);
+    p.message_field(pf::kTrackEvent, ev);
+    if (fresh)
+      p.message_field(pf::kInternedData, interned);
+    p.varint_field(pf::kSequenceFlags, pf::kNeedsState);
+    return p;
+  }
+
+  void slice_end(uint64_t ts, uint32_t tid) {
+    ProtoWriter ev;
+    ev.varint_field(pf::kType, pf::kSliceEnd);
+    ev.varint_field(pf::kTrackUuid, thread_uuid(tid));
+    ProtoWriter p = packet(ts);
+    p.message_field(pf::kTrackEvent, ev);
+    p.varint_field(pf::kSequenceFlags, pf::kNeedsState);
+    emit(p);
+  }
+
+  void wait(const TimelineWait &w, uint64_t flow) {
+    ProtoWriter ev;
+    ev.bytes_field(pf::kCategories, "offcpu");
+    string_annotation(ev, kState, std::string(1, w.state ? w.state : '?'));
+    string_annotation(ev, kStack, stacks(w.user, w.kernel));
+    string_annotation(ev, kWaker, waker_label(w.waker));
+    string_annotation(ev, kWakerStack, stacks(w.waker.user, w.waker.kernel));
+    ProtoWriter runq;
+    runq.varint_field(pf::kAnnNameIid, kRunq);
+    runq.varint_field(pf::kUintValue, w.runq_ns);
+    ev.message_field(pf::kDebugAnnotations, runq);
+    if (!w.chain.empty())
+      string_annotation(ev, kChain, chain_text(w));
+    const uint64_t end = w.start_ns + w.duration_ns;
+    emit(event_packet(w.start_ns, pf::kSliceBegin, w.tid,
+                      wait_name(w.user, w.kernel, w.comm), ev));
+    if (w.waker.kind == Waker::Kind::Task)
+      wakeup(w, flow, end);
+    slice_end(end, w.tid);
+  }
+
+  // The waker's wakeup, an instant on its track, and the woken part of
+  // the wait (from the wakeup to the switch-in, nested in its slice): the
+  // flow joins the two.
+  void wakeup(const TimelineWait &w, uint64_t flow, uint64_t end) {
+    const uint64_t runq = std::min(w.runq_ns, w.duration_ns);
+    const uint64_t woke =
+        runq ? end - runq : end - std::min<uint64_t>(1000, w.duration_ns);
+    ProtoWriter from;
+    from.fixed64_field(pf::kFlowIds, flow);
+    emit(event_packet(woke, pf::kInstant, w.waker.tid,
+                      "wakes " + w.comm + "-" + std::to_string(w.tid), from));
+    ProtoWriter to;
+    to.fixed64_field(pf::kTerminatingFlowIds, flow);
+    emit(event_packet(woke, pf::kSliceBegin, w.tid,
+                      "woken by " + waker_label(w.waker), to));
+    slice_end(end, w.tid);
+  }
+
+  const Timeline &t_;
+  ProtoWriter out_;
+  std::map<std::string, uint64_t> names_;
+};
+
+} // namespace
+
+std::string render_perfetto(const Timeline &t) {
+  return TraceWriter(t).write();
+}
+
+} // namespace offcpu

@@ -1,0 +1,15 @@
+// The timeline as Perfetto's protobuf trace (perfetto.protos.Trace), for
+// ui.perfetto.dev and trace_processor: a track per process and thread, a
+// slice per long wait with its details as debug annotations, and a flow
+// (arrow) from each waker's wakeup to the wait it ended.
+#pragma once
+
+#include <string>
+
+#include "model/timeline.h"
+
+namespace offcpu {
+
+std::string render_perfetto(const Timeline &t);
+
+} // namespace offcpu
