@@ -33,13 +33,14 @@ bool scheduler_frame(const std::string &name) {
 std::string wait_name(const std::vector<Frame> &user,
                       const std::vector<Frame> &kernel,
                       const std::string &comm) {
+  // As the stack names it: joined_frames of the one frame.
   for (auto it = user.rbegin(); it != user.rend(); ++it)
     if (it->kind == FrameKind::User && named(*it))
-      return it->name;
+      return joined_frames({*it});
   for (auto it = kernel.rbegin(); it != kernel.rend(); ++it)
     if (it->kind == FrameKind::Kernel && !scheduler_frame(it->name) &&
         named(*it))
-      return it->name;
+      return joined_frames({*it});
   return comm;
 }
 
