@@ -769,6 +769,14 @@ int run_profile(const ProfileOptions &given) {
   const uint64_t t_named = monotonic_ns();
   if (outputs.write_all(profile) && profile.timeline && opts.top_waits)
     write_top_waits(*profile.timeline, opts.top_waits);
+  if (profile.timeline && profile.timeline->lost_store)
+    warn(std::to_string(profile.timeline->lost_store) +
+         " timeline events dropped (" +
+         std::to_string(profile.timeline->lost_store_ns / 1000000) +
+         " ms of waits): offcpu held --events-memory " +
+         std::to_string(opts.events_memory_mib) +
+         " MiB of them; the other outputs still count their waits; raise "
+         "--events-memory or --events-min");
   report(raw, symbolizer, *session, opts, unwinder, cost.report(raw.window_ns));
   if (opts.verbose) {
     // What the end took: after a signal, the whole of it is the user's wait.
