@@ -194,6 +194,21 @@ int BPF_PROG(rwsem_fexit_read, struct rw_semaphore *sem) {
   return 0;
 }
 
+/* The mutex slow path (offcpu lock before 5.19): entered once the fast
+ * path's cmpxchg failed, left holding the lock. Spinning and sleeping are
+ * one wait here: only the tracepoints tell them apart. */
+SEC("fentry/__mutex_lock_slowpath")
+int BPF_PROG(mutex_fentry, struct mutex *lock) {
+  wait_begin(ctx, (__u64)lock, OFFCPU_LOCK_MUTEX);
+  return 0;
+}
+
+SEC("fexit/__mutex_lock_slowpath")
+int BPF_PROG(mutex_fexit, struct mutex *lock) {
+  wait_end((__u32)bpf_get_current_pid_tgid(), 0);
+  return 0;
+}
+
 /* ---- kprobe/kretprobe; attached by name by the loader ---- */
 
 SEC("kprobe")
@@ -205,6 +220,12 @@ int BPF_KPROBE(rwsem_kprobe_write, struct rw_semaphore *sem) {
 SEC("kprobe")
 int BPF_KPROBE(rwsem_kprobe_read, struct rw_semaphore *sem) {
   wait_begin(ctx, (__u64)sem, OFFCPU_LOCK_RWSEM_READ);
+  return 0;
+}
+
+SEC("kprobe")
+int BPF_KPROBE(mutex_kprobe, struct mutex *lock) {
+  wait_begin(ctx, (__u64)lock, OFFCPU_LOCK_MUTEX);
   return 0;
 }
 

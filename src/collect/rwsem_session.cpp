@@ -75,6 +75,11 @@ int try_load(rwsem_bpf *skel, const RwsemConfig &o, const RwsemPlan &p,
   bpf_program__set_autoload(pr.rwsem_kprobe_write, kprobe);
   bpf_program__set_autoload(pr.rwsem_kprobe_read, kprobe && read);
   bpf_program__set_autoload(pr.rwsem_kretprobe, kprobe);
+  bool mutex =
+      (lock_kinds(o) & (1u << OFFCPU_LOCK_MUTEX)) && !p.mutex_target.empty();
+  bpf_program__set_autoload(pr.mutex_fentry, fentry && mutex);
+  bpf_program__set_autoload(pr.mutex_fexit, fentry && mutex);
+  bpf_program__set_autoload(pr.mutex_kprobe, kprobe && mutex);
   if (fentry) {
     bpf_program__set_attach_target(pr.rwsem_fentry_write, 0,
                                    p.write_target.c_str());
@@ -180,7 +185,10 @@ void RwsemSession::attach_one(bpf_program *prog, const char *what) {
   if (plan_.mechanism == RwsemAttach::Kprobe) {
     bool ret = prog == skel_->progs.rwsem_kretprobe;
     bool read = prog == skel_->progs.rwsem_kprobe_read;
-    const std::string &fn = read ? plan_.read_target : plan_.write_target;
+    const std::string &fn = prog == skel_->progs.mutex_kprobe
+                                ? plan_.mutex_target
+                            : read ? plan_.read_target
+                                   : plan_.write_target;
     link = bpf_program__attach_kprobe(prog, ret, fn.c_str());
   } else {
     link = bpf_program__attach(prog);
@@ -205,6 +213,10 @@ void RwsemSession::attach() {
       attach_one(p.rwsem_fentry_read, "fentry (read)");
       attach_one(p.rwsem_fexit_read, "fexit (read)");
     }
+    if (bpf_program__autoload(p.mutex_fentry)) {
+      attach_one(p.mutex_fentry, "fentry (mutex)");
+      attach_one(p.mutex_fexit, "fexit (mutex)");
+    }
     break;
   case RwsemAttach::Kprobe:
     attach_one(p.rwsem_kprobe_write, "kprobe");
@@ -217,6 +229,15 @@ void RwsemSession::attach() {
                                                   plan_.read_target.c_str());
       if (!link)
         throw runtime_error("cannot attach kretprobe (read): " +
+                            errno_text(errno));
+      links_.emplace_back(link);
+    }
+    if (bpf_program__autoload(p.mutex_kprobe)) {
+      attach_one(p.mutex_kprobe, "kprobe (mutex)");
+      bpf_link *link = bpf_program__attach_kprobe(p.rwsem_kretprobe, true,
+                                                  plan_.mutex_target.c_str());
+      if (!link)
+        throw runtime_error("cannot attach kretprobe (mutex): " +
                             errno_text(errno));
       links_.emplace_back(link);
     }

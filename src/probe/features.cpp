@@ -240,9 +240,13 @@ RwsemFeatures probe_rwsem_features() {
     if (f.read_slowpath.empty() && exists(name))
       f.read_slowpath = name;
   f.down_write = exists("down_write");
+  if (exists("__mutex_lock_slowpath"))
+    f.mutex_slowpath = "__mutex_lock_slowpath";
   f.kprobes = access("/sys/bus/event_source/devices/kprobe", F_OK) == 0;
   if (b) {
     f.btf = true;
+    f.mutex_btf = !f.mutex_slowpath.empty() &&
+                  b->find(f.mutex_slowpath, BTF_KIND_FUNC) >= 0;
     f.fentry_targets = !f.write_slowpath.empty() &&
                        b->find(f.write_slowpath, BTF_KIND_FUNC) >= 0;
     f.contention_tracepoints =
@@ -269,6 +273,8 @@ std::vector<RwsemPlan> rwsem_plans(const RwsemFeatures &f, RwsemAttach choice,
     p.mechanism = RwsemAttach::Fentry;
     p.write_target = f.write_slowpath;
     p.read_target = f.read_slowpath;
+    if (all_kinds && f.mutex_btf)
+      p.mutex_target = f.mutex_slowpath;
     p.user_fp_walk = f.user_walk_current;
     p.bpf_loop = f.bpf_loop;
     plans.push_back(p);
@@ -282,6 +288,8 @@ std::vector<RwsemPlan> rwsem_plans(const RwsemFeatures &f, RwsemAttach choice,
     p.write_target = f.write_slowpath.empty() ? "down_write" : f.write_slowpath;
     p.read_target = f.write_slowpath.empty() ? "" : f.read_slowpath;
     p.entry_point_only = f.write_slowpath.empty();
+    if (all_kinds)
+      p.mutex_target = f.mutex_slowpath;
     p.user_fp_walk = false; // no BTF task pointer in kprobe programs
     p.bpf_loop = f.bpf_loop;
     plans.push_back(p);
@@ -301,10 +309,12 @@ std::string RwsemPlan::describe() const {
   switch (mechanism) {
   case RwsemAttach::Fentry:
     return "fentry/fexit on " + write_target +
-           (read_target.empty() ? "" : " and " + read_target);
+           (read_target.empty() ? "" : " and " + read_target) +
+           (mutex_target.empty() ? "" : " and " + mutex_target);
   case RwsemAttach::Kprobe:
     return "kprobe/kretprobe on " + write_target +
            (read_target.empty() ? "" : " and " + read_target) +
+           (mutex_target.empty() ? "" : " and " + mutex_target) +
            (entry_point_only ? " (uncontended calls too; waits < 1 us dropped)"
                              : "");
   default:

@@ -96,6 +96,8 @@ struct RwsemFeatures {
   // Slow-path functions that exist, newest name first; empty if none.
   std::string write_slowpath; // rwsem_down_write_slowpath (4.20+) or _failed
   std::string read_slowpath;
+  std::string mutex_slowpath;  // __mutex_lock_slowpath, where not inlined
+  bool mutex_btf = false;      // ... and with BTF (fentry possible)
   bool fentry_targets = false; // the slow paths have BTF (fentry possible)
   bool kprobes = false;        // the perf kprobe PMU exists
   bool down_write = false;     // down_write exists (last-resort kprobe)
@@ -110,6 +112,8 @@ struct RwsemPlan {
   RwsemAttach mechanism = RwsemAttach::Tracepoint;
   std::string write_target; // function for fentry/kprobe
   std::string read_target;  // may be empty: no read-side waits
+  // offcpu lock before 5.19: the mutex slow path (empty: no mutex waits).
+  std::string mutex_target;
   // down_write itself: also sees uncontended acquisitions, so waits shorter
   // than a microsecond are dropped.
   bool entry_point_only = false;

@@ -226,5 +226,22 @@ TEST_F(Lock, MmapLockNamed) {
   EXPECT_GT(named, 0u) << r.out;
 }
 
+// This kernel refuses fentry (EPERM) and has no kprobes: offcpu lock takes
+// the tracepoints first (-v says so); asked for fentry alone, it fails with
+// one line naming the probes refused and the way out.
+TEST_F(Lock, AttachPlanFallsBackAndSaysWhy) {
+  auto r = test::run({OFFCPU_BIN, "lock", "-p", "1", "-v", "-f", "0.5"}, 60);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.err.find("lock waits traced with tp_btf lock:contention_begin"),
+            std::string::npos)
+      << r.err;
+  auto f = test::run(
+      {OFFCPU_BIN, "lock", "-p", "1", "--attach", "fentry", "-f", "0.5"}, 60);
+  if (f.exit_code == 0)
+    GTEST_SKIP() << "this kernel allows fentry: nothing to fall back from";
+  EXPECT_NE(f.err.find("__mutex_lock_slowpath"), std::string::npos) << f.err;
+  EXPECT_NE(f.err.find("try --attach tracepoint"), std::string::npos) << f.err;
+}
+
 } // namespace
 } // namespace offcpu

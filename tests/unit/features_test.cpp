@@ -111,6 +111,8 @@ RwsemFeatures production_kernel() {
   f.read_slowpath = "rwsem_down_read_slowpath";
   f.fentry_targets = f.kprobes = f.down_write = f.contention_tracepoints = true;
   f.user_walk_current = true;
+  f.mutex_slowpath = "__mutex_lock_slowpath";
+  f.mutex_btf = true;
   return f;
 }
 
@@ -149,6 +151,18 @@ TEST(RwsemPlans, LockPrefersTheTracepoints) {
   plans = rwsem_plans(old, RwsemAttach::Auto, true);
   ASSERT_EQ(plans.size(), 2u);
   EXPECT_EQ(plans[0].mechanism, RwsemAttach::Fentry);
+  // The fallbacks see mutex waits too, through the mutex slow path...
+  EXPECT_EQ(plans[0].mutex_target, "__mutex_lock_slowpath");
+  EXPECT_EQ(plans[1].mutex_target, "__mutex_lock_slowpath");
+  EXPECT_NE(plans[1].describe().find("__mutex_lock_slowpath"),
+            std::string::npos);
+  // ...where it has BTF for fentry, exists for kprobes; offcpu rwsem never.
+  old.mutex_btf = false;
+  plans = rwsem_plans(old, RwsemAttach::Auto, true);
+  EXPECT_TRUE(plans[0].mutex_target.empty());
+  EXPECT_EQ(plans[1].mutex_target, "__mutex_lock_slowpath");
+  for (const RwsemPlan &p : rwsem_plans(production_kernel(), RwsemAttach::Auto))
+    EXPECT_TRUE(p.mutex_target.empty()) << p.describe();
 }
 
 TEST(RwsemPlans, OldKernelsUseOldNamesOrDownWrite) {
