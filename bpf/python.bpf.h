@@ -227,6 +227,13 @@ static __always_inline void py_count(const struct py_walk *w) {
 /* The per-process record of `tgid`: NULL unless it is a Python process
  * whose runtime user space found. */
 static __always_inline const struct offcpu_py_proc *py_proc_of(__u32 tgid) {
+#ifdef OFFCPU_DIRECT_LOADS
+  /* Not in the object with plain loads yet: with the Python walk in it, the
+   * kernel's loader refuses it (EACCES, cause not found yet), and every run
+   * would fall back to the object with probe reads. --loader
+   * light-probe-reads (or libbpf) has Python frames on 6.8+ kernels. */
+  return NULL;
+#endif
   if (!python_frames)
     return NULL;
   struct offcpu_py_proc *p = bpf_map_lookup_elem(&py_procs, &tgid);
