@@ -53,8 +53,8 @@ std::map<std::string, std::vector<PyFrame>> gdb_python_stacks(int pid) {
   std::map<std::string, std::vector<PyFrame>> out;
   std::vector<PyFrame> *cur = nullptr;
   std::regex thread(R"(^Thread \d+ \(Thread 0x[0-9a-f]+ \(LWP (\d+)\))");
-  std::regex file(R"(^  File "([^"]+)", line(\d +), in(\S +)) ");
-      std::istringstream in(r.out);
+  std::regex file(R"re(^  File "([^"]+)", line (\d+), in (\S+))re");
+  std::istringstream in(r.out);
   std::smatch m;
   for (std::string line; std::getline(in, line);) {
     if (std::regex_search(line, m, thread))
