@@ -192,8 +192,11 @@ std::string symbolization_summary(const SymbolizeStats &st) {
                      " ELF files parsed";
   if (st.dwarf_files)
     line += ", DWARF of " + std::to_string(st.dwarf_files) + " (" +
-            std::to_string(st.dwarf_read_ahead) + " read in the window), " +
-            std::to_string(st.frames_inlined) + " inlined frames";
+            std::to_string(st.dwarf_read_ahead) + " read in the window" +
+            (st.dwarf_reopens ? ", " + std::to_string(st.dwarf_reopens) +
+                                    " read again after being freed"
+                              : std::string()) +
+            "), " + std::to_string(st.frames_inlined) + " inlined frames";
   for (const auto &[module, n] : st.unnamed_by_module)
     line += "; " + module + " " + std::to_string(n);
   return line;

@@ -284,6 +284,39 @@ bool DwarfFile::index_units(uint64_t deadline_ns) {
   return ok;
 }
 
+void DwarfFile::release() {
+  if (!impl_ || !impl_->image.empty() || !impl_->dwarf)
+    return;
+  dwarf_end(impl_->dwarf);
+  impl_->dwarf = nullptr;
+  elf_end(impl_->elf);
+  impl_->elf = nullptr;
+}
+
+bool DwarfFile::released() const {
+  return impl_ && !impl_->dwarf;
+}
+
+bool DwarfFile::reopen() {
+  if (impl_->dwarf)
+    return true;
+  reopens_++;
+  impl_->elf = elf_begin(impl_->fd.get(), ELF_C_READ, nullptr);
+  if (impl_->elf && elf_kind(impl_->elf) == ELF_K_ELF) {
+    SectionCheck c = check_sections(impl_->elf);
+    if (c.has_info && !c.other_files && !c.unreadable &&
+        c.bytes <= limits_.max_bytes)
+      impl_->dwarf = dwarf_begin_elf(impl_->elf, DWARF_C_READ, nullptr);
+  }
+  if (impl_->dwarf)
+    return true;
+  if (impl_->elf)
+    elf_end(impl_->elf);
+  impl_->elf = nullptr;
+  loss_ = DwarfLoss::Malformed;
+  return false;
+}
+
 const std::string *DwarfFile::intern(const char *s) {
   if (!s || !*s)
     return nullptr;
@@ -296,9 +329,11 @@ const std::vector<SourceFrame> &DwarfFile::frames_at(uint64_t vaddr,
   auto it = cache_.find(vaddr);
   if (it != cache_.end())
     return it->second;
-  if (out_of_time(deadline_ns))
+  if (out_of_time(deadline_ns) || loss_ == DwarfLoss::Malformed)
     return none;
   const uint64_t start = monotonic_ns();
+  if (!reopen())
+    return none;
   std::vector<SourceFrame> chain = look_up(vaddr, deadline_ns);
   spent_ns_ += monotonic_ns() - start;
   uint64_t left = run_ ? run_->lookups_cached_left.load() : 1;

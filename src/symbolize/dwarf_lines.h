@@ -80,6 +80,16 @@ public:
   const std::vector<SourceFrame> &frames_at(uint64_t vaddr,
                                             uint64_t deadline_ns = 0);
 
+  // Frees what libdw holds (the sections it read and inflated: most of a
+  // file's cost, 12 MiB for glibc's debug file) and keeps the answers and
+  // the unit index: an address asked before needs nothing more. Another
+  // address opens the file again from our descriptor (its sections checked
+  // again: its owner may have rewritten it). Files in memory are kept.
+  void release();
+  bool released() const;
+  // Times the file was opened again after release().
+  uint64_t reopens() const { return reopens_; }
+
   // Set once the file's time ran out: later lookups answer empty.
   DwarfLoss loss() const { return loss_; }
   size_t unit_count() const { return units_.size(); }
@@ -95,6 +105,9 @@ private:
   from_impl(std::unique_ptr<Impl> impl, const DwarfLimits &limits,
             DwarfRunBudget *run, uint64_t deadline_ns, DwarfLoss *why);
   bool index_units(uint64_t deadline_ns);
+  // libdw again after release(); false (Malformed: the file changed) if
+  // it fails.
+  bool reopen();
   std::vector<SourceFrame> look_up(uint64_t vaddr, uint64_t deadline_ns);
   const std::vector<Range> *functions_of(uint64_t cu_offset,
                                          uint64_t deadline_ns);
@@ -112,6 +125,7 @@ private:
   std::unordered_map<uint64_t, std::vector<SourceFrame>> cache_;
   std::unordered_set<std::string> strings_;
   uint64_t spent_ns_ = 0;
+  uint64_t reopens_ = 0;
   DwarfLoss loss_ = DwarfLoss::None;
 };
 

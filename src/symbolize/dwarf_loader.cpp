@@ -9,6 +9,7 @@
 #include <mutex>
 #include <system_error>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "util/clock.h"
@@ -41,6 +42,9 @@ struct DwarfLoader::Shared {
   std::deque<Ticket> to_open;
   std::deque<Ticket> to_warm;
   Ticket next = 1;
+  // The file whose libdw sections the thread holds: one at a time, let go
+  // (DwarfFile::release) when the thread turns to another file.
+  Ticket current = 0;
   uint64_t deadline_ns = 0;
   uint64_t read_ahead = 0;
   bool started = false;
@@ -107,8 +111,45 @@ void warm_some(Shared &s, std::unique_lock<std::mutex> &lock,
   e.busy = false;
 }
 
-// The thread: opens queued files first, then warms their caches, until
-// told to stop.
+// Frees the sections of the file the thread held, unless it is `next` or
+// already taken (its taker owns it then). Its answers stay cached; new
+// addresses open it again (DwarfFile::reopen). A whole system's debug
+// files held together were most of offcpu's peak memory (issue #27).
+void let_go(Shared &s, std::unique_lock<std::mutex> &lock,
+            DwarfLoader::Ticket next) {
+  const DwarfLoader::Ticket was = std::exchange(s.current, next);
+  if (!was || was == next)
+    return;
+  auto it = s.entries.find(was);
+  if (it == s.entries.end() || !it->second.file || it->second.taken)
+    return;
+  Shared::Entry &e = it->second;
+  e.busy = true;
+  lock.unlock();
+  e.file->release();
+  lock.lock();
+  e.busy = false;
+}
+
+// The next work: a file someone waits for, else more addresses of the
+// file held (no reopening), else another file's addresses, else a file
+// to open. Files are opened before their addresses are known to warm.
+DwarfLoader::Ticket next_work(Shared &s, bool *open) {
+  *open = !s.to_open.empty() &&
+          (s.to_warm.empty() || s.entries.at(s.to_open.front()).taken);
+  std::deque<DwarfLoader::Ticket> &q = *open ? s.to_open : s.to_warm;
+  auto it = q.begin();
+  if (!*open) {
+    auto held = std::find(q.begin(), q.end(), s.current);
+    it = held != q.end() ? held : it;
+  }
+  const DwarfLoader::Ticket t = *it;
+  q.erase(it);
+  return t;
+}
+
+// The thread: opens queued files and warms their caches, one file's
+// sections held at a time, until told to stop.
 void serve(const std::shared_ptr<Shared> &sp) {
   Shared &s = *sp;
   std::unique_lock<std::mutex> lock(s.mu);
@@ -118,16 +159,13 @@ void serve(const std::shared_ptr<Shared> &sp) {
     });
     if (s.stop)
       return;
-    DwarfLoader::Ticket t = 0;
-    if (!s.to_open.empty()) {
-      t = s.to_open.front();
-      s.to_open.pop_front();
+    bool open = false;
+    const DwarfLoader::Ticket t = next_work(s, &open);
+    let_go(s, lock, t);
+    if (open)
       open_one(s, lock, t);
-    } else {
-      t = s.to_warm.front();
-      s.to_warm.pop_front();
+    else
       warm_some(s, lock, t);
-    }
     auto it = s.entries.find(t);
     if (it != s.entries.end() && it->second.abandoned) {
       // No one waits for it: freed outside the lock.

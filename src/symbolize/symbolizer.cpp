@@ -937,6 +937,7 @@ DwarfFile *Symbolizer::dwarf_for(FileEntry &f) {
     if (f.dwarf->loss() == DwarfLoss::Time) // its time spent warming
       stats_.dwarf_losses[static_cast<size_t>(DwarfLoss::Time)]++;
     stats_.dwarf_read_ahead += dwarf_loader_.read_ahead() - ahead;
+    stats_.dwarf_reopens += f.dwarf->reopens(); // by the loader's thread
   }
   return f.dwarf.get();
 }
@@ -964,8 +965,10 @@ Symbolizer::user_source(uint32_t tgid, uint64_t addr, bool is_return_address) {
   if (!vaddr)
     return none;
   const bool had_time = dwarf->loss() != DwarfLoss::Time;
+  const uint64_t reopens = dwarf->reopens();
   const std::vector<SourceFrame> &chain =
       dwarf->frames_at(*vaddr, deadline_ns_);
+  stats_.dwarf_reopens += dwarf->reopens() - reopens;
   if (had_time && dwarf->loss() == DwarfLoss::Time)
     stats_.dwarf_losses[static_cast<size_t>(DwarfLoss::Time)]++;
   if (source_.inlined && chain.size() > 1)

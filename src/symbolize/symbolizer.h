@@ -75,6 +75,9 @@ struct SymbolizeStats {
   uint64_t dwarf_files = 0;
   // Of those, read by the loader's thread before their frames were named.
   uint64_t dwarf_read_ahead = 0;
+  // Times a file's DWARF was read again: its sections are freed once its
+  // addresses are answered, to hold one file's at a time (peak memory).
+  uint64_t dwarf_reopens = 0;
   uint64_t frames_inlined = 0;
   std::array<uint64_t, static_cast<size_t>(DwarfLoss::Count)> dwarf_losses{};
   // Rewritten vDSO images beyond the run's share: their frames unnamed.

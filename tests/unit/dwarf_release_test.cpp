@@ -1,0 +1,127 @@
+// DwarfFile::release (issue #27, peak memory): libdw's sections are freed,
+// the answers given so far stay, and an address not asked before opens the
+// file again; the loader's thread holds one file's at a time. Read from
+// this test binary's own DWARF (built with -g).
+#include <gtest/gtest.h>
+
+#include <dlfcn.h>
+#include <elf.h>
+#include <fcntl.h>
+#include <malloc.h>
+#include <unistd.h>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "symbolize/dwarf_lines.h"
+#include "symbolize/dwarf_loader.h"
+#include "util/fd.h"
+
+namespace offcpu {
+namespace {
+
+__attribute__((noinline)) int release_probe_first(int x) {
+  asm volatile("" ::: "memory");
+  return x * 3 + 1;
+}
+
+__attribute__((noinline)) int release_probe_second(int x) {
+  asm volatile("" ::: "memory");
+  return x * 5 + 2;
+}
+
+// The function's address as this executable's ELF file numbers it.
+uint64_t file_vaddr(void *fn) {
+  Dl_info info{};
+  if (!dladdr(fn, &info) || !info.dli_fbase)
+    return 0;
+  auto *ehdr = static_cast<const Elf64_Ehdr *>(info.dli_fbase);
+  const auto addr = reinterpret_cast<uintptr_t>(fn);
+  return ehdr->e_type == ET_EXEC
+             ? addr
+             : addr - reinterpret_cast<uintptr_t>(info.dli_fbase);
+}
+
+std::string holder(const std::vector<SourceFrame> &chain) {
+  return chain.empty() || !chain.front().function ? std::string()
+                                                  : *chain.front().function;
+}
+
+size_t heap_bytes() {
+  struct mallinfo2 m = mallinfo2();
+  return m.uordblks + m.hblkhd;
+}
+
+TEST(DwarfRelease, FreesLibdwKeepsAnswersAndReopensForNewAddresses) {
+  ASSERT_EQ(release_probe_first(1) + release_probe_second(1), 11);
+  UniqueFd fd(open("/proc/self/exe", O_RDONLY | O_CLOEXEC));
+  ASSERT_TRUE(fd);
+  DwarfLoss why = DwarfLoss::None;
+  auto dwarf = DwarfFile::open_fd(fd.get(), DwarfLimits{}, nullptr, 0, &why);
+  ASSERT_TRUE(dwarf) << "no DWARF in the test binary, loss "
+                     << static_cast<int>(why);
+  const uint64_t first =
+      file_vaddr(reinterpret_cast<void *>(&release_probe_first));
+  const uint64_t second =
+      file_vaddr(reinterpret_cast<void *>(&release_probe_second));
+  ASSERT_NE(first, 0u);
+  ASSERT_NE(second, 0u);
+
+  const std::string named = holder(dwarf->frames_at(first));
+  ASSERT_NE(named.find("release_probe_first"), std::string::npos) << named;
+
+  // The sections libdw read (this binary's DWARF is megabytes) go.
+  const size_t held = heap_bytes();
+  dwarf->release();
+  const size_t freed = held - std::min(held, heap_bytes());
+  EXPECT_GT(freed, size_t{1} << 20) << "release() freed " << freed << " bytes";
+
+  EXPECT_EQ(holder(dwarf->frames_at(first)), named); // answered before
+  const std::string reopened = holder(dwarf->frames_at(second));
+  EXPECT_NE(reopened.find("release_probe_second"), std::string::npos)
+      << reopened;
+  EXPECT_EQ(dwarf->loss(), DwarfLoss::None);
+  EXPECT_EQ(dwarf->reopens(), 1u);
+  EXPECT_FALSE(dwarf->released());
+}
+
+// The loader's thread holds one file's sections at a time: warming a
+// second file frees the first's, and the first, taken later, still has
+// its warmed answers and opens again for a new address.
+TEST(DwarfRelease, LoaderHoldsOneFileAtATime) {
+  ASSERT_EQ(release_probe_first(2) + release_probe_second(2), 19);
+  const uint64_t first =
+      file_vaddr(reinterpret_cast<void *>(&release_probe_first));
+  const uint64_t second =
+      file_vaddr(reinterpret_cast<void *>(&release_probe_second));
+  DwarfLoader loader;
+  auto submit = [&] {
+    return loader.submit(
+        UniqueFd(open("/proc/self/exe", O_RDONLY | O_CLOEXEC)));
+  };
+  const DwarfLoader::Ticket a = submit();
+  loader.warm(a, first);
+  const DwarfLoader::Ticket b = submit();
+  loader.warm(b, second);
+  for (int i = 0; i < 3000 && loader.pending() > 0; i++)
+    usleep(10000);
+  ASSERT_EQ(loader.pending(), 0u) << "the loader did not finish in 30 s";
+  DwarfLoss why = DwarfLoss::None;
+  auto fa = loader.take(a, 0, &why);
+  ASSERT_TRUE(fa) << static_cast<int>(why);
+  auto fb = loader.take(b, 0, &why);
+  ASSERT_TRUE(fb) << static_cast<int>(why);
+  EXPECT_TRUE(fa->released());  // let go when the thread turned to b
+  EXPECT_FALSE(fb->released()); // the last one held
+  EXPECT_EQ(fa->reopens(), 0u);
+  EXPECT_NE(holder(fa->frames_at(first)).find("release_probe_first"),
+            std::string::npos); // answered before, not read again
+  EXPECT_EQ(fa->reopens(), 0u);
+  EXPECT_NE(holder(fa->frames_at(second)).find("release_probe_second"),
+            std::string::npos);
+  EXPECT_EQ(fa->reopens(), 1u);
+}
+
+} // namespace
+} // namespace offcpu
