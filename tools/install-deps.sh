@@ -9,8 +9,7 @@
 # Rust names;
 # libclang-rt-14-dev is libFuzzer and the sanitizers (tools/fuzz.sh);
 # clang-tidy checks function sizes (tools/tidy.sh); protobuf-compiler's protoc
-# decodes the timeline's Perfetto traces against Perfetto's schema, and npm
-# installs speedscope, the viewer the timeline's JSON is opened in (tests).
+# decodes the timeline's Perfetto traces against Perfetto's schema.
 # With --bench, also what the benchmark (tools/bench/bench.py) needs: it
 # compares with libbpf-tools, drives the pipe load with linux-perf and the
 # server loads with redis-server, redis-tools and postgresql (pgbench is in
@@ -27,7 +26,7 @@ apt-get install -y -qq --no-install-recommends \
   cmake make g++ clang clang-tidy llvm pkg-config libclang-rt-14-dev \
   libbpf-dev bpftool libelf-dev zlib1g-dev liblzma-dev libcli11-dev libgtest-dev libiberty-dev \
   libc6-dbg libdw-dev libdebuginfod-dev debuginfod python3.11-dbg bpftrace chromium golang-go libxml2-utils bash-completion man-db \
-  protobuf-compiler npm >/dev/null
+  protobuf-compiler >/dev/null
 if [ "${1:-}" = --bench ]; then
   apt-get install -y -qq --no-install-recommends \
     linux-perf libbpf-tools redis-server redis-tools postgresql postgresql-contrib >/dev/null
