@@ -75,7 +75,12 @@ TEST(DwarfRelease, FreesLibdwKeepsAnswersAndReopensForNewAddresses) {
   const size_t held = heap_bytes();
   dwarf->release();
   const size_t freed = held - std::min(held, heap_bytes());
+#if defined(__SANITIZE_ADDRESS__)
+  // AddressSanitizer's allocator is not glibc's: mallinfo2 sees none of it.
+  (void)freed;
+#else
   EXPECT_GT(freed, size_t{1} << 20) << "release() freed " << freed << " bytes";
+#endif
 
   EXPECT_EQ(holder(dwarf->frames_at(first)), named); // answered before
   const std::string reopened = holder(dwarf->frames_at(second));
