@@ -273,7 +273,8 @@ std::string describe_python(const std::array<uint64_t, OFFCPU_PY_STAT_NR> &c,
                             const PythonNameStats &names, bool verbose) {
   std::string out;
   uint64_t lost = c[OFFCPU_PY_FAULT] + c[OFFCPU_PY_DEPTH] +
-                  c[OFFCPU_PY_NO_ROOM] + names.code_unreadable;
+                  c[OFFCPU_PY_NO_ROOM] + names.code_unreadable +
+                  names.code_over_budget;
   if (lost)
     out += "offcpu: warning: Python frames lost in " + std::to_string(lost) +
            " cases (" + std::to_string(c[OFFCPU_PY_FAULT]) +
@@ -283,7 +284,10 @@ std::string describe_python(const std::array<uint64_t, OFFCPU_PY_STAT_NR> &c,
            std::to_string(c[OFFCPU_PY_NO_ROOM]) +
            " with no room after the native frames, " +
            std::to_string(names.code_unreadable) +
-           " code objects unreadable)\n";
+           " code objects unreadable, " +
+           std::to_string(names.code_over_budget) +
+           " not read: their process had used its " +
+           std::to_string(kPythonBytesPerProcess >> 20) + " MiB)\n";
   if (verbose && c[OFFCPU_PY_CHAINS])
     out += "offcpu: Python: " + std::to_string(c[OFFCPU_PY_CHAINS]) +
            " chains walked, " + std::to_string(c[OFFCPU_PY_FRAMES]) +

@@ -204,9 +204,16 @@ const PythonCode *PythonNames::code(uint32_t tgid, uint64_t addr) {
   if (it == codes_.end()) {
     auto l = layouts_.find(tgid);
     std::optional<PythonCode> c;
-    if (l != layouts_.end() && l->second)
-      c = read_code(tgid, *l->second, addr);
-    c ? stats_.code_objects++ : stats_.code_unreadable++;
+    uint64_t &held = bytes_[tgid];
+    if (held >= kPythonBytesPerProcess) {
+      stats_.code_over_budget++;
+    } else {
+      if (l != layouts_.end() && l->second)
+        c = read_code(tgid, *l->second, addr);
+      c ? stats_.code_objects++ : stats_.code_unreadable++;
+      if (c)
+        held += c->qualname.size() + c->filename.size() + c->line_table.size();
+    }
     it = codes_.emplace(key, std::move(c)).first;
   }
   return it->second ? &*it->second : nullptr;

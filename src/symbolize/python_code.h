@@ -47,9 +47,14 @@ struct PythonCode {
 };
 
 struct PythonNameStats {
-  uint64_t code_objects = 0;    // read
-  uint64_t code_unreadable = 0; // could not be read (process gone, garbage)
+  uint64_t code_objects = 0;     // read
+  uint64_t code_unreadable = 0;  // could not be read (process gone, garbage)
+  uint64_t code_over_budget = 0; // not read: its process used its budget
 };
+
+// What one process's code objects may hold in offcpu (names and line
+// tables): a process that shows garbage code addresses costs at most this.
+inline constexpr uint64_t kPythonBytesPerProcess = 32u << 20;
 
 class PythonNames {
 public:
@@ -78,6 +83,7 @@ private:
   std::map<uint32_t, const PythonLayout *> layouts_;
   // (process, code object) -> what it held; nullopt: unreadable.
   std::map<std::pair<uint32_t, uint64_t>, std::optional<PythonCode>> codes_;
+  std::map<uint32_t, uint64_t> bytes_; // per process, against the budget
   PythonNameStats stats_;
 };
 
