@@ -96,7 +96,7 @@ struct py_walk {
   __u32 n, max; /* the next slot in s->ips; the stack's room */
   __u32 stored;
   __u32 end; /* enum offcpu_py_stat of a walk that stopped early; 0: none */
-  __u32 pad;
+  __u32 searching; /* looking for the thread's state (py_step) */
 };
 
 /* One step of the search for the thread's state. */
@@ -126,11 +126,6 @@ struct py_loop {
   struct offcpu_stack *s; /* pointers kept in a map are plain numbers */
 };
 
-static long py_find_current(__u32 i, void *data) {
-  struct py_loop *l = data;
-  return py_find_step(l->w, false);
-}
-
 /* One frame of the chain into the stack: its code and instruction. */
 static __always_inline long
 py_frame_step(struct py_walk *w, struct offcpu_stack *s, bool other_task) {
@@ -139,7 +134,8 @@ py_frame_step(struct py_walk *w, struct offcpu_stack *s, bool other_task) {
     return 1;
   __u64 n = w->n;
   same_register(n);
-  if (n + 2 > w->max || n >= OFFCPU_MAX_STACK_DEPTH - 1) {
+  if (n + 2 > w->max || n >= OFFCPU_MAX_STACK_DEPTH - 1 ||
+      w->stored >= OFFCPU_PY_MAX_FRAMES) {
     w->end = w->stored ? OFFCPU_PY_DEPTH : OFFCPU_PY_NO_ROOM;
     return 1;
   }
@@ -164,38 +160,6 @@ py_frame_step(struct py_walk *w, struct offcpu_stack *s, bool other_task) {
   return 0;
 }
 
-static long py_frame_current(__u32 i, void *data) {
-  struct py_loop *l = data;
-  return py_frame_step(l->w, l->s, false);
-}
-
-/* The thread's PyThreadState: the one found before if it is still the
- * thread's, else searched among the interpreter's threads. 0: none. */
-static __always_inline __u64 py_thread_state(struct py_walk *w,
-                                             bool other_task) {
-  __u64 *known = bpf_map_lookup_elem(&py_threads, &w->tid);
-  __u64 tid = 0;
-  if (known && *known &&
-      !py_word(&w->r, *known + w->p.ts_native_tid, &tid, other_task) &&
-      (__u32)tid == w->tid)
-    return *known;
-  /* The main interpreter's threads (subinterpreters are not searched). */
-  __u64 interp = 0;
-  if (py_word(&w->r, w->p.runtime + w->p.interp_head, &interp, other_task) ||
-      !interp ||
-      py_word(&w->r, interp + w->p.interp_threads, &w->tstate, other_task)) {
-    w->end = OFFCPU_PY_FAULT;
-    return 0;
-  }
-  struct py_loop l = {.w = w};
-  bpf_loop(OFFCPU_PY_MAX_THREADS, py_find_current, &l, 0);
-  if (w->tstate)
-    bpf_map_update_elem(&py_threads, &w->tid, &w->tstate, BPF_ANY);
-  else if (!w->end)
-    w->end = OFFCPU_PY_NO_THREAD;
-  return w->tstate;
-}
-
 /* The first frame of thread state `ts`'s chain; 0 if it has none. */
 static __always_inline __u64 py_first_frame(struct py_walk *w, __u64 ts,
                                             bool other_task) {
@@ -207,6 +171,53 @@ static __always_inline __u64 py_first_frame(struct py_walk *w, __u64 ts,
       py_word(&w->r, holder + w->p.frame_current, &frame, other_task))
     return 0;
   return frame;
+}
+
+/* The one bpf_loop callback of the walk (every BPF function counts against
+ * the light loader's limit of 32, see bpf_objects_test): the search for
+ * the thread's state while w->searching, then its chain, frame by frame. */
+static long py_step(__u32 i, void *data) {
+  struct py_loop *l = data;
+  struct py_walk *w = l->w;
+  if (!w->searching)
+    return py_frame_step(w, l->s, false);
+  if (i < OFFCPU_PY_MAX_THREADS && !py_find_step(w, false))
+    return 0;
+  if (i >= OFFCPU_PY_MAX_THREADS)
+    w->tstate = 0; /* not among the first threads: given up */
+  w->searching = 0;
+  if (!w->tstate) {
+    if (!w->end)
+      w->end = OFFCPU_PY_NO_THREAD;
+    return 1;
+  }
+  bpf_map_update_elem(&py_threads, &w->tid, &w->tstate, BPF_ANY);
+  w->frame = py_first_frame(w, w->tstate, false);
+  return 0;
+}
+
+/* The thread's PyThreadState, if the one found before is still the
+ * thread's: then w->frame is its first frame. Else sets up the search
+ * among the interpreter's threads (w->searching), which py_step does. */
+static __always_inline void py_thread_state(struct py_walk *w,
+                                            bool other_task) {
+  __u64 *known = bpf_map_lookup_elem(&py_threads, &w->tid);
+  __u64 tid = 0;
+  if (known && *known &&
+      !py_word(&w->r, *known + w->p.ts_native_tid, &tid, other_task) &&
+      (__u32)tid == w->tid) {
+    w->frame = py_first_frame(w, *known, other_task);
+    return;
+  }
+  /* The main interpreter's threads (subinterpreters are not searched). */
+  __u64 interp = 0;
+  if (py_word(&w->r, w->p.runtime + w->p.interp_head, &interp, other_task) ||
+      !interp ||
+      py_word(&w->r, interp + w->p.interp_threads, &w->tstate, other_task)) {
+    w->end = OFFCPU_PY_FAULT;
+    return;
+  }
+  w->searching = 1;
 }
 
 static __always_inline void py_count(const struct py_walk *w) {
@@ -227,13 +238,6 @@ static __always_inline void py_count(const struct py_walk *w) {
 /* The per-process record of `tgid`: NULL unless it is a Python process
  * whose runtime user space found. */
 static __always_inline const struct offcpu_py_proc *py_proc_of(__u32 tgid) {
-#ifdef OFFCPU_DIRECT_LOADS
-  /* Not in the object with plain loads yet: with the Python walk in it, the
-   * kernel's loader refuses it (EACCES, cause not found yet), and every run
-   * would fall back to the object with probe reads. --loader
-   * light-probe-reads (or libbpf) has Python frames on 6.8+ kernels. */
-  return NULL;
-#endif
   if (!python_frames)
     return NULL;
   struct offcpu_py_proc *p = bpf_map_lookup_elem(&py_procs, &tgid);
@@ -267,11 +271,12 @@ static __always_inline __u32 py_append(struct task_struct *t,
   w->tid = t->pid;
   w->n = n;
   w->max = max;
-  __u64 ts = py_thread_state(w, other_task);
-  if (ts) {
-    w->frame = py_first_frame(w, ts, other_task);
+  py_thread_state(w, other_task);
+  if (w->frame || w->searching) {
     struct py_loop l = {.w = w, .s = s};
-    bpf_loop(OFFCPU_PY_MAX_FRAMES, py_frame_current, &l, 0);
+    bpf_loop(OFFCPU_PY_MAX_FRAMES + 1 +
+                 (w->searching ? OFFCPU_PY_MAX_THREADS : 0),
+             py_step, &l, 0);
     if (w->frame && !w->end)
       w->end = OFFCPU_PY_DEPTH;
   }

@@ -254,25 +254,28 @@ static __always_inline bool stack_stored(__u64 id) {
   return id >= OFFCPU_STACK_FIRST_ID;
 }
 
-/* Global functions: the verifier checks each once per program, not once
+/* A global function: the verifier checks it once per program, not once
  * for every path that leads to one of its callers. The switch hook's hashes
- * in a bounded loop (no call per frame); the iterators', run rarely, with
- * bpf_loop, which is quicker to verify: programs load sooner. */
-__noinline __u64 store_stack(struct offcpu_stack *s, long bytes, __u32 flags) {
+ * in a bounded loop (no call per frame); the iterators' (`iter`), run
+ * rarely, with bpf_loop, which is quicker to verify. One function for both:
+ * each counts against the light loader's 32 (see bpf_objects_test). */
+__noinline __u64 store_stack_in(struct offcpu_stack *s, long bytes, __u32 flags,
+                                __u32 iter) {
+  if (iter)
+    return store_stack_impl(s, bytes, flags, use_bpf_loop, false);
   return store_stack_impl(s, bytes, flags, false, true);
 }
 
-__noinline __u64 store_stack_iter(struct offcpu_stack *s, long bytes,
-                                  __u32 flags) {
-  return store_stack_impl(s, bytes, flags, use_bpf_loop, false);
+static __always_inline __u64 store_stack(struct offcpu_stack *s, long bytes,
+                                         __u32 flags) {
+  return store_stack_in(s, bytes, flags, 0);
 }
 
-/* The store for the context of scratch slot `slot` (a constant). */
+/* The store for the context of scratch slot `slot`. */
 static __always_inline __u64 store_stack_from(__u32 slot,
                                               struct offcpu_stack *s,
                                               long bytes, __u32 flags) {
-  return slot == SCRATCH_ITER ? store_stack_iter(s, bytes, flags)
-                              : store_stack(s, bytes, flags);
+  return store_stack_in(s, bytes, flags, slot == SCRATCH_ITER);
 }
 
 /* Whether a stack the kernel's walk returned (bpf_get_stack and

@@ -73,8 +73,14 @@ void offcpu_light_set_sizes(struct offcpu_light *l,
 #undef SET_SIZE
 }
 
-int offcpu_light_load(struct offcpu_light *l) {
+int offcpu_light_load(struct offcpu_light *l, char *log, size_t log_size) {
   int err = 0;
+  if (log && log_size) {
+    log[0] = 0;
+    /* Level 1: the path that failed, not every state verified. */
+    SKEL_DO(l, (sk->ctx.log_level = 1, sk->ctx.log_size = (__u32)log_size,
+                sk->ctx.log_buf = (__u64)(unsigned long)log));
+  }
   if (l->direct)
     err = offcpu_dbpf__load(l->direct);
   else

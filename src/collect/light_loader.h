@@ -32,8 +32,11 @@ void *offcpu_light_rodata(struct offcpu_light *l, size_t *size);
 void *offcpu_light_bss(struct offcpu_light *l, size_t *size);
 void offcpu_light_set_sizes(struct offcpu_light *l,
                             const struct offcpu_map_sizes *sizes);
-/* 0, or a negative errno. */
-int offcpu_light_load(struct offcpu_light *l);
+/* 0, or a negative errno. With `log` (of `log_size` bytes, else NULL), the
+ * kernel's verifier writes the log of the program it refused there (the
+ * loader hands every program the same buffer; the kernel keeps a log's
+ * tail when it is longer): how a failed load is explained under -v. */
+int offcpu_light_load(struct offcpu_light *l, char *log, size_t log_size);
 /* Every map's and program's descriptor (the raw_tp programs: -1, the
  * light objects have none). */
 void offcpu_light_get_fds(struct offcpu_light *l, struct offcpu_fds *fds);

@@ -212,8 +212,8 @@ bool light_can_serve(const OffcpuPlan &p) {
          p.user_fp_walk;
 }
 
-int try_load_light(offcpu_light *l, const OffcpuConfig &o,
-                   const OffcpuPlan &p) {
+int try_load_light(offcpu_light *l, const OffcpuConfig &o, const OffcpuPlan &p,
+                   std::string *log = nullptr) {
   size_t size = 0;
   void *ro = offcpu_light_rodata(l, &size);
   if (!ro || size != sizeof(Rodata))
@@ -221,7 +221,34 @@ int try_load_light(offcpu_light *l, const OffcpuConfig &o,
   write_settings(static_cast<Rodata *>(ro), settings_for(o, p));
   const offcpu_map_sizes sizes = map_sizes(o, p);
   offcpu_light_set_sizes(l, &sizes);
-  return offcpu_light_load(l);
+  if (!log)
+    return offcpu_light_load(l, nullptr, 0);
+  std::string buf(size_t{1} << 20, '\0');
+  int err = offcpu_light_load(l, buf.data(), buf.size());
+  buf.resize(strnlen(buf.data(), buf.size()));
+  *log = std::move(buf);
+  return err;
+}
+
+// Why the kernel refused a light object, for -v: loads it again with the
+// verifier's log and prints the log's last lines (the refused program's
+// failing path ends there). A second load costs a verification; only -v
+// pays it.
+void explain_light_failure(bool direct, const OffcpuConfig &o,
+                           const OffcpuPlan &p) {
+  struct Destroy {
+    void operator()(offcpu_light *l) const { offcpu_light_destroy(l); }
+  };
+  std::unique_ptr<offcpu_light, Destroy> again(offcpu_light_open(direct));
+  std::string log;
+  if (!again || try_load_light(again.get(), o, p, &log) == 0 || log.empty())
+    return;
+  size_t from = log.size();
+  for (int lines = 0; from > 0 && lines < 25; lines++)
+    from = log.rfind('\n', from - 1 - (log[from - 1] == '\n'));
+  from = from == std::string::npos ? 0 : from + 1;
+  fprintf(stderr, "offcpu: the verifier's log, last lines:\n%s",
+          log.c_str() + from);
 }
 
 } // namespace
@@ -329,11 +356,13 @@ OffcpuSession::load(const OffcpuConfig &opts,
                         "by the kernel (light skeleton: no BTF parsed here)");
         err = -EINVAL; // a .bss that is not the object's: never seen
       }
-      if (verbose)
+      if (verbose) {
+        explain_light_failure(direct, opts, plan);
         fprintf(stderr, "offcpu: the in-kernel loader failed (%s)%s\n",
                 errno_text(err).c_str(),
                 direct ? "; trying the object with probe reads"
                        : "; loading with libbpf");
+      }
     }
   }
   if (opts.loader == Loader::Light || opts.loader == Loader::LightProbeReads)

@@ -19,9 +19,6 @@ namespace offcpu {
 namespace {
 
 const char *kPython = "/usr/bin/python3.11";
-// The object with plain loads (6.8+) has no Python walk yet (see
-// bpf/python.bpf.h): the one with probe reads has.
-const char *kLoader = "--loader=light-probe-reads";
 const std::string kWorkloads =
     std::string(OFFCPU_SOURCE_DIR) + "/tests/workloads/";
 
@@ -96,8 +93,31 @@ Started start_waits(test::Subprocess &w) {
   return s;
 }
 
-class PythonFrames : public test::RootTest {
+// Both objects walk Python frames: the default (with plain loads on 6.8+,
+// reading the interpreter's memory through the page tables) and the one
+// with probe reads (kernels before 6.8).
+class PythonFrames : public test::RootTest,
+                     public ::testing::WithParamInterface<const char *> {
 protected:
+  // offcpu's arguments: `args`, then the loader this run tests, then the
+  // duration.
+  std::vector<std::string> offcpu(std::vector<std::string> args,
+                                  const char *secs) const {
+    args.insert(args.begin(), OFFCPU_BIN);
+    if (*GetParam())
+      args.push_back(GetParam());
+    args.push_back(secs);
+    return args;
+  }
+
+  // The default run loaded the object with plain loads (else the test
+  // would pass on a fallback: that object's Python walk went unchecked).
+  void expect_loader(const std::string &err) const {
+    if (!*GetParam())
+      EXPECT_NE(err.find("kernel memory by plain loads"), std::string::npos)
+          << err;
+  }
+
   void SetUp() override {
     RootTest::SetUp();
     if (IsSkipped())
@@ -146,15 +166,17 @@ protected:
 // held lock, under two functions of the workload's own) is gdb's, frame
 // for frame with lines, on >= 95% of the thread's off-CPU time; the
 // native frames above and below stay.
-TEST_F(PythonFrames, ChainsMatchGdbPyBt) {
+TEST_P(PythonFrames, ChainsMatchGdbPyBt) {
   test::Subprocess w({kPython, kWorkloads + "py_waits.py"});
   Started s = start_waits(w);
   ASSERT_GT(s.pid, 0);
   ASSERT_EQ(s.tids.size(), 4u);
-  auto r = test::run({OFFCPU_BIN, "-p", std::to_string(s.pid), "-U", "-f",
-                      "--per-thread", "-v", kLoader, "3"},
-                     90);
+  auto r = test::run(
+      offcpu({"-p", std::to_string(s.pid), "-U", "-f", "--per-thread", "-v"},
+             "3"),
+      90);
   ASSERT_EQ(r.exit_code, 0) << r.err;
+  expect_loader(r.err);
   expect_chains(s, r.out);
   // The interpreter's evaluation frames gave way to the Python ones; the
   // start-up frames above and libc's below are still there.
@@ -164,7 +186,7 @@ TEST_F(PythonFrames, ChainsMatchGdbPyBt) {
   EXPECT_NE(r.err.find("offcpu: Python: "), std::string::npos) << r.err;
   // --no-python: the interpreter's frames as before.
   auto n = test::run(
-      {OFFCPU_BIN, "-p", std::to_string(s.pid), "-U", "-f", "--no-python", "1"},
+      offcpu({"-p", std::to_string(s.pid), "-U", "-f", "--no-python"}, "1"),
       90);
   ASSERT_EQ(n.exit_code, 0) << n.err;
   EXPECT_EQ(n.out.find("py_waits.py"), std::string::npos) << n.out;
@@ -175,7 +197,7 @@ TEST_F(PythonFrames, ChainsMatchGdbPyBt) {
 // object nowhere: its walk stops at the frame limit, the unreadable code is
 // counted and shown as such, offcpu exits cleanly, and a second Python
 // process traced in the same run keeps its true chains.
-TEST_F(PythonFrames, GarbageChainIsBoundedAndHarmless) {
+TEST_P(PythonFrames, GarbageChainIsBoundedAndHarmless) {
   test::Subprocess bad({kPython, kWorkloads + "py_poisoned.py"});
   auto ready = bad.read_line(30);
   ASSERT_TRUE(ready && ready->rfind("ready ", 0) == 0);
@@ -185,10 +207,12 @@ TEST_F(PythonFrames, GarbageChainIsBoundedAndHarmless) {
   test::Subprocess w({kPython, kWorkloads + "py_waits.py"});
   Started s = start_waits(w);
   ASSERT_GT(s.pid, 0);
-  auto r = test::run({OFFCPU_BIN, "-p", bad_pid + "," + std::to_string(s.pid),
-                      "-U", "-f", "--per-thread", "-v", kLoader, "3"},
+  auto r = test::run(offcpu({"-p", bad_pid + "," + std::to_string(s.pid), "-U",
+                             "-f", "--per-thread", "-v"},
+                            "3"),
                      90);
   ASSERT_EQ(r.exit_code, 0) << r.err;
+  expect_loader(r.err);
   expect_chains(s, r.out);
   // The loop was cut at the limit and said so.
   EXPECT_NE(r.err.find("offcpu: warning: Python frames lost"),
@@ -197,6 +221,13 @@ TEST_F(PythonFrames, GarbageChainIsBoundedAndHarmless) {
   EXPECT_NE(r.out.find("[unknown Python code]"), std::string::npos) << r.out;
   EXPECT_EQ(bad.pid() > 0, true);
 }
+
+INSTANTIATE_TEST_SUITE_P(Loaders, PythonFrames,
+                         ::testing::Values("", "--loader=light-probe-reads"),
+                         [](const ::testing::TestParamInfo<const char *> &i) {
+                           return std::string(*i.param ? "ProbeReads"
+                                                       : "Default");
+                         });
 
 } // namespace
 } // namespace offcpu
