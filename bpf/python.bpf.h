@@ -8,9 +8,19 @@
  * The thread's state is found by its native thread id among its
  * interpreter's threads (3.11+ record it; a blocked thread has released
  * the GIL, so the runtime's "current" thread is someone else), then kept
- * per thread and checked with one read. Every read is bounded and may
- * fail: a process whose memory is garbage costs a bounded walk and a
- * counted fault, never more. */
+ * per thread (in its task storage, beside its stack memos) and checked
+ * with one read. Every read is bounded and may fail: a process whose
+ * memory is garbage costs a bounded walk and a counted fault, never more.
+ *
+ * What a walk costs is its reads. The object with plain loads reads the
+ * interpreter's memory through the thread's page tables, as it reads user
+ * stacks (a frame's fields are then loads from a page already translated:
+ * a thread's frames sit together in its data stack); the object with probe
+ * reads reads each frame's fields in one probe read. And a thread that
+ * blocks where it blocked before reuses its last stack: its memo (in
+ * user_unwind.bpf.h) holds the signature of the Python chain it was walked
+ * with, so the native walk is skipped when the chain, walked alone (no
+ * store, no hash of the whole stack), signs the same. */
 #ifndef OFFCPU_PYTHON_BPF_H
 #define OFFCPU_PYTHON_BPF_H
 
@@ -32,7 +42,8 @@ struct {
   __type(value, struct offcpu_py_proc);
 } py_procs SEC(".maps");
 
-/* Thread id -> its PyThreadState's address, found before. */
+/* Thread id -> its PyThreadState's address, found before: for walks
+ * without the thread's task storage (--no-stack-reuse). */
 struct {
   __uint(type, BPF_MAP_TYPE_LRU_HASH);
   __uint(max_entries, 8192);
@@ -53,7 +64,7 @@ struct {
 
 /* Reads of the walked process's memory: through its page tables where the
  * object has plain loads and the walk has them (pgd), else by a probe read
- * of the current task, or a copy from another task (sleepable iterators). */
+ * of the current task. */
 struct py_reader {
   struct task_struct *task;
   __u64 pgd;        /* 0: not through the page tables */
@@ -62,56 +73,83 @@ struct py_reader {
   __u32 pad;
 };
 
-static __always_inline int py_word(struct py_reader *r, __u64 addr, __u64 *out,
-                                   bool other_task) {
+/* The direct-map address of user address `addr`'s page through the
+ * reader's page tables (the last page's kept); 0 if not so readable. */
+static __always_inline __u64 py_page(struct py_reader *r, __u64 addr) {
 #ifdef OFFCPU_DIRECT_LOADS
-  if (!other_task && r->pgd) {
-    __u64 page = addr & ~4095ull, in = addr & 4095;
-    if (page != r->page) {
-      r->page = page;
-      r->base = pt_lookup(uw_direct_base, uw_pt_levels, r->pgd, page, true);
-    }
-    if (r->base && in <= 4096 - sizeof(__u64)) {
-      *out = kernel_word(r->base + in);
+  __u64 page = addr & ~4095ull;
+  if (page != r->page) {
+    r->page = page;
+    r->base = pt_lookup(uw_direct_base, uw_pt_levels, r->pgd, page, true);
+  }
+  return r->base;
+#else
+  return 0;
+#endif
+}
+
+static __always_inline int py_word(struct py_reader *r, __u64 addr,
+                                   __u64 *out) {
+#ifdef OFFCPU_DIRECT_LOADS
+  if (r->pgd) {
+    __u64 in = addr & 4095, base = py_page(r, addr);
+    if (base && in <= 4096 - sizeof(__u64)) {
+      __u64 v = kernel_word(base + in);
+      /* Not one load with the probe read's reload of *out below: the
+       * verifier refuses an instruction that loads through two kinds of
+       * pointer ("same insn cannot be used with different pointers"). */
+      same_register(v);
+      *out = v;
       return 0;
     }
     if (r->frozen)
       return -1;
   }
 #endif
-  /* Not from the sleepable iterators (other_task): the task's pointer,
-   * kept in the walk's map, is no longer one the verifier trusts to copy
-   * from. Their waits (open at start, walked again) keep native frames. */
-  if (r->frozen || other_task)
+  if (r->frozen)
     return -1;
   return bpf_probe_read_user(out, sizeof(*out), (void *)addr);
 }
 
+/* A frame's fields in one probe read: the bytes from the lowest of their
+ * offsets to the end of the highest (3.11's: 32 to 69). */
+#define PY_FRAME_WINDOW 64
+
 struct py_walk {
   struct py_reader r;
   struct offcpu_py_proc p;
-  __u64 frame;  /* the next frame to store (0: the chain ended) */
+  __u64 frame;  /* the next frame to walk (0: the chain ended) */
   __u64 tstate; /* while searching: the next thread state */
+  __u64 sig;    /* the chain's signature so far */
   __u32 tid;
   __u32 n, max; /* the next slot in s->ips; the stack's room */
-  __u32 stored;
-  __u32 end; /* enum offcpu_py_stat of a walk that stopped early; 0: none */
+  __u32 frames; /* walked */
+  __u32 end;    /* enum offcpu_py_stat of a walk that stopped early; 0: none */
   __u32 searching; /* looking for the thread's state (py_step) */
+  __u32 store;     /* the frames go into a stack (else: signed only) */
+  __u32 lo, span;  /* the frame window's first byte and length (0: none) */
+  __u8 buf[PY_FRAME_WINDOW];
 };
 
+/* The signature's step: the stack hash's (stack_store.bpf.h). */
+static __always_inline __u64 py_mix(__u64 h, __u64 x) {
+  h = (h ^ x) * 0x9e3779b97f4a7c15ULL;
+  return h ^ (h >> 29);
+}
+
 /* One step of the search for the thread's state. */
-static __always_inline long py_find_step(struct py_walk *w, bool other_task) {
+static __always_inline long py_find_step(struct py_walk *w) {
   __u64 ts = w->tstate, tid = 0;
   if (!ts)
     return 1;
-  if (py_word(&w->r, ts + w->p.ts_native_tid, &tid, other_task)) {
+  if (py_word(&w->r, ts + w->p.ts_native_tid, &tid)) {
     w->tstate = 0;
     w->end = OFFCPU_PY_FAULT;
     return 1;
   }
   if ((__u32)tid == w->tid)
     return 1; /* found: w->tstate */
-  if (py_word(&w->r, ts + w->p.ts_next, &w->tstate, other_task)) {
+  if (py_word(&w->r, ts + w->p.ts_next, &w->tstate)) {
     w->tstate = 0;
     w->end = OFFCPU_PY_FAULT;
     return 1;
@@ -119,31 +157,66 @@ static __always_inline long py_find_step(struct py_walk *w, bool other_task) {
   return 0;
 }
 
-/* What bpf_loop hands its callbacks: on the BPF stack, as the kernel wants
+/* What bpf_loop hands its callback: on the BPF stack, as the kernel wants
  * a loop's context; the walk itself is in py_walks. */
 struct py_loop {
   struct py_walk *w;
   struct offcpu_stack *s; /* pointers kept in a map are plain numbers */
+  __u64 *known;           /* where the thread's state is kept (NULL: map) */
 };
 
-/* One frame of the chain into the stack: its code and instruction. */
-static __always_inline long
-py_frame_step(struct py_walk *w, struct offcpu_stack *s, bool other_task) {
+/* Field `off` of the frame read into w->buf (a u64, or its low byte). */
+static __always_inline __u64 py_field(const struct py_walk *w, __u32 off,
+                                      bool byte) {
+  __u64 at = off - w->lo; /* lo is the lowest offset: no wrap */
+  same_register(at);
+  if (byte)
+    return at < PY_FRAME_WINDOW ? w->buf[at] : 0;
+  return at <= PY_FRAME_WINDOW - sizeof(__u64) ? load_u64(&w->buf[at]) : 0;
+}
+
+/* Frame `fr`'s code object, caller, instruction and is_entry flag. */
+static __always_inline int py_frame_read(struct py_walk *w, __u64 fr,
+                                         __u64 *code, __u64 *prev, __u64 *instr,
+                                         __u64 *entry) {
+  __u32 span = w->span;
+  if (!w->r.pgd && !w->r.frozen && span && span <= PY_FRAME_WINDOW) {
+    if (bpf_probe_read_user(w->buf, span, (void *)(fr + w->lo)))
+      return -1;
+    *code = py_field(w, w->p.frame_code, false);
+    *prev = py_field(w, w->p.frame_previous, false);
+    *instr = py_field(w, w->p.frame_instr, false);
+    *entry =
+        w->p.frame_entry != 0xffff ? py_field(w, w->p.frame_entry, true) : 0;
+    return 0;
+  }
+  if (py_word(&w->r, fr + w->p.frame_code, code) ||
+      py_word(&w->r, fr + w->p.frame_previous, prev) ||
+      py_word(&w->r, fr + w->p.frame_instr, instr))
+    return -1;
+  *entry = 0;
+  if (w->p.frame_entry != 0xffff &&
+      py_word(&w->r, fr + w->p.frame_entry, entry))
+    return -1;
+  *entry &= 0xff;
+  return 0;
+}
+
+/* One frame of the chain: its code and instruction into the signature
+ * and, storing, into the stack. */
+static __always_inline long py_frame_step(struct py_walk *w,
+                                          struct offcpu_stack *s) {
   __u64 fr = w->frame, code = 0, prev = 0, instr = 0, entry = 0;
   if (!fr)
     return 1;
   __u64 n = w->n;
   same_register(n);
-  if (n + 2 > w->max || n >= OFFCPU_MAX_STACK_DEPTH - 1 ||
-      w->stored >= OFFCPU_PY_MAX_FRAMES) {
-    w->end = w->stored ? OFFCPU_PY_DEPTH : OFFCPU_PY_NO_ROOM;
+  if (w->frames >= OFFCPU_PY_MAX_FRAMES || n + 2 > w->max ||
+      n >= OFFCPU_MAX_STACK_DEPTH - 1) {
+    w->end = w->frames ? OFFCPU_PY_DEPTH : OFFCPU_PY_NO_ROOM;
     return 1;
   }
-  if (py_word(&w->r, fr + w->p.frame_code, &code, other_task) ||
-      py_word(&w->r, fr + w->p.frame_previous, &prev, other_task) ||
-      py_word(&w->r, fr + w->p.frame_instr, &instr, other_task) ||
-      (w->p.frame_entry != 0xffff &&
-       py_word(&w->r, fr + w->p.frame_entry, &entry, other_task))) {
+  if (py_frame_read(w, fr, &code, &prev, &instr, &entry)) {
     w->end = OFFCPU_PY_FAULT;
     return 1;
   }
@@ -151,24 +224,25 @@ py_frame_step(struct py_walk *w, struct offcpu_stack *s, bool other_task) {
    * in the code object's first 4 GiB (else unknown: 0). */
   __u64 at = instr - (code + w->p.code_bytecode);
   __u64 index = at < (1ull << 32) - 2 ? at / 2 + 1 : 0;
-  s->ips[n] = OFFCPU_PY_CODE_TAG | (code & OFFCPU_PY_ADDR_MASK);
-  s->ips[n + 1] = OFFCPU_PY_INSTR_TAG | index |
-                  ((entry & 0xff) ? OFFCPU_PY_INSTR_ENTRY : 0);
+  __u64 cw = OFFCPU_PY_CODE_TAG | (code & OFFCPU_PY_ADDR_MASK);
+  __u64 iw = OFFCPU_PY_INSTR_TAG | index | (entry ? OFFCPU_PY_INSTR_ENTRY : 0);
+  if (s) {
+    s->ips[n] = cw;
+    s->ips[n + 1] = iw;
+  }
   w->n = n + 2;
-  w->stored++;
+  w->sig = py_mix(py_mix(w->sig, cw), iw);
+  w->frames++;
   w->frame = prev == fr ? 0 : prev; /* a frame that is its own caller */
   return 0;
 }
 
 /* The first frame of thread state `ts`'s chain; 0 if it has none. */
-static __always_inline __u64 py_first_frame(struct py_walk *w, __u64 ts,
-                                            bool other_task) {
+static __always_inline __u64 py_first_frame(struct py_walk *w, __u64 ts) {
   __u64 holder = ts, frame = 0;
-  if (w->p.ts_cframe != 0xffff &&
-      py_word(&w->r, ts + w->p.ts_cframe, &holder, other_task))
+  if (w->p.ts_cframe != 0xffff && py_word(&w->r, ts + w->p.ts_cframe, &holder))
     return 0;
-  if (!holder ||
-      py_word(&w->r, holder + w->p.frame_current, &frame, other_task))
+  if (!holder || py_word(&w->r, holder + w->p.frame_current, &frame))
     return 0;
   return frame;
 }
@@ -180,8 +254,8 @@ static long py_step(__u32 i, void *data) {
   struct py_loop *l = data;
   struct py_walk *w = l->w;
   if (!w->searching)
-    return py_frame_step(w, l->s, false);
-  if (i < OFFCPU_PY_MAX_THREADS && !py_find_step(w, false))
+    return py_frame_step(w, l->s);
+  if (i < OFFCPU_PY_MAX_THREADS && !py_find_step(w))
     return 0;
   if (i >= OFFCPU_PY_MAX_THREADS)
     w->tstate = 0; /* not among the first threads: given up */
@@ -191,29 +265,35 @@ static long py_step(__u32 i, void *data) {
       w->end = OFFCPU_PY_NO_THREAD;
     return 1;
   }
-  bpf_map_update_elem(&py_threads, &w->tid, &w->tstate, BPF_ANY);
-  w->frame = py_first_frame(w, w->tstate, false);
+  if (l->known)
+    *l->known = w->tstate;
+  else
+    bpf_map_update_elem(&py_threads, &w->tid, &w->tstate, BPF_ANY);
+  w->frame = py_first_frame(w, w->tstate);
   return 0;
 }
 
-/* The thread's PyThreadState, if the one found before is still the
- * thread's: then w->frame is its first frame. Else sets up the search
- * among the interpreter's threads (w->searching), which py_step does. */
-static __always_inline void py_thread_state(struct py_walk *w,
-                                            bool other_task) {
-  __u64 *known = bpf_map_lookup_elem(&py_threads, &w->tid);
-  __u64 tid = 0;
-  if (known && *known &&
-      !py_word(&w->r, *known + w->p.ts_native_tid, &tid, other_task) &&
+/* The thread's PyThreadState, if the one found before (*known, else in
+ * py_threads) is still the thread's: then w->frame is its first frame.
+ * Else sets up the search among the interpreter's threads (w->searching),
+ * which py_step does. */
+static __always_inline void py_thread_state(struct py_walk *w, __u64 *known) {
+  __u64 ts = 0, tid = 0;
+  if (known) {
+    ts = *known;
+  } else {
+    __u64 *kept = bpf_map_lookup_elem(&py_threads, &w->tid);
+    ts = kept ? *kept : 0;
+  }
+  if (ts && !py_word(&w->r, ts + w->p.ts_native_tid, &tid) &&
       (__u32)tid == w->tid) {
-    w->frame = py_first_frame(w, *known, other_task);
+    w->frame = py_first_frame(w, ts);
     return;
   }
   /* The main interpreter's threads (subinterpreters are not searched). */
   __u64 interp = 0;
-  if (py_word(&w->r, w->p.runtime + w->p.interp_head, &interp, other_task) ||
-      !interp ||
-      py_word(&w->r, interp + w->p.interp_threads, &w->tstate, other_task)) {
+  if (py_word(&w->r, w->p.runtime + w->p.interp_head, &interp) || !interp ||
+      py_word(&w->r, interp + w->p.interp_threads, &w->tstate)) {
     w->end = OFFCPU_PY_FAULT;
     return;
   }
@@ -225,9 +305,13 @@ static __always_inline void py_count(const struct py_walk *w) {
   struct py_stats *st = bpf_map_lookup_elem(&py_stat_map, &zero);
   if (!st)
     return;
-  st->v[OFFCPU_PY_CHAINS]++;
-  st->v[OFFCPU_PY_FRAMES] += w->stored;
   /* Constant indexes: the verifier bounds them without help. */
+  if (!w->store) {
+    st->v[OFFCPU_PY_CHECKED]++;
+    return;
+  }
+  st->v[OFFCPU_PY_CHAINS]++;
+  st->v[OFFCPU_PY_FRAMES] += w->frames;
   __u32 end = w->end;
   st->v[OFFCPU_PY_NO_THREAD] += end == OFFCPU_PY_NO_THREAD;
   st->v[OFFCPU_PY_FAULT] += end == OFFCPU_PY_FAULT;
@@ -253,16 +337,20 @@ struct {
   __type(value, struct py_walk);
 } py_walks SEC(".maps");
 
-/* Appends thread `t`'s Python frames to `s`, after its `n` native frames
- * (of `max` at most). Returns the new count. */
-static __always_inline __u32 py_append(struct task_struct *t,
-                                       const struct offcpu_py_proc *p,
-                                       struct offcpu_stack *s, __u32 n,
-                                       __u32 max, __u64 pgd, bool frozen,
-                                       bool other_task, __u32 slot) {
+/* Walks thread `t`'s chain (process record `p`; `pgd`, `frozen`: how its
+ * memory is read, see py_reader): stored into `s` after its `n` native
+ * frames (of `max` at most), or with `s` NULL only signed. `known`: where
+ * its thread state is kept (NULL: py_threads). The signature is never 0
+ * (0 is a memo's "no Python chain"); PY_SIG_UNSURE: a read failed, not a
+ * chain to reuse. Returns the walk (NULL: no scratch). */
+#define PY_SIG_UNSURE 1ull
+static __always_inline struct py_walk *
+py_walk_chain(struct task_struct *t, const struct offcpu_py_proc *p,
+              struct offcpu_stack *s, __u32 n, __u32 max, __u64 pgd,
+              bool frozen, __u32 slot, __u64 *known) {
   struct py_walk *w = bpf_map_lookup_elem(&py_walks, &slot);
   if (!w)
-    return n;
+    return NULL;
   __builtin_memset(w, 0, sizeof(*w));
   w->r.task = t;
   w->r.pgd = pgd;
@@ -271,17 +359,59 @@ static __always_inline __u32 py_append(struct task_struct *t,
   w->tid = t->pid;
   w->n = n;
   w->max = max;
-  py_thread_state(w, other_task);
+  w->store = s != NULL;
+  w->sig = 0x7079000000000000ULL; /* "py" */
+  /* The frame's fields' window, for the probe reads. */
+  __u32 lo = w->p.frame_code, hi = lo + 8;
+  __u32 o[3] = {w->p.frame_previous, w->p.frame_instr, w->p.frame_entry};
+  for (int k = 0; k < 3; k++) {
+    if (o[k] == 0xffff)
+      continue;
+    __u32 end = o[k] + (k == 2 ? 1 : 8);
+    lo = o[k] < lo ? o[k] : lo;
+    hi = end > hi ? end : hi;
+  }
+  w->lo = lo;
+  w->span = hi - lo <= PY_FRAME_WINDOW ? hi - lo : 0;
+  py_thread_state(w, known);
   if (w->frame || w->searching) {
-    struct py_loop l = {.w = w, .s = s};
+    struct py_loop l = {.w = w, .s = s, .known = known};
     bpf_loop(OFFCPU_PY_MAX_FRAMES + 1 +
                  (w->searching ? OFFCPU_PY_MAX_THREADS : 0),
              py_step, &l, 0);
     if (w->frame && !w->end)
       w->end = OFFCPU_PY_DEPTH;
   }
+  w->sig = py_mix(w->sig, w->end);
+  if (w->end == OFFCPU_PY_FAULT || w->sig <= PY_SIG_UNSURE)
+    w->sig = PY_SIG_UNSURE;
   py_count(w);
-  return w->n;
+  return w;
+}
+
+/* Appends thread `t`'s Python frames to `s` (see py_walk_chain); returns
+ * the new count and sets *sig to the chain's signature. */
+static __always_inline __u32 py_append(struct task_struct *t,
+                                       const struct offcpu_py_proc *p,
+                                       struct offcpu_stack *s, __u32 n,
+                                       __u32 max, __u64 pgd, bool frozen,
+                                       __u32 slot, __u64 *known, __u64 *sig) {
+  struct py_walk *w = py_walk_chain(t, p, s, n, max, pgd, frozen, slot, known);
+  *sig = w ? w->sig : PY_SIG_UNSURE;
+  return w ? w->n : n;
+}
+
+/* The signature of thread `t`'s chain now, walked without storing, for
+ * its memos (process `tgid`); PY_SIG_UNSURE if unknown. */
+static __always_inline __u64 py_chain_sig(struct task_struct *t, __u32 tgid,
+                                          __u64 pgd, bool frozen, __u32 slot,
+                                          __u64 *known) {
+  const struct offcpu_py_proc *p = py_proc_of(tgid);
+  if (!p)
+    return PY_SIG_UNSURE;
+  struct py_walk *w = py_walk_chain(t, p, NULL, 0, OFFCPU_MAX_STACK_DEPTH, pgd,
+                                    frozen, slot, known);
+  return w ? w->sig : PY_SIG_UNSURE;
 }
 
 #endif /* OFFCPU_PYTHON_BPF_H */

@@ -612,6 +612,9 @@ struct uw_memo {
   __u16 uses;   /* reuses since it was walked (see UW_MEMO_RECHECK) */
   __u32 nr;     /* words; 0: nothing to reuse */
   __u32 span;   /* bytes from sp that hold them */
+  /* The signature of the Python chain stored after the native frames
+   * (python.bpf.h); 0: the process was not a Python one. */
+  __u64 py_sig;
   __u16 off[UW_MEMO_WORDS];
   __u64 val[UW_MEMO_WORDS];
 };
@@ -622,6 +625,7 @@ struct uw_memo_set {
   struct uw_memo way[UW_MEMO_WAYS];
   __u32 last; /* the way used last: the other one is replaced */
   __u32 pad;
+  __u64 py_tstate; /* the thread's PyThreadState, found before (0: none) */
 };
 
 /* How far a walk has got in filling its memo. */
@@ -1015,20 +1019,22 @@ struct uw_start {
 /* The memo of `ms` a walk from `r` uses: the one with these registers and
  * address space, checked, or else the way the walk will fill. *memo_stack:
  * the checked memo's stack, if it still holds (then, without
- * --verify-stack-reuse, that is the stack: no walk). */
+ * --verify-stack-reuse, that is the stack: no walk). `py_sig`: the
+ * signature of the thread's Python chain now (0: not a Python process),
+ * which a memo's must be. */
 static __always_inline struct uw_memo *
 uw_memo_pick(struct uw_memo_set *ms, const struct uw_start *r, bool frozen,
-             struct uw_stats *st, __u32 *way, __u64 *memo_stack) {
+             struct uw_stats *st, __u32 *way, __u64 *memo_stack, __u64 py_sig) {
   struct uw_memo *m =
       uw_memo_find(ms, r->pc, r->sp, r->bp, r->mm, r->map_count, r->epoch, way);
-  if (m && !uw_memo_holds(m, r->pgd, frozen)) {
+  if (m && !(m->py_sig == py_sig && uw_memo_holds(m, r->pgd, frozen))) {
     /* A memo that does not check rbp (see uw_bp_used) has the registers
      * of every place reached with the same sp and ip: a function called
      * from two callers. The other way may be the other caller's. */
     struct uw_memo *o = &ms->way[(*way ^ 1) & (UW_MEMO_WAYS - 1)];
     if (uw_memo_matches(o, r->pc, r->sp, r->bp, r->mm, r->map_count,
                         r->epoch) &&
-        uw_memo_holds(o, r->pgd, frozen)) {
+        o->py_sig == py_sig && uw_memo_holds(o, r->pgd, frozen)) {
       m = o;
       *way ^= 1;
     } else {
@@ -1140,9 +1146,10 @@ static __always_inline void uw_walk_counted(struct uw_stats *st,
 static __always_inline void uw_memo_keep(struct uw_memo_set *ms, __u32 way,
                                          struct uw_memo *m,
                                          const struct uw_walk *w,
-                                         const struct uw_start *r, __u64 id) {
-  if (!m || w->note.bad || w->f->partial || w->f->end == UW_STAT_READ_FAULT ||
-      !stack_stored(id) || !w->note.nr)
+                                         const struct uw_start *r, __u64 id,
+                                         __u64 py_sig) {
+  if (!m || py_sig == PY_SIG_UNSURE || w->note.bad || w->f->partial ||
+      w->f->end == UW_STAT_READ_FAULT || !stack_stored(id) || !w->note.nr)
     return;
   /* Only a walk that reached an end of the stack (an end row, a frame
    * pointer chain's end, the depth limit): one that stopped outside the
@@ -1164,8 +1171,39 @@ static __always_inline void uw_memo_keep(struct uw_memo_set *ms, __u32 way,
   m->epoch = r->epoch;
   m->stack = id;
   m->span = w->note.span;
+  m->py_sig = py_sig;
   m->nr = w->note.nr;
   ms->last = way;
+}
+
+/* The signature of thread `t`'s Python chain now, for its memos `ms` (0:
+ * none needed). A Python thread's frames live in its heap, where the words
+ * its memos check do not reach: its memos also hold the signature of the
+ * chain they were stored with, which the chain, walked alone, must still
+ * sign. Whether a process is Python is decided once (py_procs), and every
+ * memo made before is dropped then (user space bumps uw_epoch): other
+ * processes' memos have no signature, and their reuse looks no chain up. */
+static __always_inline __u64 uw_py_sig_now(struct uw_memo_set *ms,
+                                           struct task_struct *t, __u32 tgid,
+                                           __u64 pgd, bool frozen, __u32 slot) {
+  if (!ms || !(ms->way[0].py_sig | ms->way[1].py_sig))
+    return 0;
+  return py_chain_sig(t, tgid, pgd, frozen, slot, &ms->py_tstate);
+}
+
+/* Appends thread `t`'s Python frames to `s` after the native frames of
+ * walk `f`, if its process is Python; returns the count and sets *py_sig
+ * to the chain's signature for the memo (0: not a Python process). */
+static __always_inline __u32
+uw_py_append(struct task_struct *t, __u32 tgid, bool other_task,
+             struct offcpu_stack *s, const struct uw_frame *f, __u64 pgd,
+             bool frozen, __u32 slot, struct uw_memo_set *ms, __u64 *py_sig) {
+  const struct offcpu_py_proc *py = other_task ? NULL : py_proc_of(tgid);
+  *py_sig = 0;
+  if (!py)
+    return f->n;
+  return py_append(t, py, s, f->n, f->max, pgd, frozen, slot,
+                   ms ? &ms->py_tstate : NULL, py_sig);
 }
 
 /* The user stack of `t`: the current task; or, `frozen`, a task off CPU
@@ -1213,15 +1251,14 @@ static __always_inline __u64 walk_user_stack_memo(struct task_struct *t,
     return OFFCPU_STACK_MISSED; /* never: frozen walks come with the map */
 
   /* A memo that holds: the stack this walk would store, before any other
-   * work (the walk's state is set up only after). */
+   * work (the walk's state is set up after). */
   struct uw_memo *m = NULL;
   __u32 way = 0;
   __u64 memo_stack = OFFCPU_STACK_MISSED;
-  const struct offcpu_py_proc *py = py_proc_of(tgid); /* frames in heap */
-  if (!reuse_stacks || other_task || py) /* not in the words memos check */
-    ms = NULL;
+  ms = reuse_stacks && !other_task ? ms : NULL;
+  __u64 py_sig = uw_py_sig_now(ms, t, tgid, r.pgd, frozen, slot);
   if (ms) {
-    m = uw_memo_pick(ms, &r, frozen, st, &way, &memo_stack);
+    m = uw_memo_pick(ms, &r, frozen, st, &way, &memo_stack, py_sig);
     if (memo_stack != OFFCPU_STACK_MISSED && !reuse_verify) {
       *reused = true;
       return memo_stack;
@@ -1265,16 +1302,15 @@ static __always_inline __u64 walk_user_stack_memo(struct task_struct *t,
   } else if (by_vma) {
     uw_request(tgid, r.map_count, st); /* its own tables, for later walks */
   }
-  __u32 n = py && !other_task
-                ? py_append(t, py, s, f->n, f->max, r.pgd, frozen, false, slot)
-                : f->n;
+  __u32 n =
+      uw_py_append(t, tgid, other_task, s, f, r.pgd, frozen, slot, ms, &py_sig);
   __u64 id = store_stack_from(
       slot, s, (long)n * sizeof(__u64),
       OFFCPU_STACK_USER |
           (f->end == UW_STAT_TRUNCATED ? OFFCPU_STACK_TRUNCATED : 0));
   if (memo_stack != OFFCPU_STACK_MISSED && memo_stack != id && stack_stored(id))
     uw_count(st, UW_STAT_REUSE_MISMATCH);
-  uw_memo_keep(ms, way, m, &w, &r, id);
+  uw_memo_keep(ms, way, m, &w, &r, id, py_sig);
   return id;
 }
 
@@ -1342,9 +1378,11 @@ static __always_inline bool uw_can_defer(struct task_struct *t,
   struct mm_struct *mmp = t->mm;
   if (!regs || !mmp)
     return false;
-  return uw_memo_find(ms, regs->ip, regs->sp, regs->bp, (__u64)mmp,
-                      uw_map_key(mmp), *(volatile __u32 *)&uw_epoch,
-                      way) != NULL;
+  struct uw_memo *m =
+      uw_memo_find(ms, regs->ip, regs->sp, regs->bp, (__u64)mmp,
+                   uw_map_key(mmp), *(volatile __u32 *)&uw_epoch, way);
+  /* Not a Python thread's: its chain is checked at switch-out. */
+  return m && !m->py_sig;
 }
 
 /* The user stack left for the switch-in (uw_can_defer) by a task off CPU

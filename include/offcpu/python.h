@@ -57,6 +57,7 @@ enum offcpu_py_stat {
   OFFCPU_PY_FAULT,      /* a read of the interpreter's memory failed */
   OFFCPU_PY_DEPTH,      /* chain longer than the limit: cut */
   OFFCPU_PY_NO_ROOM,    /* no room left in the stack after native frames */
+  OFFCPU_PY_CHECKED,    /* chains walked only to check a thread's memo */
   OFFCPU_PY_STAT_NR,
 };
 

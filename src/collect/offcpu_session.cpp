@@ -455,8 +455,14 @@ std::array<uint64_t, UW_STAT_NR> OffcpuSession::unwind_counters() const {
 }
 
 void OffcpuSession::set_python(uint32_t tgid, const offcpu_py_proc &p) {
-  if (h_.fd.py_procs >= 0)
-    bpf_map_update_elem(h_.fd.py_procs, &tgid, &p, BPF_ANY);
+  if (h_.fd.py_procs < 0 ||
+      bpf_map_update_elem(h_.fd.py_procs, &tgid, &p, BPF_ANY) != 0)
+    return;
+  // The process's stack memos were made without its Python chain: drop
+  // them (every memo keys on the epoch), so that its threads are walked
+  // with it from now on (bpf/user_unwind.bpf.h). Once per Python process.
+  if (p.runtime && h_.unwind.epoch)
+    __atomic_fetch_add(h_.unwind.epoch, 1, __ATOMIC_SEQ_CST);
 }
 
 std::array<uint64_t, OFFCPU_PY_STAT_NR> OffcpuSession::python_counters() const {

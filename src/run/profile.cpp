@@ -291,7 +291,9 @@ std::string describe_python(const std::array<uint64_t, OFFCPU_PY_STAT_NR> &c,
   if (verbose && c[OFFCPU_PY_CHAINS])
     out += "offcpu: Python: " + std::to_string(c[OFFCPU_PY_CHAINS]) +
            " chains walked, " + std::to_string(c[OFFCPU_PY_FRAMES]) +
-           " frames, " + std::to_string(c[OFFCPU_PY_NO_THREAD]) +
+           " frames, " + std::to_string(c[OFFCPU_PY_CHECKED]) +
+           " walked only to check a thread's last stack, " +
+           std::to_string(c[OFFCPU_PY_NO_THREAD]) +
            " threads without a thread state, " +
            std::to_string(names.code_objects) + " code objects read\n";
   return out;
