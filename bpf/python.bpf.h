@@ -121,6 +121,7 @@ struct py_walk {
   __u64 frame;  /* the next frame to walk (0: the chain ended) */
   __u64 tstate; /* while searching: the next thread state */
   __u64 sig;    /* the chain's signature so far */
+  __u64 fsbase; /* the thread's pthread_t (3.10's thread_id) */
   __u32 tid;
   __u32 n, max; /* the next slot in s->ips; the stack's room */
   __u32 frames; /* walked */
@@ -137,6 +138,14 @@ static __always_inline __u64 py_mix(__u64 h, __u64 x) {
   return h ^ (h >> 29);
 }
 
+/* Whether a thread state's id word names the walked thread: its native
+ * id (3.11+), or 3.10's pthread_t, the thread's fs base. */
+static __always_inline bool py_is_thread(const struct py_walk *w, __u64 id) {
+  if (w->p.flags & OFFCPU_PY_F_PTHREAD)
+    return id == w->fsbase;
+  return (__u32)id == w->tid;
+}
+
 /* One step of the search for the thread's state. */
 static __always_inline long py_find_step(struct py_walk *w) {
   __u64 ts = w->tstate, tid = 0;
@@ -147,7 +156,7 @@ static __always_inline long py_find_step(struct py_walk *w) {
     w->end = OFFCPU_PY_FAULT;
     return 1;
   }
-  if ((__u32)tid == w->tid)
+  if (py_is_thread(w, tid))
     return 1; /* found: w->tstate */
   if (py_word(&w->r, ts + w->p.ts_next, &w->tstate)) {
     w->tstate = 0;
@@ -221,11 +230,15 @@ static __always_inline long py_frame_step(struct py_walk *w,
     return 1;
   }
   /* The instruction as an index from the start of the bytecode, if it lies
-   * in the code object's first 4 GiB (else unknown: 0). */
+   * in the code object's first 4 GiB (else unknown: 0); 3.10 keeps the
+   * index itself (f_lasti, an int). */
   __u64 at = instr - (code + w->p.code_bytecode);
   __u64 index = at < (1ull << 32) - 2 ? at / 2 + 1 : 0;
+  if (w->p.flags & OFFCPU_PY_F_LASTI)
+    index = (__s32)instr >= 0 ? (__u32)instr + 1 : 0;
   __u64 cw = OFFCPU_PY_CODE_TAG | (code & OFFCPU_PY_ADDR_MASK);
-  __u64 iw = OFFCPU_PY_INSTR_TAG | index | (entry ? OFFCPU_PY_INSTR_ENTRY : 0);
+  __u64 iw = OFFCPU_PY_INSTR_TAG | index |
+             ((entry & 0xff) << OFFCPU_PY_INSTR_MARK_SHIFT);
   if (s) {
     s->ips[n] = cw;
     s->ips[n + 1] = iw;
@@ -286,7 +299,7 @@ static __always_inline void py_thread_state(struct py_walk *w, __u64 *known) {
     ts = kept ? *kept : 0;
   }
   if (ts && !py_word(&w->r, ts + w->p.ts_native_tid, &tid) &&
-      (__u32)tid == w->tid) {
+      py_is_thread(w, tid)) {
     w->frame = py_first_frame(w, ts);
     return;
   }
@@ -357,6 +370,11 @@ py_walk_chain(struct task_struct *t, const struct offcpu_py_proc *p,
   w->r.frozen = frozen;
   w->p = *p;
   w->tid = t->pid;
+  /* Saved at the thread's last switch-out or set at its clone; a thread
+   * that moves its own fs base later (none that glibc starts) is not
+   * found (x86-64 only, as the rest of the walk). */
+  if (p->flags & OFFCPU_PY_F_PTHREAD)
+    w->fsbase = t->thread.fsbase;
   w->n = n;
   w->max = max;
   w->store = s != NULL;

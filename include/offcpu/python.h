@@ -18,9 +18,12 @@
 #define OFFCPU_PY_INSTR_TAG 0x7078000000000000ULL /* | see below */
 /* The instruction word: bits 0-31 the index of the instruction the frame
  * runs (in 16-bit code units from the start of its bytecode) plus one, 0 if
- * unknown; bit 32 set on a frame entered from C (3.11's is_entry: a new
- * call of _PyEval_EvalFrameDefault began there). */
-#define OFFCPU_PY_INSTR_ENTRY (1ULL << 32)
+ * unknown; bits 32-39 the frame's byte at offset frame_entry, as read (3.11:
+ * is_entry, a new call of _PyEval_EvalFrameDefault began there; 3.12 and
+ * 3.13: owner, 3 on the shim frame each such call pushes). User space reads
+ * it per version. */
+#define OFFCPU_PY_INSTR_MARK_SHIFT 32
+#define OFFCPU_PY_OWNED_BY_CSTACK 3 /* 3.12+: FRAME_OWNED_BY_CSTACK */
 #define OFFCPU_PY_ADDR_MASK 0x0000ffffffffffffULL
 
 /* Frames of one Python chain walked at most (each costs a few reads). */
@@ -43,11 +46,20 @@ struct offcpu_py_proc {
   __u16 frame_current;  /* _PyCFrame.current_frame (3.13: in tstate) */
   __u16 frame_code;     /* _PyInterpreterFrame.f_code */
   __u16 frame_previous; /* .previous */
-  __u16 frame_instr;    /* .prev_instr */
-  __u16 frame_entry;    /* .is_entry (a bool; 0xffff: none) */
+  __u16 frame_instr;    /* .prev_instr (3.13 instr_ptr, 3.10 f_lasti) */
+  __u16 frame_entry;    /* .is_entry or .owner (a byte; 0xffff: none) */
   __u16 code_bytecode;  /* PyCodeObject.co_code_adaptive */
-  __u16 pad[5];
+  __u16 flags;          /* OFFCPU_PY_F_* */
+  __u16 pad[4];
 };
+
+/* 3.10: frame_instr is f_lasti, an int index of the last instruction (-1
+ * before the first), not a pointer into the bytecode. */
+#define OFFCPU_PY_F_LASTI 1
+/* 3.10: thread states record no native thread id; ts_native_tid is then
+ * thread_id, the creating thread's pthread_t, which on x86-64 glibc is the
+ * thread's fs base. */
+#define OFFCPU_PY_F_PTHREAD 2
 
 /* Counters of the Python walker (-v), indexes of the py_stats array. */
 enum offcpu_py_stat {

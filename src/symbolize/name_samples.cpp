@@ -104,8 +104,7 @@ Frame python_frame(uint32_t tgid, const PythonFrameWord &w, Symbolizer &sym) {
   src->file = c->filename;
   src->function_file = c->filename;
   src->start_line = c->first_line;
-  src->line =
-      w.index ? python_line(c->line_table, c->first_line, w.index - 1) : 0;
+  src->line = w.index ? c->line(w.index - 1) : 0;
   f.name = c->qualname + " (" + source_base_name(c->filename) + ":" +
            (src->line ? std::to_string(src->line) : std::string("?")) + ")";
   f.source = std::move(src);
@@ -172,7 +171,8 @@ std::vector<Frame> user_frames(Profile &p, uint32_t tgid, uint64_t stack_id,
                                const std::vector<uint64_t> &all, bool cut,
                                Symbolizer &sym) {
   size_t native = 0;
-  std::vector<PythonFrameWord> py = python_frames_of(all, &native);
+  std::vector<PythonFrameWord> py =
+      sym.python().chain(tgid, python_frames_of(all, &native));
   std::vector<Frame> named =
       native_frames(p, tgid, stack_id,
                     std::vector<uint64_t>(

@@ -1,5 +1,6 @@
 #include "symbolize/python_code.h"
 
+#include <algorithm>
 #include <cstring>
 
 #include "util/utf8.h"
@@ -11,7 +12,6 @@ namespace {
 // Bounds on what one code object may make us read.
 constexpr uint64_t kMaxNameChars = 4096;
 constexpr uint64_t kMaxLineTableBytes = 1u << 20;
-constexpr size_t kCodeHeaderBytes = 192; // PyCodeObject up to co_linetable
 
 template <typename T> T field(const std::string &b, size_t off) {
   T v{};
@@ -107,6 +107,26 @@ uint32_t python_line(std::string_view table, uint32_t first_line,
   return 0;
 }
 
+uint32_t python_line_pairs(std::string_view table, uint32_t first_line,
+                           uint32_t index) {
+  // Ranges of bytecode bytes; a zero-length range still moves the line.
+  uint64_t at = uint64_t{index} * 2, start = 0;
+  int64_t line = first_line;
+  for (size_t i = 0; i + 1 < table.size(); i += 2) {
+    uint64_t end = start + static_cast<uint8_t>(table[i]);
+    auto delta = static_cast<int8_t>(table[i + 1]);
+    bool known = delta != -128;
+    if (known)
+      line += delta;
+    if (at >= start && at < end)
+      return known && line > 0 && line < UINT32_MAX
+                 ? static_cast<uint32_t>(line)
+                 : 0;
+    start = end;
+  }
+  return 0;
+}
+
 std::vector<PythonFrameWord> python_frames_of(const std::vector<uint64_t> &ips,
                                               size_t *native) {
   std::vector<PythonFrameWord> out;
@@ -121,10 +141,39 @@ std::vector<PythonFrameWord> python_frames_of(const std::vector<uint64_t> &ips,
     PythonFrameWord w;
     w.code = ips[i] & OFFCPU_PY_ADDR_MASK;
     w.index = static_cast<uint32_t>(ips[i + 1]);
-    w.entry = ips[i + 1] & OFFCPU_PY_INSTR_ENTRY;
+    w.mark = static_cast<uint8_t>(ips[i + 1] >> OFFCPU_PY_INSTR_MARK_SHIFT);
     out.push_back(w);
   }
   return out;
+}
+
+std::vector<PythonFrameWord> python_chain(std::vector<PythonFrameWord> raw,
+                                          PythonEntries entries) {
+  if (entries != PythonEntries::Shim) {
+    for (PythonFrameWord &w : raw)
+      w.entry = entries == PythonEntries::Each || w.mark != 0;
+    return raw;
+  }
+  std::vector<PythonFrameWord> out;
+  out.reserve(raw.size());
+  for (const PythonFrameWord &w : raw) {
+    if (w.mark == OFFCPU_PY_OWNED_BY_CSTACK) {
+      if (!out.empty())
+        out.back().entry = true; // its callee began the C-level call
+      continue;
+    }
+    out.push_back(w);
+    out.back().entry = false;
+  }
+  return out;
+}
+
+std::vector<PythonFrameWord>
+PythonNames::chain(uint32_t tgid, std::vector<PythonFrameWord> raw) const {
+  auto l = layouts_.find(tgid);
+  return python_chain(std::move(raw), l != layouts_.end() && l->second
+                                          ? l->second->entries
+                                          : PythonEntries::Flag);
 }
 
 std::optional<std::string> PythonNames::read_string(const std::string &mem,
@@ -175,10 +224,15 @@ std::optional<std::string> PythonNames::read_bytes(const std::string &mem,
 std::optional<PythonCode>
 PythonNames::read_code(uint32_t tgid, const PythonLayout &l, uint64_t addr) {
   std::string mem = proc_root_ + "/" + std::to_string(tgid) + "/mem";
-  auto head = files_.read_at(mem, addr, kCodeHeaderBytes);
-  if (!head || head->size() != kCodeHeaderBytes)
+  // The code object up to its last field we read.
+  size_t header = std::max({l.co_filename, l.co_qualname, l.co_firstlineno,
+                            l.co_linetable}) +
+                  sizeof(uint64_t);
+  auto head = files_.read_at(mem, addr, header);
+  if (!head || head->size() != header)
     return std::nullopt;
   PythonCode c;
+  c.lines = l.lines;
   auto qualname = read_string(mem, l, field<uint64_t>(*head, l.co_qualname));
   auto filename = read_string(mem, l, field<uint64_t>(*head, l.co_filename));
   if (!qualname || !filename)
@@ -194,7 +248,7 @@ PythonNames::read_code(uint32_t tgid, const PythonLayout &l, uint64_t addr) {
 
 void PythonNames::capture(uint32_t tgid,
                           const std::vector<PythonFrameWord> &frames) {
-  for (const PythonFrameWord &f : frames)
+  for (const PythonFrameWord &f : chain(tgid, frames))
     code(tgid, f.code);
 }
 

@@ -24,17 +24,28 @@ namespace offcpu {
 // malformed.
 uint32_t python_line(std::string_view table, uint32_t first_line,
                      uint32_t index);
+// The same in a 3.10 line table: (byte delta, signed line delta) pairs,
+// a line delta of -128 for "no line" (CPython's Objects/lnotab_notes.txt).
+uint32_t python_line_pairs(std::string_view table, uint32_t first_line,
+                           uint32_t index);
 
 // One Python frame as the BPF walker stored it (two tagged words).
 struct PythonFrameWord {
   uint64_t code = 0;
   uint32_t index = 0; // instruction + 1; 0: unknown
-  bool entry = false; // the frame was entered from C (3.11 is_entry)
+  uint8_t mark = 0;   // the frame's is_entry (3.11) or owner (3.12+) byte
+  bool entry = false; // the frame was entered from C (see python_chain)
 };
 // The Python frames stored after a user stack's native frames, leaf first;
 // `native` receives how many words come before them.
 std::vector<PythonFrameWord> python_frames_of(const std::vector<uint64_t> &ips,
                                               size_t *native);
+// The frames of a version's chain, leaf first, with `entry` set on the
+// first frame each C-level evaluation ran: 3.10 runs one frame a call;
+// 3.11 marks it (is_entry); 3.12+ push a shim frame below it (owned by the
+// C stack), dropped here.
+std::vector<PythonFrameWord> python_chain(std::vector<PythonFrameWord> raw,
+                                          PythonEntries entries);
 inline bool is_python_word(uint64_t ip) {
   uint64_t tag = ip & OFFCPU_PY_TAG_MASK;
   return tag == OFFCPU_PY_CODE_TAG || tag == OFFCPU_PY_INSTR_TAG;
@@ -44,6 +55,13 @@ struct PythonCode {
   std::string qualname, filename;
   uint32_t first_line = 0;
   std::string line_table;
+  PythonLines lines = PythonLines::Locations; // how line_table reads
+  // The line of the instruction at `index`; 0 if none.
+  uint32_t line(uint32_t index) const {
+    return lines == PythonLines::Pairs
+               ? python_line_pairs(line_table, first_line, index)
+               : python_line(line_table, first_line, index);
+  }
 };
 
 struct PythonNameStats {
@@ -64,6 +82,9 @@ public:
   void set_layout(uint32_t tgid, const PythonLayout *layout) {
     layouts_[tgid] = layout;
   }
+  // The frames as process `tgid`'s version chains them (python_chain).
+  std::vector<PythonFrameWord> chain(uint32_t tgid,
+                                     std::vector<PythonFrameWord> raw) const;
   // Reads, while the process lives, the code objects of these frames not
   // read yet.
   void capture(uint32_t tgid, const std::vector<PythonFrameWord> &frames);

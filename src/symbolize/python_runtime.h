@@ -16,14 +16,31 @@
 
 namespace offcpu {
 
+// How the frames one C-level evaluation runs are told apart.
+enum class PythonEntries : uint8_t {
+  Each, // 3.10: one _PyEval_EvalFrameDefault call per frame
+  Flag, // 3.11: the first frame of a call has is_entry set
+  Shim, // 3.12+: each call pushes a shim frame owned by the C stack
+};
+
+// How a version's line table reads.
+enum class PythonLines : uint8_t {
+  Pairs,     // 3.10: (bytes, line delta) pairs (Objects/lnotab_notes.txt)
+  Locations, // 3.11+: PEP 626/657's location table
+};
+
 // The layout of one CPython minor version (x86-64, default build).
 struct PythonLayout {
   unsigned major, minor;
   offcpu_py_proc offsets; // runtime left 0
-  // PyCodeObject and string layout, for user space's reads.
+  // PyCodeObject and string layout, for user space's reads (3.10 has no
+  // co_qualname: co_name stands in).
   uint16_t co_filename, co_qualname, co_firstlineno, co_linetable;
   uint16_t unicode_state, unicode_length, ascii_data, compact_data;
   uint16_t bytes_size, bytes_data;
+  PythonEntries entries;
+  PythonLines lines;
+  uint16_t ts_interp; // PyThreadState.interp, to check a thread state
 };
 
 // The table's entry for major.minor; null if the version is not known.
@@ -51,9 +68,10 @@ struct PythonSymbols {
 // Reads them from an ELF file opened by the caller (pread only).
 PythonSymbols python_symbols(int fd);
 
-// The interpreter file among `maps`: the executable mapping of a file
-// named python3.N or libpython3.N*.so*; null if none.
-const Mapping *python_mapping(const std::vector<Mapping> &maps);
+// The interpreter's candidate files among `maps`: executable mappings of
+// files named python3.N or libpython3.N*.so*, in address order (a launcher
+// linked with libpython has both: the one with `_PyRuntime` is it).
+std::vector<const Mapping *> python_mappings(const std::vector<Mapping> &maps);
 
 // Looks at process `tgid` (its maps as read) once: finds the interpreter,
 // its runtime and layout, and checks the layout against the process's

@@ -1,7 +1,8 @@
 # Threads blocked in time.sleep, queue.get, socket.recv and a held lock,
 # each two functions deep, for python_frames_test.cpp (issue #32): it prints
-# "ready PID lock=TID queue=TID recv=TID sleep=TID" once all are running.
-import os, queue, socket, threading, time
+# "ready PID lock=TID queue=TID recv=TID sleep=TID" once all are running,
+# and exits after the seconds of its first argument (default: 1000).
+import os, queue, socket, sys, threading, time
 
 def sleep_inner():
     time.sleep(0.05)
@@ -54,4 +55,4 @@ while len(ids) < 4:
     time.sleep(0.01)
 print("ready", os.getpid(), " ".join("%s=%d" % kv for kv in sorted(ids.items())),
       flush=True)
-time.sleep(1000)
+time.sleep(float(sys.argv[1]) if len(sys.argv) > 1 else 1000)
