@@ -25,20 +25,20 @@ const PythonLayout kLayouts[] = {
     {3,
      10,
      {
-         .runtime = 0,
-         .interp_head = 32,   // _PyRuntime.interpreters.head
-         .interp_threads = 8, // PyInterpreterState.tstate_head
-         .ts_next = 8,
-         .ts_native_tid = 176, // thread_id: a pthread_t
-         .ts_cframe = kNone,
-         .frame_current = 24,  // PyThreadState.frame
-         .frame_code = 32,     // PyFrameObject.f_code
-         .frame_previous = 24, // f_back
-         .frame_instr = 96,    // f_lasti
-         .frame_entry = kNone,
-         .code_bytecode = 0,
-         .flags = OFFCPU_PY_F_LASTI | OFFCPU_PY_F_PTHREAD,
-         .pad = {},
+         /*runtime=*/0,
+         /*interp_head=*/32,   // _PyRuntime.interpreters.head
+         /*interp_threads=*/8, // PyInterpreterState.tstate_head
+         /*ts_next=*/8,
+         /*ts_native_tid=*/176, // thread_id: a pthread_t
+         /*ts_cframe=*/kNone,
+         /*frame_current=*/24,  // PyThreadState.frame
+         /*frame_code=*/32,     // PyFrameObject.f_code
+         /*frame_previous=*/24, // f_back
+         /*frame_instr=*/96,    // f_lasti
+         /*frame_entry=*/kNone,
+         /*code_bytecode=*/0,
+         /*flags=*/OFFCPU_PY_F_LASTI | OFFCPU_PY_F_PTHREAD,
+         /*pad=*/{},
      },
      /*co_filename=*/104,
      /*co_qualname=*/112, // co_name
@@ -56,20 +56,20 @@ const PythonLayout kLayouts[] = {
     {3,
      11,
      {
-         .runtime = 0,
-         .interp_head = 40,    // _PyRuntime.interpreters.head
-         .interp_threads = 16, // PyInterpreterState.threads.head
-         .ts_next = 8,
-         .ts_native_tid = 160,
-         .ts_cframe = 56,
-         .frame_current = 8, // _PyCFrame.current_frame
-         .frame_code = 32,
-         .frame_previous = 48,
-         .frame_instr = 56,
-         .frame_entry = 68,    // is_entry
-         .code_bytecode = 184, // co_code_adaptive
-         .flags = 0,
-         .pad = {},
+         /*runtime=*/0,
+         /*interp_head=*/40,    // _PyRuntime.interpreters.head
+         /*interp_threads=*/16, // PyInterpreterState.threads.head
+         /*ts_next=*/8,
+         /*ts_native_tid=*/160,
+         /*ts_cframe=*/56,
+         /*frame_current=*/8, // _PyCFrame.current_frame
+         /*frame_code=*/32,
+         /*frame_previous=*/48,
+         /*frame_instr=*/56,
+         /*frame_entry=*/68,    // is_entry
+         /*code_bytecode=*/184, // co_code_adaptive
+         /*flags=*/0,
+         /*pad=*/{},
      },
      /*co_filename=*/112,
      /*co_qualname=*/128,
@@ -87,20 +87,20 @@ const PythonLayout kLayouts[] = {
     {3,
      12,
      {
-         .runtime = 0,
-         .interp_head = 40,
-         .interp_threads = 72,
-         .ts_next = 8,
-         .ts_native_tid = 144,
-         .ts_cframe = 56,
-         .frame_current = 0, // _PyCFrame.current_frame
-         .frame_code = 0,
-         .frame_previous = 8,
-         .frame_instr = 56,    // prev_instr
-         .frame_entry = 70,    // owner
-         .code_bytecode = 192, // co_code_adaptive
-         .flags = 0,
-         .pad = {},
+         /*runtime=*/0,
+         /*interp_head=*/40,
+         /*interp_threads=*/72,
+         /*ts_next=*/8,
+         /*ts_native_tid=*/144,
+         /*ts_cframe=*/56,
+         /*frame_current=*/0, // _PyCFrame.current_frame
+         /*frame_code=*/0,
+         /*frame_previous=*/8,
+         /*frame_instr=*/56,    // prev_instr
+         /*frame_entry=*/70,    // owner
+         /*code_bytecode=*/192, // co_code_adaptive
+         /*flags=*/0,
+         /*pad=*/{},
      },
      /*co_filename=*/112,
      /*co_qualname=*/128,
@@ -118,20 +118,20 @@ const PythonLayout kLayouts[] = {
     {3,
      13,
      {
-         .runtime = 0,
-         .interp_head = 632,
-         .interp_threads = 7344,
-         .ts_next = 8,
-         .ts_native_tid = 160,
-         .ts_cframe = kNone,
-         .frame_current = 72, // PyThreadState.current_frame
-         .frame_code = 0,     // f_executable
-         .frame_previous = 8,
-         .frame_instr = 56,    // instr_ptr
-         .frame_entry = 70,    // owner
-         .code_bytecode = 200, // co_code_adaptive
-         .flags = 0,
-         .pad = {},
+         /*runtime=*/0,
+         /*interp_head=*/632,
+         /*interp_threads=*/7344,
+         /*ts_next=*/8,
+         /*ts_native_tid=*/160,
+         /*ts_cframe=*/kNone,
+         /*frame_current=*/72, // PyThreadState.current_frame
+         /*frame_code=*/0,     // f_executable
+         /*frame_previous=*/8,
+         /*frame_instr=*/56,    // instr_ptr
+         /*frame_entry=*/70,    // owner
+         /*code_bytecode=*/200, // co_code_adaptive
+         /*flags=*/0,
+         /*pad=*/{},
      },
      /*co_filename=*/112,
      /*co_qualname=*/128,
