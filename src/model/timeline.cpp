@@ -30,9 +30,8 @@ bool scheduler_frame(const std::string &name) {
 
 } // namespace
 
-std::string wait_name(const std::vector<Frame> &user,
-                      const std::vector<Frame> &kernel,
-                      const std::string &comm) {
+std::string wait_name(const TimelineStack &stack, const std::string &comm) {
+  const std::vector<Frame> &user = stack.user, &kernel = stack.kernel;
   // As the stack names it: joined_frames of the one frame.
   for (auto it = user.rbegin(); it != user.rend(); ++it)
     if (it->kind == FrameKind::User && named(*it))
@@ -55,7 +54,12 @@ std::string joined_frames(const std::vector<Frame> &frames) {
   return out;
 }
 
-std::string waker_label(const Waker &w) {
+std::string joined_stack(const TimelineStack &stack) {
+  std::string u = joined_frames(stack.user), k = joined_frames(stack.kernel);
+  return u.empty() ? k : k.empty() ? u : u + ";" + k;
+}
+
+std::string waker_label(const TimelineWaker &w) {
   if (w.kind != Waker::Kind::Task)
     return waker_marker(w.kind);
   return w.comm + "-" + std::to_string(w.tid);

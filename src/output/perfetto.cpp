@@ -44,11 +44,27 @@ enum TrackEvent {
   kCategories = 22,
   kFlowIds = 47,
   kTerminatingFlowIds = 48,
+  kCallstackIid = 56,
 };
 enum EventType { kSliceBegin = 1, kSliceEnd = 2, kInstant = 3 };
-enum InternedData { kEventNames = 2, kAnnotationNames = 3 };
-enum Interned { kIid = 1, kInternedName = 2 };
-enum DebugAnnotation { kAnnNameIid = 1, kUintValue = 3, kStringValue = 6 };
+enum InternedData {
+  kEventNames = 2,
+  kAnnotationNames = 3,
+  kFunctionNames = 5,
+  kFrames = 6,
+  kCallstacks = 7,
+  kAnnotationStrings = 29, // debug_annotation_string_values
+};
+enum Interned { kIid = 1, kInternedName = 2 }; // also InternedString's str
+enum Frame { kFrameIid = 1, kFunctionNameId = 2, kFrameKind = 7 };
+enum FrameKind { kNative = 1, kKernel = 2, kInterpreted = 3 };
+enum Callstack { kCallstackIid_ = 1, kFrameIds = 2 };
+enum DebugAnnotation {
+  kAnnNameIid = 1,
+  kUintValue = 3,
+  kStringValue = 6,
+  kStringValueIid = 17
+};
 } // namespace pf
 
 constexpr uint32_t kSequence = 1;
@@ -58,20 +74,14 @@ const char *const kAnnotations[] = {"state",       "stack",       "waker",
                                     "waker_stack", "runqueue_ns", "chain"};
 enum Annotation { kState = 1, kStack, kWaker, kWakerStack, kRunq, kChain };
 
-std::string stacks(const std::vector<Frame> &user,
-                   const std::vector<Frame> &kernel) {
-  std::string u = joined_frames(user), k = joined_frames(kernel);
-  return u.empty() ? k : k.empty() ? u : u + ";" + k;
-}
-
-std::string chain_text(const TimelineWait &w) {
+std::string chain_text(const Timeline &t, const TimelineWait &w) {
   std::string out;
   for (const TimelineHop &h : w.chain) {
     if (!out.empty())
       out += " <- ";
     out += h.comm + "-" + std::to_string(h.tid) + " waited " +
            std::to_string(h.duration_ns / 1000) + " us in " +
-           wait_name(h.user, h.kernel, h.comm) + " [" +
+           wait_name(t.stack(h.stack), h.comm) + " [" +
            std::string(1, h.state ? h.state : '?') + "], woken by " +
            waker_label(h.waker);
   }
@@ -182,6 +192,74 @@ private:
     return it->second;
   }
 
+  // The iid of a string (function names, annotation values) in one of the
+  // sequence's string tables, defined in `interned` when new.
+  uint64_t string_iid(std::map<std::string, uint64_t> &table, int field,
+                      const std::string &value, ProtoWriter &interned) {
+    auto [it, fresh] = table.emplace(value, table.size() + 1);
+    if (fresh) {
+      ProtoWriter n;
+      n.varint_field(pf::kIid, it->second);
+      n.bytes_field(pf::kInternedName, value);
+      interned.message_field(field, n);
+    }
+    return it->second;
+  }
+
+  uint64_t frame_iid(const Frame &f, ProtoWriter &interned) {
+    const int kind = f.kind == FrameKind::Kernel   ? pf::kKernel
+                     : f.kind == FrameKind::Python ? pf::kInterpreted
+                                                   : pf::kNative;
+    const std::string name = joined_frames({f});
+    auto [it, fresh] =
+        frames_.emplace(std::make_pair(name, kind), frames_.size() + 1);
+    if (fresh) {
+      ProtoWriter fr;
+      fr.varint_field(pf::kFrameIid, it->second);
+      fr.varint_field(
+          pf::kFunctionNameId,
+          string_iid(functions_, pf::kFunctionNames, name, interned));
+      fr.varint_field(pf::kFrameKind, static_cast<uint64_t>(kind));
+      interned.message_field(pf::kFrames, fr);
+    }
+    return it->second;
+  }
+
+  // A stack of the timeline as an interned callstack (root first, as
+  // Perfetto's "bottom frame first"): its iid is the stack's index + 1.
+  uint64_t callstack_iid(uint32_t stack, ProtoWriter &interned) {
+    const TimelineStack &st = t_.stack(stack);
+    if (st.user.empty() && st.kernel.empty())
+      return 0;
+    if (!callstacks_.insert(stack).second)
+      return uint64_t{stack} + 1;
+    std::vector<uint64_t> ids;
+    for (const auto *frames : {&st.user, &st.kernel})
+      for (const Frame &f : *frames)
+        ids.push_back(frame_iid(f, interned));
+    ProtoWriter cs;
+    cs.varint_field(pf::kCallstackIid_, uint64_t{stack} + 1);
+    cs.packed_field(pf::kFrameIds, ids);
+    interned.message_field(pf::kCallstacks, cs);
+    return uint64_t{stack} + 1;
+  }
+
+  // A stack as a debug annotation: its text interned once.
+  void stack_annotation(ProtoWriter &ev, Annotation a, uint32_t stack,
+                        ProtoWriter &interned) {
+    ProtoWriter d;
+    d.varint_field(pf::kAnnNameIid, a);
+    auto [it, fresh] = stack_strings_.emplace(stack, stack_strings_.size() + 1);
+    if (fresh) {
+      ProtoWriter n;
+      n.varint_field(pf::kIid, it->second);
+      n.bytes_field(pf::kInternedName, joined_stack(t_.stack(stack)));
+      interned.message_field(pf::kAnnotationStrings, n);
+    }
+    d.varint_field(pf::kStringValueIid, it->second);
+    ev.message_field(pf::kDebugAnnotations, d);
+  }
+
   static void string_annotation(ProtoWriter &ev, Annotation a,
                                 const std::string &value) {
     ProtoWriter d;
@@ -192,9 +270,9 @@ private:
 
   // A slice's begin or an instant, with its name interned.
   ProtoWriter event_packet(uint64_t ts, int type, uint32_t tid,
-                           const std::string &name, ProtoWriter &ev) {
-    ProtoWriter interned;
-    bool fresh = false;
+                           const std::string &name, ProtoWriter &ev,
+                           ProtoWriter interned = {}) {
+    bool fresh = !interned.data().empty();
     uint64_t iid = name_iid(name, interned, fresh);
     ev.varint_field(pf::kType, static_cast<uint64_t>(type));
     ev.varint_field(pf::kTrackUuid, thread_uuid(tid));
@@ -218,21 +296,24 @@ private:
   }
 
   void wait(const TimelineWait &w, uint64_t flow) {
-    ProtoWriter ev;
+    ProtoWriter ev, interned;
     ev.bytes_field(pf::kCategories, "offcpu");
     string_annotation(ev, kState, std::string(1, w.state ? w.state : '?'));
-    string_annotation(ev, kStack, stacks(w.user, w.kernel));
+    stack_annotation(ev, kStack, w.stack, interned);
     string_annotation(ev, kWaker, waker_label(w.waker));
-    string_annotation(ev, kWakerStack, stacks(w.waker.user, w.waker.kernel));
+    stack_annotation(ev, kWakerStack, w.waker.stack, interned);
     ProtoWriter runq;
     runq.varint_field(pf::kAnnNameIid, kRunq);
     runq.varint_field(pf::kUintValue, w.runq_ns);
     ev.message_field(pf::kDebugAnnotations, runq);
     if (!w.chain.empty())
-      string_annotation(ev, kChain, chain_text(w));
+      string_annotation(ev, kChain, chain_text(t_, w));
+    if (uint64_t cs = callstack_iid(w.stack, interned))
+      ev.varint_field(pf::kCallstackIid, cs);
     const uint64_t end = w.start_ns + w.duration_ns;
     emit(event_packet(w.start_ns, pf::kSliceBegin, w.tid,
-                      wait_name(w.user, w.kernel, w.comm), ev));
+                      wait_name(t_.stack(w.stack), w.comm), ev,
+                      std::move(interned)));
     if (w.waker.kind == Waker::Kind::Task)
       wakeup(w, flow, end);
     slice_end(end, w.tid);
@@ -259,6 +340,12 @@ private:
   const Timeline &t_;
   ProtoWriter out_;
   std::map<std::string, uint64_t> names_;
+  // Interned so far, by what they intern: function names, frames (name,
+  // kind), callstacks and stack texts by the timeline's stack index.
+  std::map<std::string, uint64_t> functions_;
+  std::map<std::pair<std::string, int>, uint64_t> frames_;
+  std::set<uint32_t> callstacks_;
+  std::map<uint32_t, uint64_t> stack_strings_;
 };
 
 } // namespace

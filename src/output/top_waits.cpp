@@ -15,17 +15,10 @@ std::string ms(uint64_t ns) {
   return buf;
 }
 
-std::string stacks_text(const std::vector<Frame> &user,
-                        const std::vector<Frame> &kernel) {
-  std::string u = joined_frames(user), k = joined_frames(kernel);
-  if (u.empty() || k.empty())
-    return u + k;
-  return u + ";" + k;
-}
-
-void put_waker(std::string &out, const Waker &w, const char *indent) {
+void put_waker(std::string &out, const Timeline &t, const TimelineWaker &w,
+               const char *indent) {
   out += std::string(indent) + "woken by " + waker_label(w) + "\n";
-  std::string ws = stacks_text(w.user, w.kernel);
+  std::string ws = joined_stack(t.stack(w.stack));
   if (!ws.empty())
     out += std::string(indent) + "  waker stack: " + ws + "\n";
 }
@@ -63,16 +56,16 @@ std::string render_top_waits(const Timeline &t, size_t n) {
            std::string(1, w->state ? w->state : '?') + "]";
     if (w->runq_ns)
       out += "  runqueue " + ms(w->runq_ns);
-    out += "\n  stack: " + stacks_text(w->user, w->kernel) + "\n";
-    put_waker(out, w->waker, "  ");
+    out += "\n  stack: " + joined_stack(t.stack(w->stack)) + "\n";
+    put_waker(out, t, w->waker, "  ");
     for (size_t i = 0; i < w->chain.size(); i++) {
       const TimelineHop &h = w->chain[i];
       out += "  chain " + std::to_string(i + 1) + ": " + h.comm + "-" +
              std::to_string(h.tid) + " waited " + ms(h.duration_ns) + " from " +
              wall_clock_text(h.start_ns, t.realtime_offset_ns) + " [" +
              std::string(1, h.state ? h.state : '?') + "]\n";
-      out += "    stack: " + stacks_text(h.user, h.kernel) + "\n";
-      put_waker(out, h.waker, "    ");
+      out += "    stack: " + joined_stack(t.stack(h.stack)) + "\n";
+      put_waker(out, t, h.waker, "    ");
     }
   }
   return out;

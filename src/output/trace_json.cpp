@@ -41,12 +41,6 @@ std::string micros(uint64_t ns) {
   return buf;
 }
 
-std::string both_stacks(const std::vector<Frame> &user,
-                        const std::vector<Frame> &kernel) {
-  std::string u = joined_frames(user), k = joined_frames(kernel);
-  return u.empty() ? k : k.empty() ? u : u + ";" + k;
-}
-
 void put_metadata(std::string &out, const char *what, uint32_t pid,
                   uint32_t tid, const std::string &name) {
   out += "{\"ph\":\"M\",\"name\":\"";
@@ -57,37 +51,38 @@ void put_metadata(std::string &out, const char *what, uint32_t pid,
   out += "}},\n";
 }
 
-void put_hop(std::string &out, const TimelineHop &h) {
+void put_hop(std::string &out, const Timeline &t, const TimelineHop &h) {
   out += "{\"thread\":";
   put_string(out, h.comm + "-" + std::to_string(h.tid));
   out += ",\"start_us\":" + micros(h.start_ns) +
          ",\"duration_us\":" + micros(h.duration_ns) + ",\"state\":";
   put_string(out, std::string(1, h.state ? h.state : '?'));
   out += ",\"stack\":";
-  put_string(out, both_stacks(h.user, h.kernel));
+  put_string(out, joined_stack(t.stack(h.stack)));
   out += ",\"waker\":";
   put_string(out, waker_label(h.waker));
   out += "}";
 }
 
-void put_wait(std::string &out, const TimelineWait &w, uint64_t flow_id) {
+void put_wait(std::string &out, const Timeline &t, const TimelineWait &w,
+              uint64_t flow_id) {
   out += "{\"ph\":\"X\",\"cat\":\"offcpu\",\"name\":";
-  put_string(out, wait_name(w.user, w.kernel, w.comm));
+  put_string(out, wait_name(t.stack(w.stack), w.comm));
   out += ",\"pid\":" + std::to_string(w.tgid) +
          ",\"tid\":" + std::to_string(w.tid) + ",\"ts\":" + micros(w.start_ns) +
          ",\"dur\":" + micros(w.duration_ns) + ",\"args\":{\"state\":";
   put_string(out, std::string(1, w.state ? w.state : '?'));
   out += ",\"stack\":";
-  put_string(out, both_stacks(w.user, w.kernel));
+  put_string(out, joined_stack(t.stack(w.stack)));
   out += ",\"waker\":";
   put_string(out, waker_label(w.waker));
   out += ",\"waker_stack\":";
-  put_string(out, both_stacks(w.waker.user, w.waker.kernel));
+  put_string(out, joined_stack(t.stack(w.waker.stack)));
   out += ",\"runqueue_us\":" + micros(w.runq_ns) + ",\"chain\":[";
   for (size_t i = 0; i < w.chain.size(); i++) {
     if (i)
       out += ',';
-    put_hop(out, w.chain[i]);
+    put_hop(out, t, w.chain[i]);
   }
   out += "]}},\n";
   if (!flow_id || w.waker.kind != Waker::Kind::Task)
@@ -124,7 +119,7 @@ std::string render_trace_json(const Timeline &t) {
                    w.comm + "-" + std::to_string(w.tid));
   uint64_t flow = 0;
   for (const TimelineWait &w : t.waits)
-    put_wait(out, w, ++flow);
+    put_wait(out, t, w, ++flow);
   // The last element carries no comma: the clock, for the others.
   out += "{\"ph\":\"M\",\"name\":\"offcpu_clock\",\"pid\":0,\"tid\":0,"
          "\"args\":{\"name\":\"CLOCK_MONOTONIC\"}}\n],\n";

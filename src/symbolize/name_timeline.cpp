@@ -19,19 +19,80 @@ char state_of(uint32_t state) {
   return cls < OFFCPU_STATE_NR ? letters[cls] : 0;
 }
 
+// What a wait's naming leaves the timeline: its stacks by reference.
+struct NamedWait {
+  uint32_t tgid = 0, tid = 0;
+  std::string comm;
+  uint32_t stack = 0;
+  TimelineWaker waker;
+};
+
+// Each distinct stack pair once in the timeline, found again by its frames'
+// names and kinds (what the outputs show).
+class StackInterner {
+public:
+  explicit StackInterner(Timeline &t) : t_(t) {}
+  uint32_t intern(std::vector<Frame> user, std::vector<Frame> kernel,
+                  bool user_missed = false, bool kernel_missed = false) {
+    if (user.empty() && kernel.empty() && !user_missed && !kernel_missed)
+      return 0;
+    std::string key;
+    key += user_missed ? '1' : '0';
+    key += kernel_missed ? '1' : '0';
+    for (const auto *frames : {&user, &kernel}) {
+      for (const Frame &f : *frames) {
+        key += static_cast<char>('a' + static_cast<int>(f.kind));
+        key += f.name;
+        key += '\n';
+      }
+      key += '\0';
+    }
+    auto [it, fresh] =
+        index_.emplace(std::move(key), static_cast<uint32_t>(t_.stacks.size()));
+    if (fresh) {
+      TimelineStack st;
+      st.user = std::move(user);
+      st.kernel = std::move(kernel);
+      st.user_missed = user_missed;
+      st.kernel_missed = kernel_missed;
+      t_.stacks.push_back(std::move(st));
+    }
+    return it->second;
+  }
+
+private:
+  Timeline &t_;
+  std::unordered_map<std::string, uint32_t> index_;
+};
+
 // Names waits, each distinct (thread, stacks, waker) once.
 class WaitNamer {
 public:
-  WaitNamer(const RawProfile &raw, Symbolizer &sym) : raw_(raw), sym_(sym) {}
-  const Sample &name(uint32_t tgid, uint32_t tid, const char *comm,
-                     uint64_t user, uint64_t kernel, uint64_t waker) {
+  WaitNamer(const RawProfile &raw, Symbolizer &sym, StackInterner &stacks)
+      : raw_(raw), sym_(sym), stacks_(stacks) {}
+  const NamedWait &name(uint32_t tgid, uint32_t tid, const char *comm,
+                        uint64_t user, uint64_t kernel, uint64_t waker) {
     Key k{tgid, tid, user, kernel, waker, std::string(comm, strnlen(comm, 16))};
     auto it = cache_.find(k);
     if (it != cache_.end())
       return it->second;
     Sample s = name_wait(scratch_, tgid, tid, comm, OFFCPU_COMM_LEN, user,
                          kernel, waker, raw_, sym_);
-    return cache_.emplace(std::move(k), std::move(s)).first->second;
+    NamedWait n;
+    n.tgid = s.tgid;
+    n.tid = s.tid;
+    n.comm = s.comm;
+    n.stack = stacks_.intern(std::move(s.user), std::move(s.kernel),
+                             s.user_missed, s.kernel_missed);
+    if (s.waker) {
+      n.waker.kind = s.waker->kind;
+      n.waker.tgid = s.waker->tgid;
+      n.waker.tid = s.waker->tid;
+      n.waker.comm = s.waker->comm;
+      n.waker.stack =
+          stacks_.intern(std::move(s.waker->user), std::move(s.waker->kernel));
+    }
+    return cache_.emplace(std::move(k), std::move(n)).first->second;
   }
 
 private:
@@ -39,8 +100,9 @@ private:
       std::tuple<uint32_t, uint32_t, uint64_t, uint64_t, uint64_t, std::string>;
   const RawProfile &raw_;
   Symbolizer &sym_;
+  StackInterner &stacks_;
   Profile scratch_; // the frames' modules, which the timeline does not use
-  std::map<Key, Sample> cache_;
+  std::map<Key, NamedWait> cache_;
 };
 
 // Per thread, its events' indexes by end time.
@@ -73,7 +135,7 @@ long last_event_before(const std::vector<offcpu_event> &ev,
   return found;
 }
 
-TimelineHop hop_of(const Sample &s, uint64_t start, uint64_t duration,
+TimelineHop hop_of(const NamedWait &s, uint64_t start, uint64_t duration,
                    uint32_t state) {
   TimelineHop h;
   h.tgid = s.tgid;
@@ -82,10 +144,8 @@ TimelineHop hop_of(const Sample &s, uint64_t start, uint64_t duration,
   h.start_ns = start;
   h.duration_ns = duration;
   h.state = state_of(state);
-  h.user = s.user;
-  h.kernel = s.kernel;
-  if (s.waker)
-    h.waker = *s.waker;
+  h.stack = s.stack;
+  h.waker = s.waker;
   return h;
 }
 
@@ -97,7 +157,8 @@ public:
 
   // The hops of the wait `e`, woken by `w`: the waker's last wait as the
   // BPF side copied it at the wakeup, then each waker's own last event.
-  std::vector<TimelineHop> chain(const offcpu_event &e, const Waker &w) {
+  std::vector<TimelineHop> chain(const offcpu_event &e,
+                                 const TimelineWaker &w) {
     std::vector<TimelineHop> out;
     if (!depth_ || w.kind != Waker::Kind::Task)
       return out;
@@ -107,8 +168,8 @@ public:
       char comm[OFFCPU_COMM_LEN] = {};
       std::memcpy(comm, w.comm.data(),
                   std::min(w.comm.size(), sizeof(comm) - 1));
-      const Sample &s = namer_.name(w.tgid, h.pid, comm, h.user_stack,
-                                    h.kernel_stack, h.waker);
+      const NamedWait &s = namer_.name(w.tgid, h.pid, comm, h.user_stack,
+                                       h.kernel_stack, h.waker);
       out.push_back(hop_of(s, h.start_ns, h.end_ns - h.start_ns, h.state));
     } else {
       // No copy (the waker had not waited since tracing began, or ran on
@@ -131,8 +192,8 @@ private:
     if (i < 0)
       return false;
     const offcpu_event &x = ev_[static_cast<size_t>(i)];
-    const Sample &s = namer_.name(x.tgid, x.pid, x.comm, x.user_stack,
-                                  x.kernel_stack, x.waker);
+    const NamedWait &s = namer_.name(x.tgid, x.pid, x.comm, x.user_stack,
+                                     x.kernel_stack, x.waker);
     out.push_back(hop_of(s, x.start_ns, x.duration_ns, x.state));
     return true;
   }
@@ -184,12 +245,13 @@ Timeline build_timeline(const RawTimeline &events, const RawProfile &raw,
   t.lost_ring_ns = raw.lost_ns[OFFCPU_LOST_EVENT_RING];
   t.lost_store = events.dropped;
   t.lost_store_ns = events.dropped_ns;
-  WaitNamer namer(raw, sym);
+  StackInterner stacks(t);
+  WaitNamer namer(raw, sym, stacks);
   ChainBuilder chains(events, namer, setup.chain_depth);
   t.waits.reserve(events.events.size());
   for (const offcpu_event &e : events.events) {
-    const Sample &s = namer.name(e.tgid, e.pid, e.comm, e.user_stack,
-                                 e.kernel_stack, e.waker);
+    const NamedWait &s = namer.name(e.tgid, e.pid, e.comm, e.user_stack,
+                                    e.kernel_stack, e.waker);
     TimelineWait w;
     w.tgid = e.tgid;
     w.tid = e.pid;
@@ -198,12 +260,8 @@ Timeline build_timeline(const RawTimeline &events, const RawProfile &raw,
     w.duration_ns = e.duration_ns;
     w.runq_ns = e.runq_ns;
     w.state = state_of(e.state);
-    w.user = s.user;
-    w.kernel = s.kernel;
-    w.user_missed = s.user_missed;
-    w.kernel_missed = s.kernel_missed;
-    if (s.waker)
-      w.waker = *s.waker;
+    w.stack = s.stack;
+    w.waker = s.waker;
     w.chain = chains.chain(e, w.waker);
     t.waits.push_back(std::move(w));
   }

@@ -5,6 +5,7 @@
 #include "cli/options.h"
 #include "collect/timeline_events.h"
 #include "model/timeline.h"
+#include "output/perfetto.h"
 #include "output/top_waits.h"
 #include "output/trace_json.h"
 #include "util/error.h"
@@ -69,9 +70,12 @@ Timeline one_wait() {
   w.duration_ns = 80000000;
   w.runq_ns = 2000;
   w.state = 'S';
-  w.user = {frame("main", FrameKind::User), frame("wait;it", FrameKind::User),
-            frame("[libc.so.6]", FrameKind::User)};
-  w.kernel = {frame("schedule", FrameKind::Kernel)};
+  TimelineStack st;
+  st.user = {frame("main", FrameKind::User), frame("wait;it", FrameKind::User),
+             frame("[libc.so.6]", FrameKind::User)};
+  st.kernel = {frame("schedule", FrameKind::Kernel)};
+  t.stacks.push_back(st);
+  w.stack = 1;
   w.waker.kind = Waker::Kind::Task;
   w.waker.tgid = 10;
   w.waker.tid = 12;
@@ -123,6 +127,29 @@ TEST(TimelineOutput, TopWaitsLongestFirstWithChain) {
   EXPECT_EQ(s.find("request-13"), std::string::npos) << s;
   EXPECT_NE(s.find("chain 1: worker-12 waited 50.000 ms"), std::string::npos);
   EXPECT_NE(s.find("woken by [timer]"), std::string::npos);
+}
+
+size_t occurrences(const std::string &s, const std::string &part) {
+  size_t n = 0;
+  for (size_t at = s.find(part); at != std::string::npos;
+       at = s.find(part, at + 1))
+    n++;
+  return n;
+}
+
+// Waits on one stack share it: the stack's text, its frames' names and its
+// callstack are written once, however many waits refer to them.
+TEST(TimelineOutput, PerfettoWritesEachStackOnce) {
+  Timeline t = one_wait();
+  for (int i = 1; i <= 99; i++) {
+    TimelineWait w = t.waits[0];
+    w.start_ns += static_cast<uint64_t>(i) * 100000000;
+    t.waits.push_back(w);
+  }
+  const std::string p = render_perfetto(t);
+  EXPECT_EQ(occurrences(p, "main;wait:it;[libc.so.6];schedule"), 1u);
+  EXPECT_EQ(occurrences(p, "[libc.so.6]"), 2u) << "the text, the frame name";
+  EXPECT_EQ(occurrences(p, "schedule"), 2u);
 }
 
 } // namespace
