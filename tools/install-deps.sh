@@ -10,6 +10,11 @@
 # libclang-rt-14-dev is libFuzzer and the sanitizers (tools/fuzz.sh);
 # clang-tidy checks function sizes (tools/tidy.sh); protobuf-compiler's protoc
 # decodes the timeline's Perfetto traces against Perfetto's schema.
+# speedscope, the viewer the timeline's JSON is opened in (tests), comes from
+# npm into /opt/offcpu-test (the tests skip without it; nothing downloads at
+# build or test time). npm is nodejs's own (nodesource's nodejs ships it):
+# Debian's npm package conflicts with it, so it is not installed here; where
+# there is no npm the step is skipped with a note.
 # With --bench, also what the benchmark (tools/bench/bench.py) needs: it
 # compares with libbpf-tools, drives the pipe load with linux-perf and the
 # server loads with redis-server, redis-tools and postgresql (pgbench is in
@@ -27,6 +32,14 @@ apt-get install -y -qq --no-install-recommends \
   libbpf-dev bpftool libelf-dev zlib1g-dev liblzma-dev libcli11-dev libgtest-dev libiberty-dev \
   libc6-dbg libdw-dev libdebuginfod-dev debuginfod python3.11-dbg bpftrace chromium golang-go libxml2-utils bash-completion man-db \
   protobuf-compiler >/dev/null
+SPEEDSCOPE_VERSION=1.25.0
+if command -v npm >/dev/null 2>&1; then
+  mkdir -p /opt/offcpu-test
+  npm install --silent --no-audit --no-fund --prefix /opt/offcpu-test \
+    "speedscope@$SPEEDSCOPE_VERSION" >/dev/null
+else
+  echo "install-deps: no npm: speedscope not installed (its test will skip)" >&2
+fi
 if [ "${1:-}" = --bench ]; then
   apt-get install -y -qq --no-install-recommends \
     linux-perf libbpf-tools redis-server redis-tools postgresql postgresql-contrib >/dev/null

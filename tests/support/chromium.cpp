@@ -30,8 +30,10 @@ bool chromium_installed() {
 }
 
 Screenshot chromium_screenshot(const std::string &url, const std::string &png,
-                               const std::string &profile_dir) {
+                               const std::string &profile_dir, int settle_ms) {
   auto args = chromium_args(profile_dir);
+  if (settle_ms)
+    args.push_back("--virtual-time-budget=" + std::to_string(settle_ms));
   args.push_back("--window-size=1200,700");
   args.push_back("--screenshot=" + png);
   args.push_back(url);
@@ -41,8 +43,11 @@ Screenshot chromium_screenshot(const std::string &url, const std::string &png,
   return s;
 }
 
-RunResult chromium_dom(const std::string &url, const std::string &profile_dir) {
+RunResult chromium_dom(const std::string &url, const std::string &profile_dir,
+                       int settle_ms) {
   auto args = chromium_args(profile_dir);
+  if (settle_ms)
+    args.push_back("--virtual-time-budget=" + std::to_string(settle_ms));
   args.push_back("--dump-dom");
   args.push_back(url);
   return run(args, 120);

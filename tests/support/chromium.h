@@ -23,12 +23,15 @@ struct Screenshot {
 
 // `url` rendered in a 1200x700 window into the PNG file `png`; Chromium
 // keeps its profile in `profile_dir` (one per call: a second Chromium on the
-// same profile hands its work to the first).
+// same profile hands its work to the first). `settle_ms`: virtual time the
+// page's timers get before the capture (pages that load data in steps).
 Screenshot chromium_screenshot(const std::string &url, const std::string &png,
-                               const std::string &profile_dir);
+                               const std::string &profile_dir,
+                               int settle_ms = 0);
 
 // The page's DOM once its scripts ran (out), and Chromium's log (err).
-RunResult chromium_dom(const std::string &url, const std::string &profile_dir);
+RunResult chromium_dom(const std::string &url, const std::string &profile_dir,
+                       int settle_ms = 0);
 
 // A user frame's blue in offcpu's flame graph palette.
 bool user_frame_blue(int r, int g, int b);

@@ -4,7 +4,9 @@
 // ends), then wakes the request from send_reply(). Each prints, by
 // CLOCK_MONOTONIC, what it measured around its own calls:
 //   request TID START_NS END_NS    (around wait_for_reply)
+//   waiting TID T_NS T_NS          (wait_for_reply about to block)
 //   io TID START_NS END_NS         (around slow_io)
+//   reply TID START_NS END_NS      (from slow_io's end to send_reply's)
 // then the program exits. It first prints "ready PID" and sleeps DELAY_MS
 // (its argument; default 300) so that a tracer has time to attach.
 #define _GNU_SOURCE
@@ -21,6 +23,7 @@
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t replied = PTHREAD_COND_INITIALIZER;
 static int done, waiting;
+static unsigned long long waiting_since; // under `lock`, once waiting
 
 static unsigned long long now_ns(void) {
   struct timespec ts;
@@ -35,6 +38,7 @@ static pid_t tid(void) {
 NOINLINE void wait_for_reply(void) {
   pthread_mutex_lock(&lock);
   waiting = 1;
+  waiting_since = now_ns();
   while (!done)
     pthread_cond_wait(&replied, &lock);
   pthread_mutex_unlock(&lock);
@@ -62,6 +66,7 @@ static void *request_main(void *arg) {
   wait_for_reply();
   unsigned long long end = now_ns();
   printf("request %d %llu %llu\n", tid(), start, end);
+  printf("waiting %d %llu %llu\n", tid(), waiting_since, waiting_since);
   return NULL;
 }
 
@@ -82,7 +87,9 @@ static void *worker_main(void *arg) {
   slow_io();
   unsigned long long end = now_ns();
   send_reply();
+  unsigned long long reply_end = now_ns();
   printf("io %d %llu %llu\n", tid(), start, end);
+  printf("reply %d %llu %llu\n", tid(), end, reply_end);
   return NULL;
 }
 
