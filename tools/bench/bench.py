@@ -27,7 +27,9 @@ For each tracer and mode it reports:
 server: redis-server under redis-benchmark with 50 clients, and postgres
 under pgbench where it is installed, with both tools attached whole-system
 in the same seconds (tools/bench/server_load.py): BPF ns per switch, CPU per
-second traced and peak RSS of both.
+second traced and peak RSS of both; then the same with offcpu's timeline
+(-o trace.json, issue 29) right after each run, and its ratio to offcpu's
+default (budget 1.3x).
 Numbers vary between runs on a VM; compare the ratios of one run.
 """
 import argparse

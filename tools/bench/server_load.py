@@ -308,9 +308,13 @@ def run_server_loads(offcpu, seconds, repeat, log=print):
     for name, make in loads:
         server = make()
         try:
-            results[name] = {"describe": server.describe(), "runs": []}
+            results[name] = {"describe": server.describe(), "runs": [], "timeline": []}
             for _ in range(max(1, repeat)):
                 results[name]["runs"].append(traced_run(server, offcpu, seconds))
+                # The timeline (issue 29) at its default threshold right
+                # after, each pair within the same minute: budget 1.3x.
+                results[name]["timeline"].append(traced_run(
+                    server, offcpu, seconds, ["-o", "/tmp/offcpu-bench-trace.json"]))
         finally:
             server.close()
     return results
@@ -335,6 +339,14 @@ def print_server_table(results, seconds):
                   f"{median_of([r[tool]['cpu'] / r[tool]['traced_s'] for r in runs]):>15.3f} "
                   f"{median_of([r[tool]['cpu'] for r in runs]):>7.2f} "
                   f"{median_of([r[tool]['rss_kb'] for r in runs]) / 1024:>13.1f}")
+        tl = res.get("timeline", [])
+        if tl:
+            print(f"  {'offcpu -o trace.json':14} "
+                  f"{median_of([r['offcpu']['ns'] for r in tl]):>14.0f} "
+                  f"{median_of([r['offcpu']['switches'] for r in tl]):>9} "
+                  f"{median_of([r['offcpu']['cpu'] / r['offcpu']['traced_s'] for r in tl]):>15.3f} "
+                  f"{median_of([r['offcpu']['cpu'] for r in tl]):>7.2f} "
+                  f"{median_of([r['offcpu']['rss_kb'] for r in tl]) / 1024:>13.1f}")
         ns = median_of([r["offcpu"]["ns"] / r["libbpf-tools"]["ns"] for r in runs])
         cpu = median_of([r["offcpu"]["cpu"] / r["libbpf-tools"]["cpu"] for r in runs])
         rss = median_of([r["offcpu"]["rss_kb"] / r["libbpf-tools"]["rss_kb"] for r in runs])
@@ -345,15 +357,24 @@ def print_server_table(results, seconds):
             print(f"  {text:37}{value:.2f}  (goal <= {limit}: "
                   f"{'met' if value <= limit else 'NOT met'})")
         goal("offcpu/libbpf-tools, BPF ns/switch", ns, 0.25)
+        if tl:
+            # Each timeline run against the default run just before it.
+            goal("timeline/offcpu, BPF ns/switch",
+                 median_of([t["offcpu"]["ns"] / r["offcpu"]["ns"] for r, t in zip(runs, tl)]),
+                 1.3)
         goal("offcpu/libbpf-tools, CPU", cpu, 2)
         goal("offcpu/libbpf-tools, peak RSS", rss, 2)
         # Per program, from the median run by cost: where offcpu's time goes.
         mid = sorted(runs, key=lambda r: r["offcpu"]["ns"])[len(runs) // 2]
-        parts = []
-        for prog, (ns_, cnt) in sorted(mid["offcpu"]["per_prog"].items()):
-            if cnt:
-                parts.append(f"{prog} {cnt} runs x {ns_ / cnt:.0f} ns")
-        print("  offcpu's programs (median run): " + "; ".join(parts))
+        for what, of in (("", runs), (" -o trace.json", tl)):
+            if not of:
+                continue
+            m = sorted(of, key=lambda r: r["offcpu"]["ns"])[len(of) // 2]
+            parts = []
+            for prog, (ns_, cnt) in sorted(m["offcpu"]["per_prog"].items()):
+                if cnt:
+                    parts.append(f"{prog} {cnt} runs x {ns_ / cnt:.0f} ns")
+            print(f"  offcpu{what}'s programs (median run): " + "; ".join(parts))
         memo = memo_rates(mid["offcpu"]["stderr"])
         if memo:
             ur, uw, kr, kw = memo
