@@ -156,10 +156,16 @@ private:
       p.message_field(pf::kTrackDescriptor, track);
       emit(p);
     }
-    std::set<uint32_t> seen;
+    // Each thread by its name at its last wait: a thread often names
+    // itself after it started, and may have waited before.
+    std::map<uint32_t, const TimelineWait *> last;
     for (const TimelineWait &w : t_.waits)
-      if (seen.insert(w.tid).second)
-        thread_track(w.tgid, w.tid, w.comm);
+      last[w.tid] = &w;
+    std::set<uint32_t> seen;
+    for (const auto &[tid, w] : last) {
+      seen.insert(tid);
+      thread_track(w->tgid, tid, w->comm);
+    }
     for (const TimelineWait &w : t_.waits)
       if (w.waker.kind == Waker::Kind::Task && seen.insert(w.waker.tid).second)
         thread_track(w.waker.tgid, w.waker.tid, w.waker.comm);

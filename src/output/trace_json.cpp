@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <cinttypes>
 #include <cstdio>
-#include <set>
+#include <map>
 
 namespace offcpu {
 namespace {
@@ -112,11 +112,14 @@ std::string render_trace_json(const Timeline &t) {
   std::string out = "{\"traceEvents\":[\n";
   for (const auto &[tgid, name] : t.processes)
     put_metadata(out, "process_name", tgid, tgid, name);
-  std::set<std::pair<uint32_t, uint32_t>> threads;
+  // Each thread by its name at its last wait: a thread often names itself
+  // after it started, and may have waited before.
+  std::map<std::pair<uint32_t, uint32_t>, const std::string *> threads;
   for (const TimelineWait &w : t.waits)
-    if (threads.insert({w.tgid, w.tid}).second)
-      put_metadata(out, "thread_name", w.tgid, w.tid,
-                   w.comm + "-" + std::to_string(w.tid));
+    threads[{w.tgid, w.tid}] = &w.comm;
+  for (const auto &[id, comm] : threads)
+    put_metadata(out, "thread_name", id.first, id.second,
+                 *comm + "-" + std::to_string(id.second));
   uint64_t flow = 0;
   for (const TimelineWait &w : t.waits)
     put_wait(out, t, w, ++flow);

@@ -129,6 +129,26 @@ TEST(TimelineOutput, TopWaitsLongestFirstWithChain) {
   EXPECT_NE(s.find("woken by [timer]"), std::string::npos);
 }
 
+// A thread that named itself after a first long wait (a page fault at its
+// start) is named on its track as it was at its last.
+TEST(TimelineOutput, ThreadTrackNamedAsAtItsLastWait) {
+  Timeline t = one_wait();
+  TimelineWait early = t.waits[0];
+  early.comm = "server";
+  early.start_ns = 1000;
+  early.duration_ns = 2000000;
+  t.waits.insert(t.waits.begin(), early);
+  const std::string j = render_trace_json(t);
+  EXPECT_NE(j.find("\"thread_name\",\"pid\":10,\"tid\":11,\"args\":{"
+                   "\"name\":\"request-11\"}"),
+            std::string::npos)
+      << j;
+  EXPECT_EQ(j.find("\"args\":{\"name\":\"server-11\"}"), std::string::npos)
+      << j;
+  const std::string p = render_perfetto(t);
+  EXPECT_NE(p.find("request"), std::string::npos);
+}
+
 size_t occurrences(const std::string &s, const std::string &part) {
   size_t n = 0;
   for (size_t at = s.find(part); at != std::string::npos;
