@@ -428,7 +428,7 @@ void add_timeline_options(CLI::App &app, ProfileOptions &o) {
       ->type_name("US")
       ->group("Timeline");
   app.add_option("--events-memory", o.events_memory_mib,
-                 "timeline: MiB the events may take in offcpu (default 64; "
+                 "timeline: MiB the events may take in offcpu (default 128; "
                  "the kernel's ring buffer gets a sixteenth); past it "
                  "events are dropped and counted")
       ->check(CLI::Range(1u, 65536u))

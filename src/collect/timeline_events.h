@@ -16,8 +16,8 @@ namespace offcpu {
 
 // The ring buffer's size for --events-memory MIB: a sixteenth of what user
 // space may hold, a power of two between 1 MiB and 256 MiB. At 136 bytes an
-// event in the ring, 4 MiB (the default) holds 30,000 events: 300 ms of
-// 100,000 events a second, six times the 50 ms between two reads.
+// event in the ring, 8 MiB (the default) holds 60,000 events: 600 ms of
+// 100,000 events a second, twelve times the 50 ms between two reads.
 uint32_t timeline_ring_bytes(uint32_t events_memory_mib);
 
 struct RawTimeline {
