@@ -42,8 +42,8 @@ struct OffcpuConfig {
   uint64_t events_min_us = 1000;
   // --events-memory: what the events held in user space may take, MiB; the
   // ring buffer gets a sixteenth (timeline_ring_bytes). 128: 1,048,576
-  // events, about 850 MB at the end with their names and the JSON (0.8 KB
-  // an event, README), less than 64 took before stacks were shared.
+  // events, about 1.1 GB at the end with their names and the JSON (1.1 KB
+  // an event, README), no more than 64 took before stacks were shared.
   uint32_t events_memory_mib = 128;
   // 0: sized from the machine (see default_stack_storage, map_budget.h).
   uint32_t stack_storage_size = 0;
