@@ -1,0 +1,123 @@
+#!/usr/bin/env python3
+"""Where offcpu's BPF time per switch goes on the server load (issue 27),
+by difference: several offcpu variants and libbpf-tools' offcputime
+attached whole-system in the same seconds, each one's BPF ns per switch
+from its own programs' run_time_ns / run_cnt.
+
+Variants (each leaves out or forces one part of the work):
+  default            what a user runs
+  -m 1000000         almost no wait passes -m: the hook's floor (time,
+                     filters, task storage, memo lookup at switch-out)
+  -K                 no user stacks: the user stack's share is default - -K
+  -U                 no kernel stacks: the kernel stack's share
+  --no-stack-reuse   every stack walked: what the memos save
+
+Several tracers on every switch make each switch slower for all of them
+(colder caches), so compare within one run, not with bench.py's figures.
+
+    sudo python3 tools/bench/server_breakdown.py [--load redis|postgres]
+        [--seconds 8] [--repeat 3] [--variants default,-K,...]
+"""
+import argparse
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+
+sys.path.insert(0, os.path.dirname(__file__))
+import server_load as sl  # noqa: E402
+
+VARIANTS = {
+    "default": [],
+    "-m 1000000": ["-m", "1000000"],
+    "-K": ["-K"],
+    "-U": ["-U"],
+    "--no-stack-reuse": ["--no-stack-reuse"],
+}
+
+
+def run_once(server, offcpu, variants, seconds):
+    tracers = {name: ([offcpu, "-v", "-f"] + VARIANTS[name] + ["3600"], "offcpu_switch")
+               for name in variants}
+    tracers["libbpf-tools"] = ([sl.LIBBPF_TOOLS, "3600"], "sched_switch")
+    procs, errs, ids = {}, {}, {}
+    try:
+        for name, (cmd, _) in tracers.items():
+            errs[name] = tempfile.TemporaryFile("w+")
+            procs[name] = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=errs[name])
+        for name, (_, prefix) in tracers.items():
+            ids[name] = sl.wait_progs(procs[name], prefix)
+        time.sleep(0.5)
+        server.start_load()
+        time.sleep(1.0)
+        p0 = sl.bpf_progs()
+        time.sleep(seconds)
+        p1 = sl.bpf_progs()
+        server.stop_load()
+        for p in procs.values():
+            p.send_signal(signal.SIGINT)
+        out = {}
+        for name, (_, prefix) in tracers.items():
+            cpu, rss = sl.wait_rusage(procs[name])
+            errs[name].seek(0)
+            r = sl.bpf_cost(ids[name], prefix, p0, p1)
+            r.update(cpu=cpu, rss_kb=rss, stderr=errs[name].read())
+            out[name] = r
+        return out
+    finally:
+        for p in procs.values():
+            if p.poll() is None:
+                p.kill()
+                p.wait()
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--build", default=os.path.join(os.path.dirname(__file__), "..", "..",
+                                                    "build"))
+    ap.add_argument("--load", default="redis", choices=("redis", "postgres"))
+    ap.add_argument("--seconds", type=float, default=8)
+    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--variants", default=",".join(VARIANTS))
+    ap.add_argument("--stderr", action="store_true", help="print each variant's -v stderr")
+    args = ap.parse_args()
+    variants = args.variants.split(",")
+    for v in variants:
+        if v not in VARIANTS:
+            sys.exit(f"server_breakdown: unknown variant {v!r}; one of {', '.join(VARIANTS)}")
+    offcpu = os.path.join(os.path.abspath(args.build), "offcpu")
+    subprocess.run(["sysctl", "-qw", "kernel.bpf_stats_enabled=1"], check=True)
+    if args.load == "redis":
+        server = sl.Redis()
+    else:
+        pg = sl.Postgres.available()
+        if not pg:
+            sys.exit("server_breakdown: postgres/pgbench not installed")
+        server = sl.Postgres(pg)
+    runs = []
+    try:
+        for _ in range(args.repeat):
+            runs.append(run_once(server, offcpu, variants, args.seconds))
+    finally:
+        server.close()
+        subprocess.run(["sysctl", "-qw", "kernel.bpf_stats_enabled=0"])
+    print(f"{server.describe()}: {len(variants)} offcpu variants and libbpf-tools in the "
+          f"same {args.seconds} s, median of {len(runs)}; load average "
+          f"{os.getloadavg()[0]:.1f}")
+    for name in variants + ["libbpf-tools"]:
+        ns = sl.median_of([r[name]["ns"] for r in runs])
+        ratio = sl.median_of([r[name]["ns"] / r["libbpf-tools"]["ns"] for r in runs])
+        cpu = sl.median_of([r[name]["cpu"] for r in runs])
+        print(f"  {name:18} {ns:8.0f} ns/switch  {ratio:5.2f}x  CPU {cpu:5.2f} s")
+        mid = sorted(runs, key=lambda r: r[name]["ns"])[len(runs) // 2][name]
+        parts = [f"{p} {c} x {n / c:.0f}" for p, (n, c) in sorted(mid["per_prog"].items()) if c]
+        print("      " + "; ".join(parts))
+        if args.stderr and name != "libbpf-tools":
+            for line in mid["stderr"].splitlines():
+                print("      | " + line)
+
+
+if __name__ == "__main__":
+    main()
