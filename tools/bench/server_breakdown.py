@@ -20,6 +20,7 @@ Several tracers on every switch make each switch slower for all of them
 """
 import argparse
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -36,6 +37,26 @@ VARIANTS = {
     "-U": ["-U"],
     "--no-stack-reuse": ["--no-stack-reuse"],
 }
+
+
+def causes(stderr):
+    """offcpu -v's counts behind the user stacks' cost, in one line."""
+    def num(pattern):
+        m = re.search(pattern, stderr)
+        return int(m.group(1)) if m else None
+    found = {
+        "switches": num(r"cost: \d+ ns of BPF per context switch \((\d+) switches"),
+        "user walks": num(r"by frame pointers, in (\d+) walks"),
+        "before tables": num(r"readiness: (\d+) walks before their process's tables"),
+        "ended unreadable": num(r"(\d+) at unreadable stack"),
+        "rule cache misses": num(r"(\d+) rule cache misses"),
+        "user reused": num(r"stack reuse: user (\d+) reused"),
+        "kernel reused": num(r"kernel (\d+) reused"),
+        "kernel walked": num(r"kernel \d+ reused, (\d+) walked again"),
+        "tables ms": num(r"built in (\d+) ms"),
+        "naming ms": num(r"naming (\d+) ms"),
+    }
+    return ", ".join(f"{k} {v}" for k, v in found.items() if v is not None)
 
 
 def run_once(server, offcpu, variants, seconds):
@@ -114,6 +135,8 @@ def main():
         mid = sorted(runs, key=lambda r: r[name]["ns"])[len(runs) // 2][name]
         parts = [f"{p} {c} x {n / c:.0f}" for p, (n, c) in sorted(mid["per_prog"].items()) if c]
         print("      " + "; ".join(parts))
+        if name != "libbpf-tools":
+            print("      " + causes(mid["stderr"]))
         if args.stderr and name != "libbpf-tools":
             for line in mid["stderr"].splitlines():
                 print("      | " + line)
