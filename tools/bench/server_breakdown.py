@@ -17,6 +17,8 @@ Several tracers on every switch make each switch slower for all of them
 
     sudo python3 tools/bench/server_breakdown.py [--load redis|postgres]
         [--seconds 8] [--repeat 3] [--variants default,-K,...]
+    --load sleepers: bench.py's row "1,000 threads waking every 10 ms",
+    both tools in the same seconds
 """
 import argparse
 import os
@@ -39,6 +41,37 @@ VARIANTS = {
 }
 
 
+class Sleepers:
+    """bench.py's scaling row "1,000 threads waking every 10 ms"
+    (tools/bench/scale_load.c busy 1000), here with both tools attached in
+    the same seconds rather than in turns."""
+
+    def __init__(self, src_dir):
+        self.exe = "/tmp/offcpu-bench-scale-load"
+        subprocess.run(["cc", "-O0", "-fno-omit-frame-pointer", "-fno-optimize-sibling-calls",
+                        "-pthread", "-o", self.exe,
+                        os.path.join(src_dir, "tools", "bench", "scale_load.c")], check=True)
+        self.proc = None
+
+    def describe(self):
+        return "1,000 threads waking every 10 ms (scale_load busy 1000)"
+
+    def start_load(self):
+        self.proc = subprocess.Popen([self.exe, "busy", "1000"], stdout=subprocess.PIPE,
+                                     text=True)
+        if self.proc.stdout.readline().strip() != "ready":
+            raise RuntimeError("scale_load busy 1000 did not start")
+
+    def stop_load(self):
+        self.proc.kill()
+        self.proc.wait()
+        return 0
+
+    def close(self):
+        if self.proc and self.proc.poll() is None:
+            self.stop_load()
+
+
 def causes(stderr):
     """offcpu -v's counts behind the user stacks' cost, in one line."""
     def num(pattern):
@@ -59,9 +92,11 @@ def causes(stderr):
     return ", ".join(f"{k} {v}" for k, v in found.items() if v is not None)
 
 
-def run_once(server, offcpu, variants, seconds):
+def run_once(server, offcpu, variants, seconds, base=None):
     tracers = {name: ([offcpu, "-v", "-f"] + VARIANTS[name] + ["3600"], "offcpu_switch")
                for name in variants}
+    if base:  # an A/B of two builds in the same seconds
+        tracers["base build"] = ([base, "-v", "-f", "3600"], "offcpu_switch")
     tracers["libbpf-tools"] = ([sl.LIBBPF_TOOLS, "3600"], "sched_switch")
     procs, errs, ids = {}, {}, {}
     try:
@@ -98,10 +133,11 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--build", default=os.path.join(os.path.dirname(__file__), "..", "..",
                                                     "build"))
-    ap.add_argument("--load", default="redis", choices=("redis", "postgres"))
+    ap.add_argument("--load", default="redis", choices=("redis", "postgres", "sleepers"))
     ap.add_argument("--seconds", type=float, default=8)
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--variants", default=",".join(VARIANTS))
+    ap.add_argument("--base", help="another build's offcpu, run beside as 'base build'")
     ap.add_argument("--stderr", action="store_true", help="print each variant's -v stderr")
     args = ap.parse_args()
     variants = args.variants.split(",")
@@ -112,6 +148,8 @@ def main():
     subprocess.run(["sysctl", "-qw", "kernel.bpf_stats_enabled=1"], check=True)
     if args.load == "redis":
         server = sl.Redis()
+    elif args.load == "sleepers":
+        server = Sleepers(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
     else:
         pg = sl.Postgres.available()
         if not pg:
@@ -120,13 +158,15 @@ def main():
     runs = []
     try:
         for _ in range(args.repeat):
-            runs.append(run_once(server, offcpu, variants, args.seconds))
+            runs.append(run_once(server, offcpu, variants, args.seconds, args.base))
     finally:
         server.close()
         subprocess.run(["sysctl", "-qw", "kernel.bpf_stats_enabled=0"])
     print(f"{server.describe()}: {len(variants)} offcpu variants and libbpf-tools in the "
           f"same {args.seconds} s, median of {len(runs)}; load average "
           f"{os.getloadavg()[0]:.1f}")
+    if args.base:
+        variants.append("base build")
     for name in variants + ["libbpf-tools"]:
         ns = sl.median_of([r[name]["ns"] for r in runs])
         ratio = sl.median_of([r[name]["ns"] / r["libbpf-tools"]["ns"] for r in runs])
