@@ -54,6 +54,11 @@ constexpr uint64_t kMaxProcs = 8192;
 // Readings of one process redone because a mapping went away while it
 // was read (an exec in progress): then the mapping is skipped.
 constexpr uint32_t kMaxRereads = 8;
+// work()'s quick pass loads only files not seen before of at most this
+// size (a shell's, an assembler's: milliseconds), so that a process whose
+// big files are built already (a new cc1plus) or whose own are small is
+// installed before the next costly file, not after every one queued.
+constexpr uint64_t kQuickFileBytes = 2u << 20;
 // Distinct vDSO images kept (one per kernel, really; more are processes
 // that rewrote their own).
 constexpr size_t kMaxVdsoImages = 8;
@@ -373,8 +378,33 @@ void Unwinder::attach(const UnwindMapFds &fds, const UnwindSizes &sizes) {
 }
 
 void Unwinder::request(uint32_t tgid) {
-  if (queued_.insert(tgid).second)
+  if (queued_.insert(tgid).second) {
     queue_.push_back(tgid);
+    fresh_.push_back(tgid);
+  }
+}
+
+// Measured on a host compiling (issue 27): requests queued behind a few
+// processes with costly files (5 MB of .eh_frame each) waited seconds, and
+// every wait of theirs meanwhile was walked with frame pointers (52% of
+// all walks under pgbench; 1,000 threads of a small program were never
+// installed in 8 s). Each new request is tried once without costly files.
+void Unwinder::quick_pass(uint64_t deadline_ns) {
+  while (!fresh_.empty() && monotonic_ns() < deadline_ns && !stop_requested()) {
+    const uint32_t tgid = fresh_.front();
+    fresh_.pop_front();
+    if (!queued_.count(tgid))
+      continue;
+    auto done = install(tgid, deadline_ns, kQuickFileBytes);
+    if (!done)
+      continue; // a costly file: in its turn in the queue
+    if (*done)
+      installed_ = true;
+    queued_.erase(tgid);
+    queue_.erase(std::find(queue_.begin(), queue_.end(), tgid));
+    if (queue_.empty())
+      ready_ns_ = monotonic_ns();
+  }
 }
 
 bool Unwinder::take_installed() {
@@ -384,6 +414,8 @@ bool Unwinder::take_installed() {
 }
 
 bool Unwinder::work(uint64_t deadline_ns) {
+  if (attached_)
+    quick_pass(deadline_ns);
   while (!queue_.empty()) {
     // A stop ends the slice too: the run must end within a second of it.
     if (monotonic_ns() >= deadline_ns || stop_requested())
@@ -456,7 +488,8 @@ void Unwinder::preload(const std::string &path) {
     publish(m, *slot);
 }
 
-std::optional<bool> Unwinder::install(uint32_t tgid, uint64_t deadline_ns) {
+std::optional<bool> Unwinder::install(uint32_t tgid, uint64_t deadline_ns,
+                                      uint64_t max_new_file) {
   const std::string dir = pid_dir(proc_root_, tgid);
   auto text = files_.read(dir + "/maps", kMaxMapsBytes);
   if (!text || text->empty()) {
@@ -504,7 +537,7 @@ std::optional<bool> Unwinder::install(uint32_t tgid, uint64_t deadline_ns) {
       f = vdso_for(tgid, m);
     else if (m.is_file()) {
       bool gone = false;
-      f = file_for(tgid, m, monotonic_ns() < deadline_ns, &gone);
+      f = file_for(tgid, m, monotonic_ns() < deadline_ns, &gone, max_new_file);
       // Not loaded yet, or its mapping changed under the reading: the
       // process is read again later (a few times at most for a mapping
       // gone, then that mapping goes without a table in this reading).
@@ -604,7 +637,8 @@ Unwinder::File *Unwinder::vdso_for(uint32_t tgid, const Mapping &m) {
 }
 
 Unwinder::File *Unwinder::file_for(uint32_t tgid, const Mapping &m,
-                                   bool may_load, bool *gone) {
+                                   bool may_load, bool *gone,
+                                   uint64_t max_new_file) {
   auto key = std::make_tuple(m.dev_major, m.dev_minor, m.inode);
   auto found = by_inode_.find(key);
   if (found != by_inode_.end())
@@ -621,6 +655,8 @@ Unwinder::File *Unwinder::file_for(uint32_t tgid, const Mapping &m,
       *gone = true;
     return nullptr;
   }
+  if (opened && static_cast<uint64_t>(opened.st.st_size) > max_new_file)
+    return nullptr; // loaded in the process's turn (see quick_pass)
   auto &slot = by_inode_[key];
   slot = std::make_unique<File>();
   if (!opened) {

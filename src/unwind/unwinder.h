@@ -134,9 +134,10 @@ public:
 private:
   struct File;
   // Null when the file is not loaded yet and `may_load` is false, or when
-  // the mapping is gone since the maps were read (then *gone is set).
+  // the mapping is gone since the maps were read (then *gone is set), or
+  // when it is not loaded yet and larger than `max_new_file` bytes.
   File *file_for(uint32_t tgid, const Mapping &m, bool may_load = true,
-                 bool *gone = nullptr);
+                 bool *gone = nullptr, uint64_t max_new_file = UINT64_MAX);
   File *vdso_for(uint32_t tgid, const Mapping &m);
   void preload(const std::string &path);
   void load_file(File &f, int fd, const std::string &path, uint32_t tgid,
@@ -162,7 +163,13 @@ private:
   // before while `deadline_ns` allows: a process that maps many costly
   // files is finished over several slices (nullopt: not finished, asked
   // again), so the slice ends within one file's budget of its deadline.
-  std::optional<bool> install(uint32_t tgid, uint64_t deadline_ns);
+  // Each process requested since the last call, installed now if it maps
+  // no costly file not loaded yet (see work()).
+  void quick_pass(uint64_t deadline_ns);
+  // `max_new_file`: files not seen before and larger than this are not
+  // loaded now (nullopt), for the quick pass of work().
+  std::optional<bool> install(uint32_t tgid, uint64_t deadline_ns,
+                              uint64_t max_new_file = UINT64_MAX);
 
   const FileReader &files_;
   std::vector<std::string> debug_dirs_;
@@ -201,6 +208,8 @@ private:
 
   std::deque<uint32_t> queue_;
   std::set<uint32_t> queued_;
+  // Requested since the last work(): tried once in its quick pass first.
+  std::deque<uint32_t> fresh_;
   // (device, inode) already published in the file_ids map.
   std::set<std::pair<uint64_t, uint64_t>> published_;
   void publish(const Mapping &m, const File &f);
