@@ -10,13 +10,15 @@
  *     __mutex_lock_slowpath                          (5.5+, BTF, trampolines)
  *   kprobe/kretprobe on the same (or older names)     (kernels with kprobes)
  * The last two are for kernels before 5.19, rwsem and mutex waits only. All
- * three feed the same begin/end pair below. */
+ * three feed the same begin/end pair below. User-space locks (--futex) are
+ * futex.bpf.h's. */
 #include "vmlinux.h"
 #include <bpf/bpf_core_read.h>
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_tracing.h>
 
 #include "announce.bpf.h"
+#include "futex.bpf.h"
 #include "offcpu/shared.h"
 #include "settings.bpf.h"
 #include "stack_store.bpf.h"
@@ -123,6 +125,11 @@ static __always_inline void wait_begin(void *ctx, __u64 lock, __u32 kind) {
     wait_end(pid, lock);
   }
   if (!(lock_kinds & (1u << kind)))
+    return;
+  /* A PI futex's rt_mutex: the futex:pi wait it is part of counts it. */
+  if (kind == OFFCPU_LOCK_RTMUTEX &&
+      (lock_kinds & (1u << OFFCPU_LOCK_FUTEX_PI)) &&
+      in_futex_wait(pid, OFFCPU_LOCK_FUTEX_PI))
     return;
   if (!open && !passes_task_filters(task, pid, tgid, false))
     return;

@@ -16,7 +16,7 @@ _offcpu() {
     --by)
       COMPREPLY=($(compgen -W "lock caller thread" -- "$cur")); return ;;
     -Y|--kinds)
-      COMPREPLY=($(compgen -W "mutex rwsem rwsem:read rwsem:write semaphore rtmutex percpu-rwsem rwlock-rt mutex:spin spinlock rwlock" -- "$cur")); return ;;
+      COMPREPLY=($(compgen -W "mutex rwsem rwsem:read rwsem:write semaphore rtmutex percpu-rwsem rwlock-rt mutex:spin spinlock rwlock futex futex:pi" -- "$cur")); return ;;
     -n|--name)
       COMPREPLY=($(compgen -W "$(cat /proc/[0-9]*/comm 2>/dev/null | sort -u)" -- "$cur")); return ;;
     --user)
@@ -58,7 +58,7 @@ _offcpu() {
       fi ;;
     lock)
       if [[ $cur == -* ]]; then
-        COMPREPLY=($(compgen -W "$tracing -p --pid -t --tid -n --name --thread-name --cgroup -u --user-threads-only -k --kernel-threads-only -m --min-block-time -M --max-block-time -Y --kinds --spin --by -i --interval --wakers" -- "$cur"))
+        COMPREPLY=($(compgen -W "$tracing -p --pid -t --tid -n --name --thread-name --cgroup -u --user-threads-only -k --kernel-threads-only -m --min-block-time -M --max-block-time -Y --kinds --spin --futex --by -i --interval --wakers" -- "$cur"))
       fi ;;
     flamegraph)
       if [[ $cur == -* ]]; then

@@ -345,14 +345,21 @@ enum offcpu_lock_kind {
   OFFCPU_LOCK_SPINLOCK,
   OFFCPU_LOCK_RWLOCK_READ,
   OFFCPU_LOCK_RWLOCK_WRITE,
+  /* ---- user space (offcpu lock --futex): futex waits, off CPU ---- */
+  OFFCPU_LOCK_FUTEX,    /* FUTEX_WAIT, WAIT_BITSET, futex_waitv, futex_wait */
+  OFFCPU_LOCK_FUTEX_PI, /* FUTEX_LOCK_PI, LOCK_PI2, WAIT_REQUEUE_PI */
   OFFCPU_LOCK_KINDS
 };
 
 #define OFFCPU_LOCK_SPINNING                                                   \
   ((1u << OFFCPU_LOCK_MUTEX_SPIN) | (1u << OFFCPU_LOCK_SPINLOCK) |             \
    (1u << OFFCPU_LOCK_RWLOCK_READ) | (1u << OFFCPU_LOCK_RWLOCK_WRITE))
+#define OFFCPU_LOCK_FUTEXES                                                    \
+  ((1u << OFFCPU_LOCK_FUTEX) | (1u << OFFCPU_LOCK_FUTEX_PI))
+/* The kernel's sleeping kinds: what offcpu lock traces by default. */
 #define OFFCPU_LOCK_SLEEPING                                                   \
-  (((1u << OFFCPU_LOCK_KINDS) - 1) & ~OFFCPU_LOCK_SPINNING)
+  (((1u << OFFCPU_LOCK_KINDS) - 1) & ~OFFCPU_LOCK_SPINNING &                   \
+   ~OFFCPU_LOCK_FUTEXES)
 
 /* The kind of a contention_begin's flags (kernel/locking/: mutex.c passes
  * MUTEX, with SPIN while spinning; rwsem.c READ or WRITE; rtmutex.c RT;
@@ -436,6 +443,60 @@ rwsem_key_of(const struct rwsem_start *s, __u32 pid) {
   k.flags = s->flags;
   k.kind = s->kind;
   __builtin_memcpy(k.comm, s->comm, sizeof(k.comm));
+  return k;
+}
+
+/* futex(2)'s commands (include/uapi/linux/futex.h, plain defines there)
+ * that wait; the op's low 7 bits, without FUTEX_PRIVATE_FLAG (128) and
+ * FUTEX_CLOCK_REALTIME (256). */
+#define OFFCPU_FUTEX_CMD_MASK 0x7fu
+#define OFFCPU_FUTEX_WAIT 0u
+#define OFFCPU_FUTEX_LOCK_PI 6u
+#define OFFCPU_FUTEX_WAIT_BITSET 9u
+#define OFFCPU_FUTEX_WAIT_REQUEUE_PI 11u
+#define OFFCPU_FUTEX_LOCK_PI2 13u
+
+/* The lock kind of a futex(2) op, or OFFCPU_LOCK_KINDS if it does not
+ * wait (a wake, a requeue, a trylock). */
+static inline __attribute__((always_inline)) __u32
+offcpu_futex_kind_of(__u64 op) {
+  __u32 cmd = (__u32)op & OFFCPU_FUTEX_CMD_MASK;
+  if (cmd == OFFCPU_FUTEX_WAIT || cmd == OFFCPU_FUTEX_WAIT_BITSET)
+    return OFFCPU_LOCK_FUTEX;
+  if (cmd == OFFCPU_FUTEX_LOCK_PI || cmd == OFFCPU_FUTEX_LOCK_PI2 ||
+      cmd == OFFCPU_FUTEX_WAIT_REQUEUE_PI)
+    return OFFCPU_LOCK_FUTEX_PI;
+  return OFFCPU_LOCK_KINDS;
+}
+
+/* A futex wait in progress (offcpu lock --futex), keyed by thread id: from
+ * the system call's entry to its exit, with the time it spent asleep. */
+struct offcpu_futex_start {
+  __u64 uaddr;      /* the futex word (futex_waitv: its first) */
+  __u64 waitv;      /* futex_waitv: its array of waiters; 0: not that call */
+  __u64 asleep_ns;  /* off CPU so far, in sleeps begun inside the call */
+  __u64 since_ns;   /* when the current sleep began; 0: on CPU */
+  __u64 user_stack; /* taken at its first sleep */
+  __u64 holder;     /* who woke it: an offcpu_waker id, or OFFCPU_WAKER_* */
+  __u32 tgid;
+  __u32 kind; /* OFFCPU_LOCK_FUTEX or _FUTEX_PI */
+  char comm[OFFCPU_COMM_LEN];
+};
+
+/* The aggregation key of futex wait `w` of thread `pid` on `word`: built
+ * alike by the BPF program at the call's exit and by user space for the
+ * waits still asleep at stop. No kernel stack: it is the futex call's. */
+static inline __attribute__((always_inline)) struct rwsem_key
+offcpu_futex_key_of(const struct offcpu_futex_start *w, __u32 pid, __u64 word) {
+  struct rwsem_key k;
+  __builtin_memset(&k, 0, sizeof(k));
+  k.tgid = w->tgid;
+  k.pid = pid;
+  k.user_stack = w->user_stack;
+  k.lock = word;
+  k.waker = w->holder ? w->holder : OFFCPU_WAKER_UNSEEN;
+  k.kind = w->kind;
+  __builtin_memcpy(k.comm, w->comm, sizeof(k.comm));
   return k;
 }
 

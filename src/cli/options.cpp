@@ -355,7 +355,7 @@ struct RwsemArgs {
 struct LockArgs {
   std::string duration, attach = "auto", by = "lock";
   std::vector<std::string> pids, tids, kinds;
-  bool spin = false;
+  bool spin = false, futex = false;
   OutputArgs out;
 };
 
@@ -652,13 +652,18 @@ void add_lock_filters(CLI::App *lk, RwsemOptions &r, LockArgs &a) {
                  "only these kinds of lock, comma separated: mutex, rwsem "
                  "(or rwsem:read, rwsem:write), semaphore, rtmutex, "
                  "percpu-rwsem, rwlock-rt, and with spinning mutex:spin, "
-                 "spinlock, rwlock")
+                 "spinlock, rwlock; user space: futex (or futex:pi)")
       ->delimiter(',')
       ->type_name("KIND")
       ->group("Filters");
   lk->add_flag("--spin", a.spin,
                "also spinning waits (on CPU): mutex:spin, spinlock, rwlock, "
                "each its own kind")
+      ->group("Filters");
+  lk->add_flag("--futex", a.futex,
+               "also user-space lock waits: time asleep in futex calls, by "
+               "the futex word (named by its variable where the binary's "
+               "symbols have one), kinds futex and futex:pi")
       ->group("Filters");
 }
 
@@ -774,7 +779,8 @@ void finish_rwsem(RwsemOptions &r, RwsemArgs &a, const TaskExists &exists) {
 }
 
 // -Y names, --spin: the kinds as offcpu_lock_kind bits.
-uint32_t parse_lock_kinds(const std::vector<std::string> &names, bool spin) {
+uint32_t parse_lock_kinds(const std::vector<std::string> &names, bool spin,
+                          bool futex) {
   uint32_t kinds = 0;
   for (const std::string &n : names) {
     auto bits = lock_kinds_named(n);
@@ -791,6 +797,8 @@ uint32_t parse_lock_kinds(const std::vector<std::string> &names, bool spin) {
     kinds |= OFFCPU_LOCK_SPINNING;
   else if (spin && (kinds & (1u << OFFCPU_LOCK_MUTEX)))
     kinds |= 1u << OFFCPU_LOCK_MUTEX_SPIN;
+  if (futex)
+    kinds |= OFFCPU_LOCK_FUTEXES;
   return kinds;
 }
 
@@ -803,7 +811,7 @@ void finish_lock(RwsemOptions &r, LockArgs &a, const TaskExists &exists) {
     r.duration_s = parse_duration(a.duration);
   if (r.min_wait_us > r.max_wait_us)
     throw usage_error("--min-block-time must not exceed --max-block-time");
-  r.lock_kinds = parse_lock_kinds(a.kinds, a.spin);
+  r.lock_kinds = parse_lock_kinds(a.kinds, a.spin, a.futex);
   r.by = a.by == "caller"   ? LockGrouping::Caller
          : a.by == "thread" ? LockGrouping::Thread
                             : LockGrouping::Lock;

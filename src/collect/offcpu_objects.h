@@ -69,6 +69,20 @@
   X(offcpu_waking_raw)                                                         \
   X(offcpu_fork_raw)
 
+/* offcpu lock --futex: the lock object's (rwsem.bpf.c, futex.bpf.h)
+ * programs, loaded and attached together; the optional ones where the
+ * kernel has their system call (futex_waitv 5.16+, futex_wait 6.7+). */
+#define OFFCPU_FUTEX_PROGS(X)                                                  \
+  X(futex_sys_enter)                                                           \
+  X(futex_sys_exit)                                                            \
+  X(futex_switch)                                                              \
+  X(futex_waking)
+#define OFFCPU_FUTEX_OPTIONAL_PROGS(X)                                         \
+  X(futex_waitv_enter)                                                         \
+  X(futex_waitv_exit)                                                          \
+  X(futex2_wait_enter)                                                         \
+  X(futex2_wait_exit)
+
 /* Entries of each sized map; both loaders take these. */
 struct offcpu_map_sizes {
 #define OFFCPU_SIZE_FIELD(name) unsigned int name;

@@ -95,6 +95,8 @@ struct RawLockWaits {
   StackTable stacks;
   std::array<uint64_t, OFFCPU_LOST_NR> lost{};
   std::unordered_map<uint64_t, offcpu_waker> wakers; // --wakers
+  // Wakers were walked (--wakers); else futex waits' holders are names only.
+  bool holder_stacks = false;
 };
 
 // Reads the wakers `ids` refer to from a wakers map into `out`, and the

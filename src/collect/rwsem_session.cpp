@@ -9,6 +9,7 @@
 #include <map>
 
 #include "collect/bpf_setup.h"
+#include "collect/offcpu_objects.h"
 #include "rwsem.skel.h"
 #include "util/error.h"
 #include "util/signals.h"
@@ -21,6 +22,11 @@ uint32_t lock_kinds(const RwsemConfig &o) {
     return o.lock_kinds;
   return (1u << OFFCPU_LOCK_RWSEM_WRITE) |
          (o.include_read ? 1u << OFFCPU_LOCK_RWSEM_READ : 0u);
+}
+
+// offcpu lock --futex (or -Y futex): the futex programs too.
+bool futex(const RwsemConfig &o) {
+  return (lock_kinds(o) & OFFCPU_LOCK_FUTEXES) != 0;
 }
 
 bool unwind_tables(const RwsemConfig &o, const RwsemPlan &p) {
@@ -53,12 +59,20 @@ int try_load(rwsem_bpf *skel, const RwsemConfig &o, const RwsemPlan &p,
   need.tids = o.tids.size();
   need.cgroups = o.cgroup_ids.size();
   need.stack_storage = o.stack_storage_size;
-  need.wakers = o.wakers;
+  // Futex waits name their holder always: its stacks only with --wakers.
+  need.wakers = o.wakers || futex(o);
   if (tables)
     need.unwind = o.unwind_sizes;
   size_shared_maps(skel, shared_map_sizes(need));
   bpf_map__set_max_entries(skel->maps.waits, o.max_entries);
+  bpf_map__set_max_entries(skel->maps.futex_waits,
+                           futex(o) ? o.max_entries : 1);
   bpf_program__set_autoload(skel->progs.rwsem_waking, o.wakers);
+#define OFFCPU_FUTEX_AUTOLOAD(name)                                            \
+  bpf_program__set_autoload(skel->progs.name, futex(o));
+  OFFCPU_FUTEX_PROGS(OFFCPU_FUTEX_AUTOLOAD)
+  OFFCPU_FUTEX_OPTIONAL_PROGS(OFFCPU_FUTEX_AUTOLOAD)
+#undef OFFCPU_FUTEX_AUTOLOAD
 
   auto &pr = skel->progs;
   bool fentry = p.mechanism == RwsemAttach::Fentry;
@@ -66,8 +80,10 @@ int try_load(rwsem_bpf *skel, const RwsemConfig &o, const RwsemPlan &p,
   bool tp = p.mechanism == RwsemAttach::Tracepoint;
   bool read = (lock_kinds(o) & (1u << OFFCPU_LOCK_RWSEM_READ)) &&
               !p.read_target.empty();
-  bpf_program__set_autoload(pr.rwsem_contention_begin, tp);
-  bpf_program__set_autoload(pr.rwsem_contention_end, tp);
+  // -Y futex alone: no kernel lock's contention to see.
+  bool kernel_kinds = (lock_kinds(o) & ~OFFCPU_LOCK_FUTEXES) != 0;
+  bpf_program__set_autoload(pr.rwsem_contention_begin, tp && kernel_kinds);
+  bpf_program__set_autoload(pr.rwsem_contention_end, tp && kernel_kinds);
   bpf_program__set_autoload(pr.rwsem_fentry_write, fentry);
   bpf_program__set_autoload(pr.rwsem_fexit_write, fentry);
   bpf_program__set_autoload(pr.rwsem_fentry_read, fentry && read);
@@ -157,8 +173,11 @@ RwsemSession::load(const RwsemConfig &opts, const std::vector<RwsemPlan> &plans,
         continue;
       }
       if (verbose)
-        fprintf(stderr, "offcpu: lock waits traced with %s\n",
-                plan.describe().c_str());
+        fprintf(stderr, "offcpu: lock waits traced with %s%s\n",
+                plan.describe().c_str(),
+                futex(opts) ? "; futex waits with syscalls:sys_enter_futex/"
+                              "sys_exit_futex and sched_switch"
+                            : "");
       take_libbpf_messages();
       return session;
     }
@@ -203,6 +222,8 @@ void RwsemSession::attach() {
   auto &p = skel_->progs;
   switch (plan_.mechanism) {
   case RwsemAttach::Tracepoint:
+    if (!bpf_program__autoload(p.rwsem_contention_begin))
+      break;
     attach_one(p.rwsem_contention_begin, "lock:contention_begin");
     attach_one(p.rwsem_contention_end, "lock:contention_end");
     break;
@@ -247,7 +268,38 @@ void RwsemSession::attach() {
   }
   if (bpf_program__autoload(p.rwsem_waking))
     attach_one(p.rwsem_waking, "sched_waking");
+  if (bpf_program__autoload(p.futex_sys_enter))
+    attach_futex();
   attached_ns_ = monotonic_ns();
+}
+
+// The futex programs. Their system-call tracepoints need tracefs: without
+// it the error says so. The newer system calls where the kernel has them.
+void RwsemSession::attach_futex() {
+  auto &p = skel_->progs;
+  try {
+    attach_one(p.futex_sys_enter, "syscalls:sys_enter_futex");
+  } catch (const FatalError &e) {
+    throw runtime_error(std::string(e.what()) +
+                        " (--futex needs tracefs mounted at /sys/kernel/"
+                        "tracing and a kernel with CONFIG_FTRACE_SYSCALLS)");
+  }
+  attach_one(p.futex_sys_exit, "syscalls:sys_exit_futex");
+  attach_one(p.futex_switch, "sched_switch");
+  attach_one(p.futex_waking, "sched_waking");
+  for (auto [enter, exit] :
+       {std::pair{p.futex_waitv_enter, p.futex_waitv_exit},
+        std::pair{p.futex2_wait_enter, p.futex2_wait_exit}}) {
+    bpf_link *in = bpf_program__attach(enter);
+    bpf_link *out = in ? bpf_program__attach(exit) : nullptr;
+    if (in)
+      links_.emplace_back(in);
+    if (out)
+      links_.emplace_back(out);
+    else if (in) // entries without exits would never be charged
+      links_.pop_back();
+  }
+  take_libbpf_messages(); // a system call this kernel lacks: not an error
 }
 
 bool RwsemSession::wait(uint64_t deadline,
@@ -280,9 +332,10 @@ std::vector<uint64_t> RwsemSession::read_stack(uint64_t id) const {
   return it == table.end() ? std::vector<uint64_t>{} : std::move(it->second);
 }
 
-RawLockWaits RwsemSession::drain() {
-  RawLockWaits out;
-  int fd = bpf_map__fd(skel_->maps.waits);
+namespace {
+
+// Takes every (key, value) of an aggregation map into `out`.
+void take_waits(int fd, RawLockWaits &out) {
   for (const rwsem_key &k : map_keys<rwsem_key>(fd)) {
     rwsem_value val{};
     // Atomic take (5.14+); older kernels: read, then delete.
@@ -293,6 +346,27 @@ RawLockWaits RwsemSession::drain() {
     }
     out.waits.emplace_back(k, val);
   }
+}
+
+// A wait of `delta` ns charged at stop, with its stacks and waker to read.
+void add_open_wait(RawLockWaits &out, const rwsem_key &key, uint64_t delta,
+                   std::vector<uint64_t> &ids,
+                   std::vector<uint64_t> &waker_ids) {
+  rwsem_value val{delta, 1, delta, {}};
+  val.hist[offcpu_hist_bucket(delta)] = 1;
+  out.waits.emplace_back(key, val);
+  ids.push_back(key.user_stack);
+  ids.push_back(key.kernel_stack);
+  waker_ids.push_back(key.waker);
+}
+
+} // namespace
+
+RawLockWaits RwsemSession::drain() {
+  RawLockWaits out;
+  out.holder_stacks = wakers_;
+  take_waits(bpf_map__fd(skel_->maps.waits), out);
+  take_waits(bpf_map__fd(skel_->maps.futex_waits), out);
   for (int i = 0; i < OFFCPU_LOST_NR; i++)
     out.lost[i] = skel_->bss->lost[i];
   std::vector<uint64_t> ids, waker_ids;
@@ -328,12 +402,22 @@ RawLockWaits RwsemSession::stop_and_drain() {
     rwsem_key key = rwsem_key_of(&rec, tid);
     if (wakers_ && !key.waker)
       key.waker = OFFCPU_WAKER_STILL_WAITING;
-    rwsem_value val{delta, 1, delta, {}};
-    val.hist[offcpu_hist_bucket(delta)] = 1;
-    out.waits.emplace_back(key, val);
-    ids.push_back(rec.user_stack);
-    ids.push_back(rec.kernel_stack);
-    waker_ids.push_back(key.waker);
+    add_open_wait(out, key, delta, ids, waker_ids);
+  }
+  // Futex calls not returned yet: their time asleep so far, the sleep
+  // under way included.
+  fd = bpf_map__fd(skel_->maps.futex_starts);
+  for (uint32_t tid : map_keys<uint32_t>(fd)) {
+    offcpu_futex_start w{};
+    if (bpf_map_lookup_elem(fd, &tid, &w) != 0 || w.since_ns >= now)
+      continue;
+    uint64_t asleep = w.asleep_ns + (w.since_ns ? now - w.since_ns : 0);
+    if (!asleep || asleep < min_wait_ns_)
+      continue;
+    rwsem_key key = offcpu_futex_key_of(&w, tid, w.uaddr);
+    if (!w.holder && w.since_ns)
+      key.waker = OFFCPU_WAKER_STILL_WAITING;
+    add_open_wait(out, key, asleep, ids, waker_ids);
   }
   read_wakers(bpf_map__fd(skel_->maps.wakers), waker_ids, out.wakers, ids);
   read_stacks(bpf_map__fd(skel_->maps.stacks), ids, out.stacks);

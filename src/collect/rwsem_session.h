@@ -57,6 +57,7 @@ private:
   RwsemSession(std::unique_ptr<rwsem_bpf, SkelDeleter> skel, RwsemPlan plan,
                uint64_t min_wait_ns);
   void attach_one(bpf_program *prog, const char *what);
+  void attach_futex();
 
   std::unique_ptr<rwsem_bpf, SkelDeleter> skel_;
   RwsemPlan plan_;

@@ -21,6 +21,8 @@ constexpr const char *kNames[OFFCPU_LOCK_KINDS] = {
     "spinlock",
     "rwlock:read",
     "rwlock:write",
+    "futex",
+    "futex:pi",
 };
 
 } // namespace
@@ -42,6 +44,10 @@ std::optional<uint32_t> lock_kinds_named(const std::string &name) {
   }
   if (!bits)
     return std::nullopt;
+  // A kind's own name is that kind alone ("futex", not "futex:pi").
+  for (uint32_t k = 0; k < OFFCPU_LOCK_KINDS; k++)
+    if (name == kNames[k])
+      return 1u << k;
   return bits;
 }
 

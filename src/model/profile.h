@@ -88,6 +88,9 @@ struct LockWait {
   // offcpu lock: the kind ("mutex", "rwsem:write"), its frame in place of
   // rwsem's "write" or "read". Empty for offcpu rwsem.
   std::string kind{};
+  // A futex wait's holder without --wakers: "comm (tid)" of the thread
+  // whose wakeup ended it; empty if none was seen.
+  std::string holder{};
 
   std::string kind_frame() const {
     return !kind.empty() ? kind : write ? "write" : "read";

@@ -37,6 +37,20 @@ constexpr const char *kLockCode[] = {
     "io_schedule",
     "ww_mutex",
     "__ww_mutex",
+    // glibc's side of a futex wait (its stacks have no kernel part)
+    "__lll_",
+    "lll_",
+    "__pthread_mutex",
+    "___pthread_mutex",
+    "pthread_mutex",
+    "__pthread_cond",
+    "___pthread_cond",
+    "pthread_cond",
+    "__futex",
+    "futex_",
+    "__GI___lll",
+    "__GI___pthread",
+    "syscall",
 };
 
 bool lock_code(const std::string &name) {
@@ -51,6 +65,7 @@ struct Row {
   uint64_t count = 0, total_ns = 0, max_ns = 0;
   Latency latency;
   std::map<std::string, uint64_t> callers; // caller -> its total
+  std::map<std::string, uint64_t> holders; // futex holder -> its total
   std::vector<const Sample *> samples;
 };
 
@@ -85,6 +100,8 @@ std::vector<Row> rows_of(const Profile &p, LockGrouping by) {
     r.max_ns = std::max(r.max_ns, s.lock ? s.lock->max_ns : 0);
     r.latency.add(s.latency);
     r.callers[lock_caller(s)] += s.total_ns;
+    if (s.lock && !s.lock->holder.empty())
+      r.holders[s.lock->holder] += s.total_ns;
     r.samples.push_back(&s);
   }
   std::vector<Row> out;
@@ -117,6 +134,13 @@ std::string row_details(const Row &r, const Profile &p,
              r.latency.quantile_ns(0.99) / 1000, r.max_ns / 1000);
     out += buf;
   }
+  if (!r.holders.empty()) {
+    auto top = std::max_element(
+        r.holders.begin(), r.holders.end(),
+        [](const auto &a, const auto &b) { return a.second < b.second; });
+    out += "    top holder " + top->first + ": woke waits of " +
+           us_text(top->second) + "\n";
+  }
   Profile part;
   part.kind = p.kind;
   part.modules = p.modules;
@@ -143,6 +167,10 @@ std::string lock_caller(const Sample &s) {
       continue;
     return it->name;
   }
+  // User frames likewise (a futex wait's), past glibc's unnamed ones too.
+  for (auto it = s.user.rbegin(); it != s.user.rend(); ++it)
+    if (!it->inlined && !lock_code(it->name) && it->name.rfind('[', 0) != 0)
+      return it->name;
   if (!s.user.empty())
     return s.user.back().name;
   return "[unknown]";

@@ -180,6 +180,8 @@ public:
         label("side", &side, 0);
       else
         label("kind", &s.lock->kind, 0);
+      if (!s.lock->holder.empty())
+        label("holder", &s.lock->holder, 0);
     }
     // The latency distribution: labels, not sample values, since pprof
     // sums values when it merges samples and a max or a quantile does not

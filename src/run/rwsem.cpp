@@ -159,7 +159,9 @@ void name_kernel(const RawLockWaits &raw, Symbolizer &sym, bool &on_kallsyms,
     return;
   std::vector<uint64_t> locks;
   for (const auto &kv : raw.waits)
-    if (!(kv.first.flags & RWSEM_LOCK_IS_MMAP))
+    if (!(kv.first.flags & RWSEM_LOCK_IS_MMAP) &&
+        kv.first.kind != OFFCPU_LOCK_FUTEX &&
+        kv.first.kind != OFFCPU_LOCK_FUTEX_PI) // user space: futex words
       locks.push_back(kv.first.lock);
   std::vector<uint64_t> addrs = kernel_addresses(raw.waits, raw.stacks);
   for (const auto &[id, waker] : raw.wakers) // --wakers: theirs too
@@ -187,6 +189,8 @@ public:
         whole_(any_target(outputs, true)) {
     symbolizer_.add_debug_dirs(opts.output.debug_dirs);
     symbolizer_.set_symbolize_user(opts.output.symbolize);
+    // --futex: futex words are named by the data objects holding them.
+    symbolizer_.set_data_symbols((opts.lock_kinds & OFFCPU_LOCK_FUTEXES) != 0);
     symbolizer_.set_source_options(source_options(opts.output));
     symbolizer_.enable_debuginfod(
         static_cast<uint64_t>(opts.output.debuginfod_s * 1e9));

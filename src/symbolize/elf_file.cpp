@@ -32,6 +32,13 @@ bool is_function(const GElf_Sym &sym) {
          sym.st_shndx != SHN_UNDEF && sym.st_value != 0;
 }
 
+// Data objects (offcpu lock --futex names a futex word by the variable
+// holding it); thread-local ones have offsets, not addresses.
+bool is_data(const GElf_Sym &sym) {
+  return GELF_ST_TYPE(sym.st_info) == STT_OBJECT && sym.st_shndx != SHN_UNDEF &&
+         sym.st_value != 0 && sym.st_size != 0;
+}
+
 // Whether section `index` exists and is at most `limit` bytes: libelf reads
 // a section whole the first time it is used.
 bool section_at_most(Elf *elf, size_t index, uint64_t limit) {
@@ -65,10 +72,11 @@ struct TableRead {
   }
 };
 
-// The function entries of a table of `count` entries, within the symbol
-// budgets (cheap: no name is copied yet).
+// The function (or, with `data`, data object) entries of a table of
+// `count` entries, within the symbol budgets (cheap: no name is copied yet).
 std::vector<RawSymbol> function_entries(Elf_Data *data, size_t count,
-                                        size_t strings_size, TableRead &t) {
+                                        size_t strings_size, TableRead &t,
+                                        bool objects) {
   std::vector<RawSymbol> raw;
   for (size_t i = 0; i < count; i++) {
     if (t.late(i)) {
@@ -76,8 +84,9 @@ std::vector<RawSymbol> function_entries(Elf_Data *data, size_t count,
       break;
     }
     GElf_Sym sym;
-    if (!gelf_getsym(data, static_cast<int>(i), &sym) || !is_function(sym) ||
-        sym.st_name == 0 || sym.st_name >= strings_size)
+    if (!gelf_getsym(data, static_cast<int>(i), &sym) ||
+        !(objects ? is_data(sym) : is_function(sym)) || sym.st_name == 0 ||
+        sym.st_name >= strings_size)
       continue;
     if (raw.size() >= t.limits.max_symbols) {
       t.cut(SymbolLoss::Symbols);
@@ -146,8 +155,9 @@ NameCopies copy_names(const std::vector<RawSymbol> &raw, const char *strings,
 // then each distinct name copied once, then the views.
 void ElfFile::read_symbols(void *handle, void *scn_handle,
                            const SymbolLimits &limits, SymbolRunBudget *run,
-                           uint64_t start_ns) {
+                           uint64_t start_ns, bool objects) {
   Elf *elf = static_cast<Elf *>(handle);
+  std::vector<ElfSymbol> &symbols = objects ? data_symbols_ : symbols_;
   Elf_Scn *scn = static_cast<Elf_Scn *>(scn_handle);
   TableRead t{limits, run, start_ns, loss_};
   GElf_Shdr shdr;
@@ -171,12 +181,12 @@ void ElfFile::read_symbols(void *handle, void *scn_handle,
   if (entry == 0)
     return;
   std::vector<RawSymbol> raw =
-      function_entries(data, data->d_size / entry, strings_size, t);
+      function_entries(data, data->d_size / entry, strings_size, t, objects);
   NameCopies names = copy_names(raw, strings, strings_size, t);
 
   // The views, charged per use of each name.
-  symbols_.clear();
-  symbols_.reserve(raw.size());
+  symbols.clear();
+  symbols.reserve(raw.size());
   uint64_t name_bytes = 0;
   for (size_t i = 0; i < raw.size(); i++) {
     if (t.late(i)) {
@@ -191,13 +201,13 @@ void ElfFile::read_symbols(void *handle, void *scn_handle,
       break;
     }
     name_bytes += sp.len;
-    symbols_.push_back({raw[i].addr, raw[i].size,
-                        std::string_view(names.names.data() + sp.pos, sp.len)});
+    symbols.push_back({raw[i].addr, raw[i].size,
+                       std::string_view(names.names.data() + sp.pos, sp.len)});
   }
   if (run)
-    run->symbols_left -= std::min<uint64_t>(run->symbols_left, symbols_.size());
+    run->symbols_left -= std::min<uint64_t>(run->symbols_left, symbols.size());
   // The views stay valid: a vector moves its bytes.
-  names_ = std::move(names.names);
+  (objects ? data_names_ : names_) = std::move(names.names);
 }
 
 std::unique_ptr<ElfFile> ElfFile::open(const std::string &path) {
@@ -313,15 +323,22 @@ std::unique_ptr<ElfFile> ElfFile::from_elf(void *handle,
   // .symtab is a superset of .dynsym when present: one table is read, and
   // .dynsym only if .symtab gives nothing.
   if (symtab)
-    file->read_symbols(elf, symtab, limits, run, start_ns);
+    file->read_symbols(elf, symtab, limits, run, start_ns, false);
   file->has_symtab_ = !file->symbols_.empty();
   if (!file->has_symtab_ && dynsym)
-    file->read_symbols(elf, dynsym, limits, run, start_ns);
+    file->read_symbols(elf, dynsym, limits, run, start_ns, false);
+  if (limits.data_symbols && (symtab || dynsym))
+    file->read_symbols(elf, symtab ? symtab : dynsym, limits, run, start_ns,
+                       true);
   file->finish_symbols();
   return file;
 }
 
 void ElfFile::finish_symbols() {
+  std::sort(data_symbols_.begin(), data_symbols_.end(),
+            [](const ElfSymbol &a, const ElfSymbol &b) {
+              return a.addr != b.addr ? a.addr < b.addr : a.size > b.size;
+            });
   // By address, the sized symbol first; then one per address: among the
   // largest at it, the name people know (symbol_versions.h). Names are
   // compared within an address only, so a file with many aliases of long
@@ -345,6 +362,10 @@ void ElfFile::finish_symbols() {
 }
 
 void ElfFile::adopt_symbols(ElfFile &&debug) {
+  if (!debug.data_symbols_.empty()) {
+    data_symbols_ = std::move(debug.data_symbols_);
+    data_names_ = std::move(debug.data_names_);
+  }
   if (debug.symbols_.empty())
     return;
   symbols_ = std::move(debug.symbols_);
@@ -371,6 +392,30 @@ const ElfSymbol *ElfFile::find(uint64_t vaddr) const {
   for (int back = 0; back < 4 && it != symbols_.begin(); back++) {
     --it;
     if (vaddr - it->addr < it->size || (it->size == 0 && vaddr == it->addr))
+      return &*it;
+  }
+  return nullptr;
+}
+
+std::optional<uint64_t> ElfFile::load_bias(uint64_t start, uint64_t offset,
+                                           uint64_t size) const {
+  // A segment's file bytes and the mapping's overlap: both then move
+  // addresses by the same amount from their file offsets.
+  for (const Segment &s : segments_)
+    if (s.filesz && s.offset < offset + size && offset < s.offset + s.filesz)
+      return (start - offset) - (s.vaddr - s.offset);
+  return std::nullopt;
+}
+
+const ElfSymbol *ElfFile::find_data(uint64_t vaddr) const {
+  auto it = std::upper_bound(
+      data_symbols_.begin(), data_symbols_.end(), vaddr,
+      [](uint64_t a, const ElfSymbol &s) { return a < s.addr; });
+  // A member of a larger object may have a symbol of its own below: look
+  // back a little for the object that covers the address.
+  for (int back = 0; back < 4 && it != data_symbols_.begin(); back++) {
+    --it;
+    if (vaddr - it->addr < it->size)
       return &*it;
   }
   return nullptr;

@@ -30,6 +30,9 @@ struct SymbolLimits {
   size_t max_symbols = size_t{1} << 21;          // function symbols kept
   uint64_t max_name_bytes = uint64_t{128} << 20; // sum of their names
   uint64_t max_ns = 500000000;                   // reading and sorting
+  // Also the data objects (STT_OBJECT), within the same budgets: for
+  // offcpu lock --futex, which names a futex word by its variable.
+  bool data_symbols = false;
 };
 
 // The run's share, spent by every file read with it.
@@ -74,6 +77,15 @@ public:
   // wrong neighbour.
   const ElfSymbol *find(uint64_t vaddr) const;
 
+  // The data object (read with SymbolLimits::data_symbols) whose
+  // [addr, addr + size) holds vaddr, or null.
+  const ElfSymbol *find_data(uint64_t vaddr) const;
+  // What to subtract from an address in a mapping of `size` bytes of this
+  // file from `offset` at `start` (and in the zero-filled memory after it,
+  // .bss) to get the virtual address; nullopt if it maps no PT_LOAD data.
+  std::optional<uint64_t> load_bias(uint64_t start, uint64_t offset,
+                                    uint64_t size) const;
+
   // Takes the symbols of a separate debug file for this one.
   void adopt_symbols(ElfFile &&debug);
   // Why symbols are missing, if a budget cut them.
@@ -101,7 +113,7 @@ private:
                                            const SymbolLimits &limits,
                                            SymbolRunBudget *run);
   void read_symbols(void *elf, void *scn, const SymbolLimits &limits,
-                    SymbolRunBudget *run, uint64_t start_ns);
+                    SymbolRunBudget *run, uint64_t start_ns, bool objects);
   void read_segments(void *elf);
   void read_named_section(void *scn, const char *name);
   void read_debuglink(const void *bytes, size_t size);
@@ -111,6 +123,8 @@ private:
   // The names symbols_ point into (a vector: moving it keeps the bytes in
   // place, as a short std::string would not).
   std::vector<char> names_;
+  std::vector<ElfSymbol> data_symbols_; // SymbolLimits::data_symbols
+  std::vector<char> data_names_;
   SymbolLoss loss_ = SymbolLoss::None;
   bool has_symtab_ = false;
   bool has_debug_info_ = false;

@@ -449,6 +449,21 @@ void add_offcpu_samples(Profile &profile, const RawProfile &raw,
     profile.samples.push_back(std::move(s));
 }
 
+namespace {
+
+// "comm (tid)" of the thread that woke a futex waiter; empty if unseen.
+std::string holder_name(uint64_t id,
+                        const std::unordered_map<uint64_t, offcpu_waker> &w) {
+  auto it = w.find(id);
+  if (id < OFFCPU_WAKER_FIRST_ID || it == w.end())
+    return {};
+  const offcpu_waker &h = it->second;
+  return valid_utf8(std::string(h.comm, strnlen(h.comm, sizeof(h.comm)))) +
+         " (" + std::to_string(h.pid) + ")";
+}
+
+} // namespace
+
 void add_lock_waits(Profile &profile, const RawLockWaits &raw, Symbolizer &sym,
                     StackSelection show, bool kinds) {
   if (show.user)
@@ -460,11 +475,18 @@ void add_lock_waits(Profile &profile, const RawLockWaits &raw, Symbolizer &sym,
     s.total_ns = val.total_ns;
     s.count = val.count;
     s.latency = Latency::from_buckets(val.hist, val.count, val.max_ns);
-    s.lock = LockWait{val.max_ns, (key.flags & RWSEM_WAIT_WRITE) != 0,
-                      valid_utf8(describe_lock(key.lock, key.flags,
-                                               sym.kernel_symbols(), kinds)),
-                      kinds ? lock_kind_name(key.kind) : std::string()};
-    if (key.waker != OFFCPU_WAKER_NONE)
+    const bool futex =
+        key.kind == OFFCPU_LOCK_FUTEX || key.kind == OFFCPU_LOCK_FUTEX_PI;
+    s.lock = LockWait{
+        val.max_ns, (key.flags & RWSEM_WAIT_WRITE) != 0,
+        valid_utf8(futex ? sym.user_data(key.tgid, key.user_stack, key.lock)
+                         : describe_lock(key.lock, key.flags,
+                                         sym.kernel_symbols(), kinds)),
+        kinds ? lock_kind_name(key.kind) : std::string()};
+    // A futex's holder is always known; its stacks with --wakers only.
+    if (futex && !raw.holder_stacks)
+      s.lock->holder = holder_name(key.waker, raw.wakers);
+    else if (key.waker != OFFCPU_WAKER_NONE)
       s.waker =
           name_waker(profile, key.waker, raw.wakers, raw.stacks, sym, show);
     profile.samples.push_back(std::move(s));

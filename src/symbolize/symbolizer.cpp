@@ -506,6 +506,7 @@ bool Symbolizer::past_deadline() const {
 // The per-file budgets, and no reading past the end of the run's.
 SymbolLimits Symbolizer::limits_now() const {
   SymbolLimits limits;
+  limits.data_symbols = data_symbols_;
   if (deadline_ns_) {
     const uint64_t now = monotonic_ns();
     limits.max_ns =
@@ -907,6 +908,51 @@ std::string Symbolizer::user_frame(uint32_t tgid, uint64_t addr,
 // A frame in a file as "file+0xOFFSET" (the address as the stack holds
 // it, file-relative); code outside files is named as usual: no server
 // could read it later.
+namespace {
+
+// Where an unnamed futex word lies: " in libfoo.so", " heap", " stack"...
+std::string futex_place(const Mapping *m) {
+  if (!m)
+    return "";
+  if (m->is_file())
+    return " in " + m->display_name();
+  if (m->path.size() > 2 && m->path.front() == '[' && m->path.back() == ']')
+    return " " + m->path.substr(1, m->path.size() - 2);
+  return m->path.empty() ? " anon" : " " + m->path;
+}
+
+} // namespace
+
+std::string Symbolizer::user_data(uint32_t tgid, uint64_t stack_id,
+                                  uint64_t addr) {
+  select_stack(tgid, stack_id);
+  const std::vector<Mapping> &maps = maps_of(tgid);
+  const Mapping *m = find_mapping(maps, addr);
+  // Zero-filled memory right after a file's last mapping is its .bss.
+  const Mapping *file = m;
+  if (m && !m->is_file() && m->path.empty() && m > maps.data() &&
+      (m - 1)->end == m->start && (m - 1)->is_file())
+    file = m - 1;
+  if (file && file->is_file())
+    if (ElfFile *elf = elf_for(tgid, *file)) {
+      auto bias =
+          elf->load_bias(file->start, file->offset, file->end - file->start);
+      const ElfSymbol *sym = bias ? elf->find_data(addr - *bias) : nullptr;
+      if (sym) {
+        std::string name(sym->name);
+        if (uint64_t off = addr - *bias - sym->addr) {
+          char buf[32];
+          snprintf(buf, sizeof(buf), "+0x%" PRIx64, off);
+          name += buf;
+        }
+        return name;
+      }
+    }
+  char buf[48];
+  snprintf(buf, sizeof(buf), "[futex 0x%" PRIx64, addr);
+  return buf + futex_place(file && file->is_file() ? file : m) + "]";
+}
+
 std::string Symbolizer::raw_user_address(uint32_t tgid, uint64_t addr,
                                          uint64_t lookup,
                                          const ModuleInfo **where) {

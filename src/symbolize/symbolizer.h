@@ -148,6 +148,13 @@ public:
   std::string user_frame(uint32_t tgid, uint64_t addr, bool is_return_address,
                          const ModuleInfo **module = nullptr,
                          Mapping *mapping = nullptr);
+  // A user-space lock (offcpu lock --futex): the data object in the file
+  // mapped at `addr` (or in the zero-filled memory after it, .bss) as
+  // "name" or "name+0x8"; else "[futex 0x... in libfoo.so]", "[futex 0x...
+  // heap]"... by mapping. Named with the maps `stack_id` was taken under.
+  // Needs set_data_symbols before any file is read.
+  std::string user_data(uint32_t tgid, uint64_t stack_id, uint64_t addr);
+  void set_data_symbols(bool on) { data_symbols_ = on; }
   // Off (--no-symbolize): frames in files are not looked up, only shown as
   // "file+0xOFFSET", for a pprof server to name by build id.
   void set_symbolize_user(bool on) { symbolize_user_ = on; }
@@ -270,6 +277,7 @@ private:
   // Reads DWARF off the main thread, within the run's DWARF budget.
   DwarfLoader dwarf_loader_;
   SourceOptions source_;
+  bool data_symbols_ = false; // data objects read too (user_data)
   std::unique_ptr<Debuginfod> debuginfod_;
   // CRCs of debug files (util/debug_file.h).
   CrcBudget crc_budget_;

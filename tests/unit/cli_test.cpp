@@ -231,6 +231,13 @@ TEST(Cli, LockKindsSleepingByDefaultSpinOnRequest) {
             (1u << OFFCPU_LOCK_MUTEX) | (1u << OFFCPU_LOCK_MUTEX_SPIN));
   EXPECT_EQ(parse({"lock", "-Y", "rwsem:write"}).lock.lock_kinds,
             1u << OFFCPU_LOCK_RWSEM_WRITE);
+  // --futex adds the user-space kinds; -Y futex:pi is the PI ones alone.
+  EXPECT_EQ(parse({"lock", "--futex"}).lock.lock_kinds,
+            uint32_t{OFFCPU_LOCK_SLEEPING | OFFCPU_LOCK_FUTEXES});
+  EXPECT_EQ(parse({"lock", "-Y", "futex:pi"}).lock.lock_kinds,
+            1u << OFFCPU_LOCK_FUTEX_PI);
+  EXPECT_EQ(parse({"lock", "-Y", "futex", "--futex"}).lock.lock_kinds,
+            uint32_t{OFFCPU_LOCK_FUTEXES});
   auto f = parse({"lock", "-t", "150", "-m", "10", "-M", "20", "-k"});
   EXPECT_EQ(f.lock.tids, std::vector<uint32_t>{150});
   EXPECT_EQ(f.lock.min_wait_us, 10u);
@@ -240,13 +247,28 @@ TEST(Cli, LockKindsSleepingByDefaultSpinOnRequest) {
 
 TEST(Cli, LockBadInput) {
   std::string msg;
-  EXPECT_EQ(usage_exit({"lock", "-Y", "futex"}, &msg), kExitUsage);
-  EXPECT_NE(msg.find("unknown lock kind 'futex'"), std::string::npos) << msg;
+  EXPECT_EQ(usage_exit({"lock", "-Y", "mutexes"}, &msg), kExitUsage);
+  EXPECT_NE(msg.find("unknown lock kind 'mutexes'"), std::string::npos) << msg;
   EXPECT_EQ(msg.find('\n'), std::string::npos) << msg;
   EXPECT_EQ(usage_exit({"lock", "-m", "20", "-M", "10"}), kExitUsage);
   EXPECT_EQ(usage_exit({"lock", "-u", "-k"}), kExitUsage);
   EXPECT_EQ(usage_exit({"lock", "-p", "999"}), kExitUsage);
   EXPECT_EQ(usage_exit({"lock", "0"}), kExitUsage);
+}
+
+// futex(2)'s waiting commands, with FUTEX_PRIVATE_FLAG (128) and
+// FUTEX_CLOCK_REALTIME (256) or not; wakes and requeues are no waits.
+TEST(Cli, FutexOpsToKinds) {
+  for (uint64_t flags : {0u, 128u, 256u, 384u}) {
+    EXPECT_EQ(offcpu_futex_kind_of(0 | flags), OFFCPU_LOCK_FUTEX); // WAIT
+    EXPECT_EQ(offcpu_futex_kind_of(9 | flags), OFFCPU_LOCK_FUTEX); // BITSET
+    EXPECT_EQ(offcpu_futex_kind_of(6 | flags), OFFCPU_LOCK_FUTEX_PI);
+    EXPECT_EQ(offcpu_futex_kind_of(13 | flags), OFFCPU_LOCK_FUTEX_PI);
+    EXPECT_EQ(offcpu_futex_kind_of(11 | flags), OFFCPU_LOCK_FUTEX_PI);
+    for (uint64_t cmd : {1u, 3u, 4u, 5u, 7u, 8u, 10u, 12u})
+      EXPECT_EQ(offcpu_futex_kind_of(cmd | flags), uint32_t{OFFCPU_LOCK_KINDS});
+  }
+  EXPECT_EQ(lock_kind_name(OFFCPU_LOCK_FUTEX_PI), "futex:pi");
 }
 
 // The kinds' names, both ways (reports and -Y).

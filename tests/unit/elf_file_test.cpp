@@ -8,11 +8,21 @@
 
 #include <functional>
 #include <map>
+#include <memory>
+#include <regex>
 
 #include "support/elf_writer.h"
 #include "support/process.h"
 #include "symbolize/elf_file.h"
 #include "symbolize/symbolizer.h"
+
+// Data objects of this test binary, for the futex words' names: one in
+// .data, one in .bss large enough to reach past the file's last page (into
+// the zero-filled mapping after it).
+extern "C" {
+int offcpu_test_data_word[4] = {1, 2, 3, 4};
+char offcpu_test_bss_block[1 << 20];
+}
 
 namespace offcpu {
 namespace {
@@ -307,6 +317,29 @@ TEST(SymbolBudget, DynsymIsReadOnlyWithoutSymtab) {
   EXPECT_TRUE(elf->has_symtab());
   ASSERT_EQ(elf->symbol_count(), 1u);
   EXPECT_EQ(elf->symbols()[0].name, "from_symtab");
+}
+
+// offcpu lock --futex: a futex word is named by the data object holding
+// it, .bss included; outside any, by its mapping.
+TEST(ElfDataSymbols, FutexWordsNamedByTheirVariable) {
+  Symbolizer sym(system_files(), KernelSymbols{});
+  sym.set_data_symbols(true);
+  const auto me = static_cast<uint32_t>(getpid());
+  auto at = [](const void *p) { return reinterpret_cast<uint64_t>(p); };
+  EXPECT_EQ(sym.user_data(me, 0, at(&offcpu_test_data_word[0])),
+            "offcpu_test_data_word");
+  EXPECT_EQ(sym.user_data(me, 0, at(&offcpu_test_data_word[2])),
+            "offcpu_test_data_word+0x8");
+  EXPECT_EQ(sym.user_data(me, 0, at(&offcpu_test_bss_block[600000])),
+            "offcpu_test_bss_block+0x927c0");
+  auto on_heap = std::make_unique<int>(0);
+  EXPECT_TRUE(std::regex_match(sym.user_data(me, 0, at(on_heap.get())),
+                               std::regex("\\[futex 0x[0-9a-f]+ heap\\]")))
+      << sym.user_data(me, 0, at(on_heap.get()));
+  int on_stack = 0;
+  EXPECT_TRUE(std::regex_match(sym.user_data(me, 0, at(&on_stack)),
+                               std::regex("\\[futex 0x[0-9a-f]+ stack\\]")))
+      << sym.user_data(me, 0, at(&on_stack));
 }
 
 } // namespace

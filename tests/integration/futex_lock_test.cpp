@@ -1,0 +1,236 @@
+// `offcpu lock --futex` end to end, as root, against a workload of our own
+// (tests/workloads/futex_contend.c): worker threads contend one global
+// pthread mutex, each holding it asleep for a known time in a named
+// function. The wait is named by the mutex's symbol (big_lock, pi_lock)
+// under the kind futex or futex:pi; its total agrees with a bpftrace script
+// summing the same futex calls over the same window and with the
+// workload's own measure of its waits; the holder is another worker.
+#include <gtest/gtest.h>
+
+#include <signal.h>
+#include <sys/mount.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <fstream>
+#include <iterator>
+#include <regex>
+
+#include "support/folded_parse.h"
+#include "support/process.h"
+#include "support/root_fixture.h"
+
+namespace offcpu {
+namespace {
+
+class FutexLock : public test::RootTest {};
+
+// The workload, with the futex word's address and its own running total.
+class Contender {
+public:
+  explicit Contender(const std::string &mode) {
+    proc_ = std::make_unique<test::Subprocess>(
+        std::vector<std::string>{WORKLOAD_FUTEX_CONTEND, mode, "4", "2000"});
+    auto line = proc_->read_line(10);
+    std::smatch m;
+    if (!line ||
+        !std::regex_match(*line, m, std::regex("ready (\\d+) (0x[0-9a-f]+)")))
+      throw std::runtime_error("futex_contend did not start");
+    pid_ = std::stoi(m[1]);
+    word_ = m[2];
+  }
+  int pid() const { return pid_; }
+  const std::string &word() const { return word_; }
+
+  // Its "W NOW WAITED" lines, once it is stopped.
+  std::string stop() {
+    proc_->signal(SIGKILL);
+    return proc_->wait(30).out;
+  }
+
+private:
+  std::unique_ptr<test::Subprocess> proc_;
+  int pid_ = 0;
+  std::string word_;
+};
+
+bool ensure_tracefs() {
+  if (access("/sys/kernel/tracing/events/syscalls", F_OK) == 0)
+    return true;
+  mount("nodev", "/sys/kernel/tracing", "tracefs", 0, nullptr);
+  return access("/sys/kernel/tracing/events/syscalls", F_OK) == 0;
+}
+
+// offcpu's window, from its -v line "traced from A to B ns".
+bool window_of(const std::string &err, uint64_t &from, uint64_t &to) {
+  std::smatch w;
+  if (!std::regex_search(err, w, std::regex("traced from (\\d+) to (\\d+) ns")))
+    return false;
+  from = std::stoull(w[1]);
+  to = std::stoull(w[2]);
+  return true;
+}
+
+// Of lines "PREFIX TIME TOTAL", how much TOTAL grew between two times, us.
+double growth_us(const std::string &out, const std::string &prefix,
+                 uint64_t from, uint64_t to) {
+  auto total_at = [&](uint64_t when) {
+    uint64_t value = 0;
+    std::regex tick(prefix + " (\\d+) (\\d+)");
+    for (auto it = std::sregex_iterator(out.begin(), out.end(), tick);
+         it != std::sregex_iterator(); ++it)
+      if (std::stoull((*it)[1]) <= when)
+        value = std::stoull((*it)[2]);
+    return value;
+  };
+  return static_cast<double>(total_at(to) - total_at(from)) / 1000.0;
+}
+
+// bpftrace's running total, in ns, of the time the workload's threads
+// spent in futex calls that wait (FUTEX_WAIT, WAIT_BITSET, LOCK_PI,
+// LOCK_PI2, with or without FUTEX_PRIVATE_FLAG) on its lock's word.
+class BpftraceFutex {
+public:
+  BpftraceFutex(int pid, const std::string &word) {
+    std::string script =
+        "tracepoint:syscalls:sys_enter_futex /pid == " + std::to_string(pid) +
+        " && args->uaddr == " + word +
+        " && ((args->op & 127) == 0 || (args->op & 127) == 9 || "
+        "(args->op & 127) == 6 || (args->op & 127) == 13)/ "
+        "{ @s[tid] = nsecs; }\n"
+        "tracepoint:syscalls:sys_exit_futex /@s[tid]/ "
+        "{ @t = @t + (nsecs - @s[tid]); delete(@s[tid]); }\n"
+        "interval:ms:20 { printf(\"T %llu %llu\\n\", nsecs, @t); }\n";
+    proc_ = std::make_unique<test::Subprocess>(
+        std::vector<std::string>{"/usr/bin/bpftrace", "-e", script});
+    for (double t0 = test::now_seconds();
+         !attached_ && test::now_seconds() - t0 < 30;) {
+      auto line = proc_->read_line(1);
+      attached_ = line && line->rfind("T ", 0) == 0;
+    }
+  }
+  bool attached() const { return attached_; }
+  std::string stop() {
+    test::sleep_seconds(0.2);
+    proc_->signal(SIGINT);
+    return proc_->wait(30).out;
+  }
+
+private:
+  std::unique_ptr<test::Subprocess> proc_;
+  bool attached_ = false;
+};
+
+std::string read_file(const std::string &path) {
+  std::ifstream in(path);
+  return std::string((std::istreambuf_iterator<char>(in)),
+                     std::istreambuf_iterator<char>());
+}
+
+// The kind and lock frames: the last two, or the two before a "--".
+std::pair<std::string, std::string> kind_and_lock(const test::FoldedLine &l) {
+  int end = test::frame_index(l, "--");
+  size_t n = end >= 0 ? static_cast<size_t>(end) : l.frames.size();
+  if (n < 2)
+    return {};
+  return {l.frames[n - 2], l.frames[n - 1]};
+}
+
+// A contended global pthread_mutex_t: its waits are named big_lock, in
+// take_big_lock; their total is bpftrace's (the same futex calls, entry to
+// exit) and the workload's own (around pthread_mutex_lock), within
+// margins: offcpu counts only the time asleep.
+TEST_F(FutexLock, GlobalMutexNamedAndTotalsAgree) {
+  if (access("/usr/bin/bpftrace", X_OK) != 0)
+    GTEST_SKIP() << "bpftrace (Debian package bpftrace) is not installed";
+  if (!ensure_tracefs())
+    GTEST_SKIP() << "tracefs with syscall events cannot be mounted";
+  Contender w("mutex");
+  BpftraceFutex bpftrace(w.pid(), w.word());
+  ASSERT_TRUE(bpftrace.attached()) << "bpftrace did not start";
+  auto ours = test::run({OFFCPU_BIN, "lock", "-p", std::to_string(w.pid()),
+                         "--futex", "-Y", "futex", "-v", "-f", "3"},
+                        60);
+  std::string theirs = bpftrace.stop();
+  std::string own = w.stop();
+  ASSERT_EQ(ours.exit_code, 0) << ours.err;
+  uint64_t from = 0, to = 0;
+  ASSERT_TRUE(window_of(ours.err, from, to)) << ours.err;
+  auto lines = test::parse_folded(ours.out);
+  ASSERT_FALSE(lines.empty()) << ours.err;
+  double named_us = 0, all_us = 0;
+  for (const auto &l : lines) {
+    auto [kind, lock] = kind_and_lock(l);
+    EXPECT_EQ(kind, "futex") << l.text;
+    all_us += static_cast<double>(l.value);
+    if (lock == "big_lock" && test::frame_index(l, "take_big_lock") >= 0)
+      named_us += static_cast<double>(l.value);
+  }
+  // Nearly all of it: the main thread's own sleeps are no futex waits.
+  EXPECT_GT(named_us, all_us * 0.9) << ours.out;
+  double bpftrace_us = growth_us(theirs, "T", from, to);
+  double own_us = growth_us(own, "W", from, to);
+  std::cerr << "big_lock waits: offcpu " << named_us << " us, bpftrace "
+            << bpftrace_us << " us, workload " << own_us << " us\n";
+  // 4 workers, each asleep holding it 2 ms of every 2.5: seconds of waits.
+  EXPECT_GT(bpftrace_us, 1e6);
+  EXPECT_NEAR(named_us, bpftrace_us, bpftrace_us * 0.2);
+  EXPECT_NEAR(named_us, own_us, own_us * 0.25);
+}
+
+// A PTHREAD_PRIO_INHERIT mutex: FUTEX_LOCK_PI, kind futex:pi, pi_lock; its
+// rt_mutex contention inside the call is not counted again as rtmutex.
+// The text report names the holder, another worker.
+TEST_F(FutexLock, PiMutexAndItsHolder) {
+  Contender w("pi");
+  auto r = test::run({OFFCPU_BIN, "lock", "-p", std::to_string(w.pid()),
+                      "--futex", "-v", "-o", dir_ + "/out.folded", "-o",
+                      dir_ + "/out.txt", "2"},
+                     60);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto lines = test::parse_folded(read_file(dir_ + "/out.folded"));
+  ASSERT_FALSE(lines.empty()) << r.err;
+  uint64_t pi = 0;
+  for (const auto &l : lines) {
+    auto [kind, lock] = kind_and_lock(l);
+    EXPECT_NE(kind, "rtmutex") << l.text;
+    if (kind == "futex:pi" && lock == "pi_lock" &&
+        test::frame_index(l, "take_big_lock") >= 0)
+      pi += l.value;
+  }
+  EXPECT_GT(pi, 500000u) << read_file(dir_ + "/out.folded");
+  std::string text = read_file(dir_ + "/out.txt");
+  EXPECT_TRUE(std::regex_search(
+      text, std::regex("us  futex:pi +pi_lock +take_big_lock\n")))
+      << text;
+  EXPECT_TRUE(std::regex_search(
+      text, std::regex("top holder fc_worker \\(\\d+\\): woke waits of")))
+      << text;
+}
+
+// --wakers: the holder's stacks after a "--" frame, its comm last: a worker
+// releasing the lock in pthread_mutex_unlock's futex wake.
+TEST_F(FutexLock, HolderStacksWithWakers) {
+  Contender w("mutex");
+  auto r = test::run({OFFCPU_BIN, "lock", "-p", std::to_string(w.pid()), "-Y",
+                      "futex", "--wakers", "-f", "2"},
+                     60);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto lines = test::parse_folded(r.out);
+  ASSERT_FALSE(lines.empty()) << r.err;
+  uint64_t by_worker = 0, total = 0;
+  for (const auto &l : lines) {
+    total += l.value;
+    int delim = test::frame_index(l, "--");
+    bool in_worker =
+        delim >= 0 && std::find(l.frames.begin() + delim, l.frames.end(),
+                                "worker") != l.frames.end();
+    if (kind_and_lock(l).second == "big_lock" && in_worker &&
+        l.frames.back() == "fc_worker")
+      by_worker += l.value;
+  }
+  EXPECT_GT(by_worker, total * 8 / 10) << r.out;
+}
+
+} // namespace
+} // namespace offcpu

@@ -1,0 +1,94 @@
+#!/bin/bash
+# BPF cost of `offcpu lock --futex` per futex event against bpftrace
+# scripts doing the same aggregation (issue #30's budget: at most 0.5x),
+# on the test suite's futex_contend workload (4 threads contending one
+# pthread mutex, each holding it 200 us asleep).
+#   sudo tools/bench/futex_lock.sh [build dir, default build] [seconds] [rounds]
+# Per tool and round: the run_time_ns of every BPF program the tool loaded
+# (kernel.bpf_stats_enabled), over the futex calls its sys_enter_futex
+# program saw, in the same seconds; the tools alternate, and the median of
+# the rounds is printed with the load average. offcpu's sched_switch and
+# sched_waking programs run for every switch and wakeup of the machine:
+# their cost is in its total.
+set -euo pipefail
+build=${1:-build}
+secs=${2:-5}
+rounds=${3:-3}
+was=$(sysctl -n kernel.bpf_stats_enabled)
+sysctl -q kernel.bpf_stats_enabled=1
+"$build/tests/futex_contend" mutex 4 200 >/dev/null &
+wl=$!
+tool=
+trap 'sysctl -q kernel.bpf_stats_enabled="$was"; kill $wl 2>/dev/null || true;
+      [ -n "$tool" ] && kill "$tool" 2>/dev/null || true' EXIT
+sleep 0.5
+waits='(args->op & 127) == 0 || (args->op & 127) == 9 || (args->op & 127) == 6 || (args->op & 127) == 13 || (args->op & 127) == 11'
+# The same aggregation: time in the waiting calls by thread, name, word and
+# user stack (bpftrace_ustack), or without the stack (bpftrace).
+bt_ustack="tracepoint:syscalls:sys_enter_futex /pid == $wl && ($waits)/ { @s[tid] = nsecs; @a[tid] = args->uaddr; @u[tid] = ustack; }
+tracepoint:syscalls:sys_exit_futex /@s[tid]/ { @w[pid, tid, comm, @a[tid], @u[tid]] = sum(nsecs - @s[tid]); delete(@s[tid]); delete(@a[tid]); delete(@u[tid]); }"
+bt_plain="tracepoint:syscalls:sys_enter_futex /pid == $wl && ($waits)/ { @s[tid] = nsecs; @a[tid] = args->uaddr; }
+tracepoint:syscalls:sys_exit_futex /@s[tid]/ { @w[pid, tid, comm, @a[tid]] = sum(nsecs - @s[tid]); delete(@s[tid]); delete(@a[tid]); }"
+
+# "RUNTIME_NS EVENTS" of the programs process $1 holds (found through
+# its descriptors' fdinfo; events: the run count of its sys_enter_futex
+# program).
+stats() {
+  bpftool prog show -j | python3 -c '
+import glob, json, sys
+ids = set()
+for f in glob.glob(f"/proc/{sys.argv[1]}/fdinfo/*"):
+    try:
+        for line in open(f):
+            if line.startswith("prog_id:"):
+                ids.add(int(line.split()[1]))
+    except OSError:
+        pass
+ns = events = 0
+for p in json.load(sys.stdin):
+    if p["id"] not in ids:
+        continue
+    ns += p.get("run_time_ns", 0)
+    name = p.get("name", "")
+    if "enter" in name and "waitv" not in name and "futex2" not in name:
+        events += p.get("run_cnt", 0)
+print(ns, events)' "$1"
+}
+
+measure() { # name, command...
+  local name=$1
+  shift
+  "$@" >/dev/null 2>&1 &
+  tool=$!
+  sleep 2 # loaded and attached
+  read -r ns0 ev0 < <(stats "$tool")
+  sleep "$secs"
+  read -r ns1 ev1 < <(stats "$tool")
+  kill -INT "$tool" 2>/dev/null || true
+  wait "$tool" 2>/dev/null || true
+  tool=
+  python3 -c "import sys; n, e = $ns1 - $ns0, $ev1 - $ev0; print(f'$name {n / e if e else 0:.0f} {e}')"
+}
+
+declare -A rows
+for r in $(seq "$rounds"); do
+  for t in offcpu bpftrace_ustack bpftrace; do
+    case $t in
+    offcpu) line=$(measure offcpu "$build/offcpu" lock -p "$wl" -Y futex -f "$((secs + 4))") ;;
+    bpftrace_ustack) line=$(measure bpftrace_ustack bpftrace -e "$bt_ustack") ;;
+    bpftrace) line=$(measure bpftrace bpftrace -e "$bt_plain") ;;
+    esac
+    rows[$t]+="${line#* } "
+  done
+done
+echo "load average: $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "BPF ns per futex call (median of $rounds rounds of ${secs} s; calls per round):"
+for t in offcpu bpftrace_ustack bpftrace; do
+  python3 -c "
+import statistics, sys
+v = sys.argv[2].split()
+ns = [float(x) for x in v[0::2]]
+ev = [int(x) for x in v[1::2]]
+print(f'  {sys.argv[1]:16} {statistics.median(ns):8.0f} ns   ({\", \".join(map(str, ev))} calls)')
+" "$t" "${rows[$t]}"
+done
