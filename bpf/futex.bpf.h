@@ -4,20 +4,22 @@
  * address, with the thread whose wakeup ended the sleep (the holder that
  * called FUTEX_WAKE or FUTEX_UNLOCK_PI).
  *
- * The system call's entry and exit mark the wait; sched_switch measures
- * the part of it spent asleep (from a switch-out in a sleeping state to the
- * next switch-in), so the time is off-CPU time: not the call's own work,
- * not a PI lock's optimistic spinning on its owner, not the time it ran
- * preempted. A call that never slept (the word had changed: EAGAIN) is no
- * wait. The user stack is walked at the first sleep, when the wait is known
- * to be one.
+ * All from sched_switch, no system-call tracepoint: a thread going to
+ * sleep inside a system call still has the call's number and arguments in
+ * the registers it saved on entry (orig_ax, di, si), so the switch-out
+ * says whether it is a futex wait, on which word, with which op; its
+ * switch-in ends the wait. The time is then exactly the off-CPU part of
+ * the call: not its own work, not a PI lock's optimistic spinning, not a
+ * call that never slept (the word had changed: EAGAIN). The per-call
+ * tracepoints (syscalls:sys_enter_futex/sys_exit_futex) would add two
+ * programs and a hash update and delete to every futex call, wakes and
+ * uncontended ones included, and raw_syscalls a program to every system
+ * call of the machine; measured in tools/bench/futex_lock.sh.
  *
- * Entry and exit come from the per-system-call tracepoints
- * (syscalls:sys_enter_futex...), which run only for futex calls; the
- * raw_syscalls ones would run a program on every system call of the
- * machine to keep one in a few hundred (futex_waitv: 5.16+, futex_wait: 6.7+;
- * attached where present). They need tracefs (CONFIG_FTRACE_SYSCALLS,
- * every distribution kernel). */
+ * A wait in progress lives in the thread's task storage (5.11+; freed with
+ * the thread, no table to fill), beside the memo that lets a thread
+ * blocking again at the same place reuse its user stack; at stop, the
+ * futex_open iterator reads back the waits still asleep. */
 #ifndef OFFCPU_FUTEX_BPF_H
 #define OFFCPU_FUTEX_BPF_H
 
@@ -29,15 +31,17 @@
 #include "user_unwind.bpf.h"
 #include "waker.bpf.h"
 
-/* Waits in progress by thread id: bounded (a thread that finds it full is
- * not traced, counted as OFFCPU_LOST_START_STORE), and readable from user
- * space at stop, where the sleeps still open are charged. */
+struct futex_task {
+  struct offcpu_futex_start w;
+  struct uw_memo_set memo; /* its last user walks, reused while they hold */
+};
+
 struct {
-  __uint(type, BPF_MAP_TYPE_HASH);
-  __uint(max_entries, 16384);
-  __type(key, __u32);
-  __type(value, struct offcpu_futex_start);
-} futex_starts SEC(".maps");
+  __uint(type, BPF_MAP_TYPE_TASK_STORAGE);
+  __uint(map_flags, BPF_F_NO_PREALLOC);
+  __type(key, int);
+  __type(value, struct futex_task);
+} futex_tasks SEC(".maps");
 
 /* Totals by (process, thread, futex word, user stack, holder): bounded by
  * --max-entries; a wait that finds it full is counted as
@@ -49,49 +53,92 @@ struct {
   __type(value, struct rwsem_value);
 } futex_waits SEC(".maps");
 
-/* Whether thread `pid` is in a futex wait of `kind` (a PI futex's rt_mutex
- * contention is that wait, already counted as futex:pi). */
-static __always_inline bool in_futex_wait(__u32 pid, __u32 kind) {
-  struct offcpu_futex_start *w = bpf_map_lookup_elem(&futex_starts, &pid);
-  return w && w->kind == kind;
+/* The kind of futex wait the current system call of `t` is (its saved
+ * registers), with its futex word; OFFCPU_LOCK_KINDS if none. */
+static __always_inline __u32 futex_call_of(struct task_struct *t, __u64 *word) {
+  struct pt_regs *regs = (struct pt_regs *)bpf_task_pt_regs(t);
+  long nr = regs->orig_ax;
+  *word = regs->di;
+  if (nr == OFFCPU_NR_FUTEX)
+    return offcpu_futex_kind_of(regs->si);
+  if (nr == OFFCPU_NR_FUTEX_WAIT)
+    return OFFCPU_LOCK_FUTEX;
+  if (nr != OFFCPU_NR_FUTEX_WAITV)
+    return OFFCPU_LOCK_KINDS;
+  /* struct futex_waitv {u64 val; u64 uaddr; u32 flags, reserved}: the
+   * first word (which one wakes it is known only at the call's return). */
+  __u64 first = 0;
+  bpf_probe_read_user(&first, sizeof(first), (void *)(regs->di + 8));
+  *word = first;
+  return OFFCPU_LOCK_FUTEX;
 }
 
-/* The futex word a futex_waitv call was woken on: its return value is the
- * index of that entry in the array (struct futex_waitv: val, uaddr, flags,
- * reserved; uaddr at byte 8). A timeout or a signal: the first entry. */
-static __always_inline __u64 waitv_word(__u64 array, long ret) {
-  __u64 word = 0;
-  __u64 at = ret > 0 && ret < 128 ? (__u64)ret : 0;
-  bpf_probe_read_user(&word, sizeof(word), (void *)(array + at * 32 + 8));
-  return word;
+/* Whether the current task is inside a futex call of `kind`: a PI
+ * futex's rt_mutex contention is that wait, counted as futex:pi. */
+static __always_inline bool in_futex_call(__u32 kind) {
+  __u64 word;
+  return futex_call_of(bpf_get_current_task_btf(), &word) == kind;
 }
 
-static __always_inline void futex_enter(__u64 uaddr, __u32 kind, __u64 waitv) {
+/* A thread going to sleep (the current task, switching out): a futex wait
+ * begins if its system call is one that waits, of a kind traced. Its user
+ * stack is walked now, from the registers saved at the call's entry. */
+static __always_inline void futex_sleeps(struct task_struct *prev) {
+  /* The state field, not sched_switch's prev_state argument (5.18+): one
+   * program for every kernel; a wakeup racing with the switch shows as
+   * TASK_WAKING, still a sleep. Preempted, stopped, traced: no wait. */
+  unsigned int state =
+      bpf_core_field_exists(prev->__state) ? prev->__state : task_state(prev);
+  __u32 cls = offcpu_state_class(state);
+  if (cls != OFFCPU_STATE_S && cls != OFFCPU_STATE_D)
+    return;
+  __u64 word;
+  __u32 kind = futex_call_of(prev, &word);
   if (kind >= OFFCPU_LOCK_KINDS || !(lock_kinds & (1u << kind)))
     return;
-  struct task_struct *task = bpf_get_current_task_btf();
-  __u64 id = bpf_get_current_pid_tgid();
-  __u32 pid = (__u32)id, tgid = id >> 32;
-  if (!passes_task_filters(task, pid, tgid, true))
+  __u32 pid = prev->pid, tgid = prev->tgid;
+  if (!passes_task_filters(prev, pid, tgid, true))
     return;
-  struct offcpu_futex_start w = {};
-  w.uaddr = waitv ? waitv_word(waitv, 0) : uaddr;
-  w.waitv = waitv;
-  w.tgid = tgid;
-  w.kind = kind;
-  bpf_get_current_comm(&w.comm, sizeof(w.comm));
-  /* BPF_ANY: a call left without its exit seen (the thread was killed
-   * in it) is replaced by the next. */
-  if (bpf_map_update_elem(&futex_starts, &pid, &w, BPF_ANY))
+  struct futex_task *ft = bpf_task_storage_get(&futex_tasks, prev, 0,
+                                               BPF_LOCAL_STORAGE_GET_F_CREATE);
+  if (!ft) {
     count_loss(OFFCPU_LOST_START_STORE);
+    return;
+  }
+  struct offcpu_futex_start *w = &ft->w;
+  w->uaddr = word;
+  w->holder = 0;
+  w->tgid = tgid;
+  w->pid = pid;
+  w->kind = kind;
+  bpf_get_current_comm(&w->comm, sizeof(w->comm));
+  w->user_stack = 0;
+  if (want_user_stacks) {
+    __u32 partial = 0; /* not walked again later */
+    bool reused = false;
+    w->user_stack = user_fp_walk
+                        ? walk_user_stack_hook(prev, &partial, &ft->memo,
+                                               &reused, false, SCRATCH_HOOK)
+                        : OFFCPU_STACK_MISSED;
+    /* A reused stack was announced when it was walked. */
+    if (!reused && !announce(prev, tgid, w->user_stack))
+      uw_memo_forget(&ft->memo);
+  }
+  w->since_ns = bpf_ktime_get_ns();
 }
 
-static __always_inline void futex_charge(struct rwsem_key *key, __u64 ns) {
+/* A futex waiter switched back in: its sleep is charged. */
+static __always_inline void futex_wakes(struct futex_task *ft) {
+  struct offcpu_futex_start *w = &ft->w;
+  __u64 now = bpf_ktime_get_ns();
+  __u64 ns = now > w->since_ns ? now - w->since_ns : 0;
+  w->since_ns = 0;
   if (ns < min_wait_ns || ns > max_block_ns)
     return;
+  struct rwsem_key key = offcpu_futex_key_of(w, OFFCPU_WAKER_UNSEEN);
   struct rwsem_value zero = {};
   struct rwsem_value *val =
-      lookup_or_insert(&futex_waits, key, &zero, OFFCPU_LOST_AGG_MAP_FULL);
+      lookup_or_insert(&futex_waits, &key, &zero, OFFCPU_LOST_AGG_MAP_FULL);
   if (!val)
     return;
   __sync_fetch_and_add(&val->total_ns, ns);
@@ -99,20 +146,6 @@ static __always_inline void futex_charge(struct rwsem_key *key, __u64 ns) {
   if (ns > val->max_ns) /* racy by design: a max, not a sum */
     val->max_ns = ns;
   __sync_fetch_and_add(&val->hist[offcpu_hist_slot(ns)], 1);
-}
-
-static __always_inline void futex_exit(long ret) {
-  __u32 pid = (__u32)bpf_get_current_pid_tgid();
-  struct offcpu_futex_start *w = bpf_map_lookup_elem(&futex_starts, &pid);
-  if (!w)
-    return;
-  __u64 asleep = w->asleep_ns;
-  if (asleep) {
-    __u64 word = w->waitv ? waitv_word(w->waitv, ret) : w->uaddr;
-    struct rwsem_key key = offcpu_futex_key_of(w, pid, word);
-    futex_charge(&key, asleep);
-  }
-  bpf_map_delete_elem(&futex_starts, &pid);
 }
 
 /* The holder without its stacks (no --wakers): who it was, stored once
@@ -141,82 +174,13 @@ static __always_inline __u64 futex_light_holder(void) {
   return h;
 }
 
-/* ---- system call entry and exit ---- */
-
-SEC("tracepoint/syscalls/sys_enter_futex")
-int futex_sys_enter(struct trace_event_raw_sys_enter *ctx) {
-  futex_enter(ctx->args[0], offcpu_futex_kind_of(ctx->args[1]), 0);
-  return 0;
-}
-
-SEC("tracepoint/syscalls/sys_exit_futex")
-int futex_sys_exit(struct trace_event_raw_sys_exit *ctx) {
-  futex_exit(ctx->ret);
-  return 0;
-}
-
-SEC("tracepoint/syscalls/sys_enter_futex_waitv")
-int futex_waitv_enter(struct trace_event_raw_sys_enter *ctx) {
-  futex_enter(0, OFFCPU_LOCK_FUTEX, ctx->args[0]);
-  return 0;
-}
-
-SEC("tracepoint/syscalls/sys_exit_futex_waitv")
-int futex_waitv_exit(struct trace_event_raw_sys_exit *ctx) {
-  futex_exit(ctx->ret);
-  return 0;
-}
-
-/* futex_wait(2), 6.7+: one word, the futex2 flags. */
-SEC("tracepoint/syscalls/sys_enter_futex_wait")
-int futex2_wait_enter(struct trace_event_raw_sys_enter *ctx) {
-  futex_enter(ctx->args[0], OFFCPU_LOCK_FUTEX, 0);
-  return 0;
-}
-
-SEC("tracepoint/syscalls/sys_exit_futex_wait")
-int futex2_wait_exit(struct trace_event_raw_sys_exit *ctx) {
-  futex_exit(ctx->ret);
-  return 0;
-}
-
-/* ---- the sleeps inside ---- */
-
-/* A waiter going to sleep: the sleep's start, and at the first one its
- * user stack (the thread is still current, its stack frozen in the call). */
-static __always_inline void futex_sleeps(void *ctx, struct task_struct *prev) {
-  __u32 pid = prev->pid;
-  struct offcpu_futex_start *w = bpf_map_lookup_elem(&futex_starts, &pid);
-  if (!w || w->since_ns)
-    return;
-  /* Preempted (runnable): not a sleep. The state field, not sched_switch's
-   * prev_state argument (5.18+): one program for every kernel; a wakeup
-   * racing with the switch shows as TASK_WAKING, still not 0. */
-  unsigned int state =
-      bpf_core_field_exists(prev->__state) ? prev->__state : task_state(prev);
-  if (!state)
-    return;
-  w->since_ns = bpf_ktime_get_ns();
-  if (!want_user_stacks || w->user_stack)
-    return;
-  __u32 partial = 0; /* not walked again later */
-  w->user_stack = user_fp_walk ? walk_user_stack(prev, false, &partial)
-                               : take_current_stack(ctx, BPF_F_USER_STACK);
-  announce(prev, w->tgid, w->user_stack);
-}
-
 SEC("tp_btf/sched_switch")
 int BPF_PROG(futex_switch, bool preempt, struct task_struct *prev,
              struct task_struct *next) {
-  /* The clock is read only for a waiter (45-85 ns a read here). */
-  futex_sleeps(ctx, prev);
-  __u32 pid = next->pid;
-  struct offcpu_futex_start *w = bpf_map_lookup_elem(&futex_starts, &pid);
-  if (w && w->since_ns) {
-    __u64 now = bpf_ktime_get_ns();
-    w->asleep_ns += now > w->since_ns ? now - w->since_ns : 0;
-    w->since_ns = 0;
-  }
+  futex_sleeps(prev);
+  struct futex_task *ft = bpf_task_storage_get(&futex_tasks, next, 0, 0);
+  if (ft && ft->w.since_ns)
+    futex_wakes(ft);
   return 0;
 }
 
@@ -225,11 +189,24 @@ int BPF_PROG(futex_switch, bool preempt, struct task_struct *prev,
  * timer or signal otherwise). With --wakers, with its stacks. */
 SEC("tp_btf/sched_waking")
 int BPF_PROG(futex_waking, struct task_struct *p) {
-  __u32 pid = p->pid;
-  struct offcpu_futex_start *w = bpf_map_lookup_elem(&futex_starts, &pid);
-  if (!w || !w->since_ns || w->holder)
+  struct futex_task *ft = bpf_task_storage_get(&futex_tasks, p, 0, 0);
+  if (!ft || !ft->w.since_ns || ft->w.holder)
     return 0;
-  w->holder = want_wakers ? take_waker(ctx, NULL, false) : futex_light_holder();
+  ft->w.holder =
+      want_wakers ? take_waker(ctx, NULL, false) : futex_light_holder();
+  return 0;
+}
+
+/* At stop (run by user space after the hooks are detached): every wait
+ * still asleep, for user space to charge up to the end. */
+SEC("iter/task")
+int futex_open(struct bpf_iter__task *ctx) {
+  struct task_struct *task = ctx->task;
+  if (!task)
+    return 0;
+  struct futex_task *ft = bpf_task_storage_get(&futex_tasks, task, 0, 0);
+  if (ft && ft->w.since_ns)
+    bpf_seq_write(ctx->meta->seq, &ft->w, sizeof(ft->w));
   return 0;
 }
 

@@ -129,7 +129,7 @@ static __always_inline void wait_begin(void *ctx, __u64 lock, __u32 kind) {
   /* A PI futex's rt_mutex: the futex:pi wait it is part of counts it. */
   if (kind == OFFCPU_LOCK_RTMUTEX &&
       (lock_kinds & (1u << OFFCPU_LOCK_FUTEX_PI)) &&
-      in_futex_wait(pid, OFFCPU_LOCK_FUTEX_PI))
+      in_futex_call(OFFCPU_LOCK_FUTEX_PI))
     return;
   if (!open && !passes_task_filters(task, pid, tgid, false))
     return;

@@ -469,32 +469,41 @@ offcpu_futex_kind_of(__u64 op) {
   return OFFCPU_LOCK_KINDS;
 }
 
-/* A futex wait in progress (offcpu lock --futex), keyed by thread id: from
- * the system call's entry to its exit, with the time it spent asleep. */
+/* The x86-64 system calls that wait on futexes, as the task's saved
+ * orig_ax holds them while it sleeps inside one. futex_waitv and futex_wait
+ * have these numbers on every architecture (and in 32-bit processes). */
+#define OFFCPU_NR_FUTEX 202
+#define OFFCPU_NR_FUTEX_WAITV 449 /* 5.16+ */
+#define OFFCPU_NR_FUTEX_WAIT 455  /* 6.7+ */
+
+/* A futex wait in progress (offcpu lock --futex): a thread asleep inside a
+ * futex call since `since_ns`, kept in its task storage; the stop pass's
+ * iterator reads it back with `pid` set. */
 struct offcpu_futex_start {
   __u64 uaddr;      /* the futex word (futex_waitv: its first) */
-  __u64 waitv;      /* futex_waitv: its array of waiters; 0: not that call */
-  __u64 asleep_ns;  /* off CPU so far, in sleeps begun inside the call */
-  __u64 since_ns;   /* when the current sleep began; 0: on CPU */
-  __u64 user_stack; /* taken at its first sleep */
-  __u64 holder;     /* who woke it: an offcpu_waker id, or OFFCPU_WAKER_* */
+  __u64 since_ns;   /* when it went to sleep; 0: not asleep in one */
+  __u64 user_stack; /* walked as it went to sleep */
+  __u64 holder;     /* who woke it: an offcpu_waker id, or 0 */
   __u32 tgid;
+  __u32 pid;
   __u32 kind; /* OFFCPU_LOCK_FUTEX or _FUTEX_PI */
+  __u32 pad;
   char comm[OFFCPU_COMM_LEN];
 };
 
-/* The aggregation key of futex wait `w` of thread `pid` on `word`: built
- * alike by the BPF program at the call's exit and by user space for the
- * waits still asleep at stop. No kernel stack: it is the futex call's. */
+/* The aggregation key of futex wait `w`: built alike by the BPF program
+ * at the waiter's switch-in and by user space for the waits still asleep
+ * at stop (`unwoken`: the holder marker when no wakeup was seen). No kernel
+ * stack: it is always the futex call's. */
 static inline __attribute__((always_inline)) struct rwsem_key
-offcpu_futex_key_of(const struct offcpu_futex_start *w, __u32 pid, __u64 word) {
+offcpu_futex_key_of(const struct offcpu_futex_start *w, __u64 unwoken) {
   struct rwsem_key k;
   __builtin_memset(&k, 0, sizeof(k));
   k.tgid = w->tgid;
-  k.pid = pid;
+  k.pid = w->pid;
   k.user_stack = w->user_stack;
-  k.lock = word;
-  k.waker = w->holder ? w->holder : OFFCPU_WAKER_UNSEEN;
+  k.lock = w->uaddr;
+  k.waker = w->holder ? w->holder : unwoken;
   k.kind = w->kind;
   __builtin_memcpy(k.comm, w->comm, sizeof(k.comm));
   return k;

@@ -70,18 +70,12 @@
   X(offcpu_fork_raw)
 
 /* offcpu lock --futex: the lock object's (rwsem.bpf.c, futex.bpf.h)
- * programs, loaded and attached together; the optional ones where the
- * kernel has their system call (futex_waitv 5.16+, futex_wait 6.7+). */
+ * programs, loaded together; the hooks attached, the iterator run at stop.
+ * Its maps: futex_tasks (task storage), futex_waits (sized as waits). */
 #define OFFCPU_FUTEX_PROGS(X)                                                  \
-  X(futex_sys_enter)                                                           \
-  X(futex_sys_exit)                                                            \
   X(futex_switch)                                                              \
-  X(futex_waking)
-#define OFFCPU_FUTEX_OPTIONAL_PROGS(X)                                         \
-  X(futex_waitv_enter)                                                         \
-  X(futex_waitv_exit)                                                          \
-  X(futex2_wait_enter)                                                         \
-  X(futex2_wait_exit)
+  X(futex_waking)                                                              \
+  X(futex_open)
 
 /* Entries of each sized map; both loaders take these. */
 struct offcpu_map_sizes {

@@ -1,6 +1,7 @@
 #include "collect/rwsem_session.h"
 
 #include <bpf/bpf.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -12,6 +13,7 @@
 #include "collect/offcpu_objects.h"
 #include "rwsem.skel.h"
 #include "util/error.h"
+#include "util/fd.h"
 #include "util/signals.h"
 
 namespace offcpu {
@@ -71,7 +73,6 @@ int try_load(rwsem_bpf *skel, const RwsemConfig &o, const RwsemPlan &p,
 #define OFFCPU_FUTEX_AUTOLOAD(name)                                            \
   bpf_program__set_autoload(skel->progs.name, futex(o));
   OFFCPU_FUTEX_PROGS(OFFCPU_FUTEX_AUTOLOAD)
-  OFFCPU_FUTEX_OPTIONAL_PROGS(OFFCPU_FUTEX_AUTOLOAD)
 #undef OFFCPU_FUTEX_AUTOLOAD
 
   auto &pr = skel->progs;
@@ -175,8 +176,8 @@ RwsemSession::load(const RwsemConfig &opts, const std::vector<RwsemPlan> &plans,
       if (verbose)
         fprintf(stderr, "offcpu: lock waits traced with %s%s\n",
                 plan.describe().c_str(),
-                futex(opts) ? "; futex waits with syscalls:sys_enter_futex/"
-                              "sys_exit_futex and sched_switch"
+                futex(opts) ? "; futex waits from sched_switch (the system "
+                              "call a sleeping thread is in)"
                             : "");
       take_libbpf_messages();
       return session;
@@ -268,38 +269,15 @@ void RwsemSession::attach() {
   }
   if (bpf_program__autoload(p.rwsem_waking))
     attach_one(p.rwsem_waking, "sched_waking");
-  if (bpf_program__autoload(p.futex_sys_enter))
+  if (bpf_program__autoload(p.futex_switch))
     attach_futex();
   attached_ns_ = monotonic_ns();
 }
 
-// The futex programs. Their system-call tracepoints need tracefs: without
-// it the error says so. The newer system calls where the kernel has them.
+// The futex hooks (the iterator runs at stop).
 void RwsemSession::attach_futex() {
-  auto &p = skel_->progs;
-  try {
-    attach_one(p.futex_sys_enter, "syscalls:sys_enter_futex");
-  } catch (const FatalError &e) {
-    throw runtime_error(std::string(e.what()) +
-                        " (--futex needs tracefs mounted at /sys/kernel/"
-                        "tracing and a kernel with CONFIG_FTRACE_SYSCALLS)");
-  }
-  attach_one(p.futex_sys_exit, "syscalls:sys_exit_futex");
-  attach_one(p.futex_switch, "sched_switch");
-  attach_one(p.futex_waking, "sched_waking");
-  for (auto [enter, exit] :
-       {std::pair{p.futex_waitv_enter, p.futex_waitv_exit},
-        std::pair{p.futex2_wait_enter, p.futex2_wait_exit}}) {
-    bpf_link *in = bpf_program__attach(enter);
-    bpf_link *out = in ? bpf_program__attach(exit) : nullptr;
-    if (in)
-      links_.emplace_back(in);
-    if (out)
-      links_.emplace_back(out);
-    else if (in) // entries without exits would never be charged
-      links_.pop_back();
-  }
-  take_libbpf_messages(); // a system call this kernel lacks: not an error
+  attach_one(skel_->progs.futex_switch, "sched_switch");
+  attach_one(skel_->progs.futex_waking, "sched_waking");
 }
 
 bool RwsemSession::wait(uint64_t deadline,
@@ -380,6 +358,30 @@ RawLockWaits RwsemSession::drain() {
   return out;
 }
 
+// The futex_open iterator's records: every futex waiter still asleep.
+std::vector<offcpu_futex_start> RwsemSession::futex_asleep() const {
+  std::vector<offcpu_futex_start> out;
+  bpf_link *link = bpf_program__attach_iter(skel_->progs.futex_open, nullptr);
+  if (!link)
+    return out;
+  BpfLink held(link);
+  UniqueFd fd(bpf_iter_create(bpf_link__fd(link)));
+  std::string bytes;
+  char buf[4096];
+  ssize_t n;
+  while (fd && ((n = read(fd.get(), buf, sizeof(buf))) > 0 ||
+                (n < 0 && errno == EINTR)))
+    if (n > 0)
+      bytes.append(buf, static_cast<size_t>(n));
+  for (size_t at = 0; at + sizeof(offcpu_futex_start) <= bytes.size();
+       at += sizeof(offcpu_futex_start)) {
+    offcpu_futex_start w;
+    std::memcpy(&w, bytes.data() + at, sizeof(w));
+    out.push_back(w);
+  }
+  return out;
+}
+
 RawLockWaits RwsemSession::stop_and_drain() {
   uint64_t now = monotonic_ns();
   // Ended by a signal: at its time, not when the loop got to it.
@@ -404,21 +406,12 @@ RawLockWaits RwsemSession::stop_and_drain() {
       key.waker = OFFCPU_WAKER_STILL_WAITING;
     add_open_wait(out, key, delta, ids, waker_ids);
   }
-  // Futex calls not returned yet: their time asleep so far, the sleep
-  // under way included.
-  fd = bpf_map__fd(skel_->maps.futex_starts);
-  for (uint32_t tid : map_keys<uint32_t>(fd)) {
-    offcpu_futex_start w{};
-    if (bpf_map_lookup_elem(fd, &tid, &w) != 0 || w.since_ns >= now)
-      continue;
-    uint64_t asleep = w.asleep_ns + (w.since_ns ? now - w.since_ns : 0);
-    if (!asleep || asleep < min_wait_ns_)
-      continue;
-    rwsem_key key = offcpu_futex_key_of(&w, tid, w.uaddr);
-    if (!w.holder && w.since_ns)
-      key.waker = OFFCPU_WAKER_STILL_WAITING;
-    add_open_wait(out, key, asleep, ids, waker_ids);
-  }
+  // Futex waiters asleep now: charged up to the end too.
+  if (bpf_program__autoload(skel_->progs.futex_open))
+    for (const offcpu_futex_start &w : futex_asleep())
+      if (w.since_ns < now && now - w.since_ns >= min_wait_ns_)
+        add_open_wait(out, offcpu_futex_key_of(&w, OFFCPU_WAKER_STILL_WAITING),
+                      now - w.since_ns, ids, waker_ids);
   read_wakers(bpf_map__fd(skel_->maps.wakers), waker_ids, out.wakers, ids);
   read_stacks(bpf_map__fd(skel_->maps.stacks), ids, out.stacks);
   return out;

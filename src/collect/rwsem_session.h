@@ -58,6 +58,7 @@ private:
                uint64_t min_wait_ns);
   void attach_one(bpf_program *prog, const char *what);
   void attach_futex();
+  std::vector<offcpu_futex_start> futex_asleep() const;
 
   std::unique_ptr<rwsem_bpf, SkelDeleter> skel_;
   RwsemPlan plan_;

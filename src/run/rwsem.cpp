@@ -123,6 +123,8 @@ std::string kinds_traced(uint32_t kinds) {
     return "every sleeping kind";
   if (kinds == (OFFCPU_LOCK_SLEEPING | OFFCPU_LOCK_SPINNING))
     return "every kind, spinning too";
+  if (kinds == (OFFCPU_LOCK_SLEEPING | OFFCPU_LOCK_FUTEXES))
+    return "every sleeping kind and futexes";
   std::string out;
   for (uint32_t k = 0; k < OFFCPU_LOCK_KINDS; k++)
     if (kinds & (1u << k))

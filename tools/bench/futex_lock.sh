@@ -5,11 +5,12 @@
 # pthread mutex, each holding it 200 us asleep).
 #   sudo tools/bench/futex_lock.sh [build dir, default build] [seconds] [rounds]
 # Per tool and round: the run_time_ns of every BPF program the tool loaded
-# (kernel.bpf_stats_enabled), over the futex calls its sys_enter_futex
-# program saw, in the same seconds; the tools alternate, and the median of
-# the rounds is printed with the load average. offcpu's sched_switch and
-# sched_waking programs run for every switch and wakeup of the machine:
-# their cost is in its total.
+# (kernel.bpf_stats_enabled), over the workload's futex calls in the same
+# seconds (counted by perf stat on the syscalls:sys_enter_futex tracepoint,
+# no BPF); the tools alternate, and the median of the rounds is printed
+# with the load average. offcpu's sched_switch and sched_waking programs
+# run for every switch and wakeup of the machine: their cost is in its
+# total.
 set -euo pipefail
 build=${1:-build}
 secs=${2:-5}
@@ -30,9 +31,8 @@ tracepoint:syscalls:sys_exit_futex /@s[tid]/ { @w[pid, tid, comm, @a[tid], @u[ti
 bt_plain="tracepoint:syscalls:sys_enter_futex /pid == $wl && ($waits)/ { @s[tid] = nsecs; @a[tid] = args->uaddr; }
 tracepoint:syscalls:sys_exit_futex /@s[tid]/ { @w[pid, tid, comm, @a[tid]] = sum(nsecs - @s[tid]); delete(@s[tid]); delete(@a[tid]); }"
 
-# "RUNTIME_NS EVENTS" of the programs process $1 holds (found through
-# its descriptors' fdinfo; events: the run count of its sys_enter_futex
-# program).
+# The run_time_ns of the programs process $1 holds (found through its
+# descriptors' fdinfo).
 stats() {
   bpftool prog show -j | python3 -c '
 import glob, json, sys
@@ -44,15 +44,8 @@ for f in glob.glob(f"/proc/{sys.argv[1]}/fdinfo/*"):
                 ids.add(int(line.split()[1]))
     except OSError:
         pass
-ns = events = 0
-for p in json.load(sys.stdin):
-    if p["id"] not in ids:
-        continue
-    ns += p.get("run_time_ns", 0)
-    name = p.get("name", "")
-    if "enter" in name and "waitv" not in name and "futex2" not in name:
-        events += p.get("run_cnt", 0)
-print(ns, events)' "$1"
+print(sum(p.get("run_time_ns", 0) for p in json.load(sys.stdin)
+          if p["id"] in ids))' "$1"
 }
 
 measure() { # name, command...
@@ -61,20 +54,21 @@ measure() { # name, command...
   "$@" >/dev/null 2>&1 &
   tool=$!
   sleep 2 # loaded and attached
-  read -r ns0 ev0 < <(stats "$tool")
-  sleep "$secs"
-  read -r ns1 ev1 < <(stats "$tool")
+  ns0=$(stats "$tool")
+  calls=$(perf stat -x, -e syscalls:sys_enter_futex -p "$wl" -- sleep "$secs" 2>&1 |
+    grep sys_enter_futex | cut -d, -f1)
+  ns1=$(stats "$tool")
   kill -INT "$tool" 2>/dev/null || true
   wait "$tool" 2>/dev/null || true
   tool=
-  python3 -c "import sys; n, e = $ns1 - $ns0, $ev1 - $ev0; print(f'$name {n / e if e else 0:.0f} {e}')"
+  python3 -c "n, e = $ns1 - $ns0, ${calls:-0}; print(f'$name {n / e if e else 0:.0f} {e}')"
 }
 
 declare -A rows
 for r in $(seq "$rounds"); do
   for t in offcpu bpftrace_ustack bpftrace; do
     case $t in
-    offcpu) line=$(measure offcpu "$build/offcpu" lock -p "$wl" -Y futex -f "$((secs + 4))") ;;
+    offcpu) line=$(measure offcpu "$build/offcpu" lock -p "$wl" -Y futex -f 3600) ;;
     bpftrace_ustack) line=$(measure bpftrace_ustack bpftrace -e "$bt_ustack") ;;
     bpftrace) line=$(measure bpftrace bpftrace -e "$bt_plain") ;;
     esac
