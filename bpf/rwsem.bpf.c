@@ -19,6 +19,7 @@
 
 #include "announce.bpf.h"
 #include "futex.bpf.h"
+#include "children.bpf.h"
 #include "offcpu/shared.h"
 #include "settings.bpf.h"
 #include "stack_store.bpf.h"
@@ -33,13 +34,67 @@ char LICENSE[] SEC("license") = "Dual BSD/GPL";
  * want_user_stacks and want_kernel_stacks, and want_wakers (the holder's
  * release path that woke each waiter). */
 
-/* Start times keyed by thread id: a thread waits for one lock at a time. */
+/* Where each thread's open wait began (a thread waits for one lock at a
+ * time): in its task storage where the plan has it (use_task_storage: BTF
+ * programs on 5.11+), so that a begin or end costs no hash lookup and the
+ * record goes with the task; start_ns 0 there is no wait open. Else (older
+ * kernels, kprobe plans) in a hash map by thread id, full at 16,384
+ * threads waiting at once (counted as OFFCPU_LOST_START_STORE). */
+struct {
+  __uint(type, BPF_MAP_TYPE_TASK_STORAGE);
+  __uint(map_flags, BPF_F_NO_PREALLOC);
+  __type(key, int);
+  __type(value, struct rwsem_start);
+} lock_starts_task SEC(".maps");
+
 struct {
   __uint(type, BPF_MAP_TYPE_HASH);
   __uint(max_entries, 16384);
   __type(key, __u32);
   __type(value, struct rwsem_start);
 } starts SEC(".maps");
+
+/* The current task as a BTF pointer where task storage is used (every
+ * program then is BTF-typed), else NULL: kprobe programs use the hash. */
+static __always_inline struct task_struct *current_task_btf(void) {
+  return use_task_storage ? bpf_get_current_task_btf() : NULL;
+}
+
+/* The open wait of `task` (thread `pid`), or NULL. `task` may be NULL where
+ * the hash map is used. */
+static __always_inline struct rwsem_start *open_wait(struct task_struct *task,
+                                                     __u32 pid) {
+  if (!use_task_storage)
+    return bpf_map_lookup_elem(&starts, &pid);
+  if (!task)
+    return NULL;
+  struct rwsem_start *rec = bpf_task_storage_get(&lock_starts_task, task, 0, 0);
+  return rec && rec->start_ns ? rec : NULL;
+}
+
+static __always_inline void close_wait(struct rwsem_start *rec, __u32 pid) {
+  if (use_task_storage)
+    rec->start_ns = 0;
+  else
+    bpf_map_delete_elem(&starts, &pid);
+}
+
+/* Records a new wait of the current thread. */
+static __always_inline void open_new_wait(const struct rwsem_start *rec,
+                                          __u32 pid) {
+  if (use_task_storage) {
+    struct rwsem_start *ts =
+        bpf_task_storage_get(&lock_starts_task, bpf_get_current_task_btf(), 0,
+                             BPF_LOCAL_STORAGE_GET_F_CREATE);
+    if (ts)
+      *ts = *rec;
+    else
+      count_loss(OFFCPU_LOST_START_STORE);
+    return;
+  }
+  if (bpf_map_update_elem(&starts, &pid, rec, BPF_NOEXIST) == -OFFCPU_E2BIG)
+    count_loss(OFFCPU_LOST_START_STORE);
+}
 
 struct {
   __uint(type, BPF_MAP_TYPE_HASH);
@@ -63,12 +118,52 @@ static __always_inline __u64 own_mmap_lock(struct task_struct *task) {
   return (__u64)mm + bpf_core_field_offset(old->mmap_sem);
 }
 
+/* The slab cache an address lies in (6.12+), for naming the lock by its
+ * cache (`[ext4_inode_cache]`). Weak: kernels without the kfunc load the
+ * object with lock_slab_caches off, the call dropped as dead code. */
+extern struct kmem_cache *bpf_get_kmem_cache(__u64 addr) __ksym __weak;
+
+/* Only the BTF-typed programs call it (kprobes are for kernels older than
+ * it anyway). 0: not in a slab object, or not asked. */
+static __always_inline __u64 slab_cache_of(__u64 lock) {
+  if (!lock_slab_caches)
+    return 0;
+  return (__u64)bpf_get_kmem_cache(lock);
+}
+
+/* --holders: the task the lock's owner word names at contention begin. A
+ * mutex's owner word is the owning task with 3 flag bits (MUTEX_FLAGS); a
+ * rwsem's is its writer's with 2 (3 masked alike), bit 0 set when readers
+ * own it (then it names a reader, maybe gone: not reported). */
+static __always_inline void read_owner(struct rwsem_start *rec, __u64 lock,
+                                       __u32 kind) {
+  long word = 0;
+  if (kind == OFFCPU_LOCK_MUTEX || kind == OFFCPU_LOCK_MUTEX_SPIN) {
+    struct mutex *m = (void *)lock;
+    if (!bpf_core_field_exists(m->owner))
+      return; /* PREEMPT_RT: an rt_mutex inside */
+    bpf_probe_read_kernel(&word, sizeof(word), &m->owner);
+  } else if (kind == OFFCPU_LOCK_RWSEM_WRITE ||
+             kind == OFFCPU_LOCK_RWSEM_READ) {
+    struct rw_semaphore *sem = (void *)lock;
+    bpf_probe_read_kernel(&word, sizeof(word), &sem->owner);
+    if (word & 1)
+      return;
+  }
+  struct task_struct *owner = (void *)(word & ~7L);
+  if (!owner)
+    return;
+  rec->owner = BPF_CORE_READ(owner, pid);
+  bpf_probe_read_kernel_str(rec->owner_comm, sizeof(rec->owner_comm),
+                            owner->comm);
+}
+
 /* Ends the wait `pid` has open, charging it; `lock` 0: whichever lock
  * (the slow-path probes' returns do not know it). A contention_end for
  * another lock ends a nested contention not traced (the spinlock inside a
  * mutex's slow path), not this one. */
 static __always_inline void wait_end(__u32 pid, __u64 lock) {
-  struct rwsem_start *rec = bpf_map_lookup_elem(&starts, &pid);
+  struct rwsem_start *rec = open_wait(current_task_btf(), pid);
   if (!rec || (lock && rec->lock != lock))
     return;
   __u64 now = bpf_ktime_get_ns();
@@ -76,7 +171,7 @@ static __always_inline void wait_end(__u32 pid, __u64 lock) {
   struct rwsem_key key = rwsem_key_of(rec, pid);
   if (want_wakers && !key.waker)
     key.waker = OFFCPU_WAKER_UNSEEN;
-  bpf_map_delete_elem(&starts, &pid);
+  close_wait(rec, pid);
   if (delta < min_wait_ns || delta > max_block_ns)
     return;
 
@@ -106,13 +201,16 @@ static __always_inline void take_stacks(void *ctx, struct task_struct *task,
     rec->kernel_stack = take_current_stack(ctx, 0);
 }
 
-static __always_inline void wait_begin(void *ctx, __u64 lock, __u32 kind) {
+/* `typed`: called from a BTF-typed program (tp_btf, fentry), which may
+ * call kfuncs. */
+static __always_inline void wait_begin(void *ctx, __u64 lock, __u32 kind,
+                                       bool typed) {
   /* Read through probe reads: kprobe programs get no BTF task pointer. */
   struct task_struct *task = (struct task_struct *)bpf_get_current_task();
   __u64 id = bpf_get_current_pid_tgid();
   __u32 pid = (__u32)id, tgid = id >> 32;
   struct rwsem_start rec = {};
-  struct rwsem_start *open = bpf_map_lookup_elem(&starts, &pid);
+  struct rwsem_start *open = open_wait(current_task_btf(), pid);
   if (open) {
     /* The same contention again (a retry in the slow path): keep it. */
     if (open->lock != lock || open->kind == kind)
@@ -143,19 +241,23 @@ static __always_inline void wait_begin(void *ctx, __u64 lock, __u32 kind) {
                                                : 0;
   if (lock && lock == own_mmap_lock(task))
     rec.flags |= RWSEM_LOCK_IS_MMAP;
+  else if (typed)
+    rec.cache = slab_cache_of(lock);
+  if (want_wakers && lock)
+    read_owner(&rec, lock, kind);
+  if (key_cgroup)
+    rec.cgroup = bpf_get_current_cgroup_id();
   bpf_get_current_comm(&rec.comm, sizeof(rec.comm));
   if (!open)
     take_stacks(ctx, task, tgid, &rec);
-  if (bpf_map_update_elem(&starts, &pid, &rec, BPF_NOEXIST) == -OFFCPU_E2BIG)
-    count_loss(OFFCPU_LOST_START_STORE);
+  open_new_wait(&rec, pid);
 }
 
 /* A waiter being woken (--wakers): the first wakeup of its wait names the
  * waker, normally the holder releasing the lock (up_write, up_read). */
 SEC("tp_btf/sched_waking")
 int BPF_PROG(rwsem_waking, struct task_struct *p) {
-  __u32 pid = p->pid;
-  struct rwsem_start *rec = bpf_map_lookup_elem(&starts, &pid);
+  struct rwsem_start *rec = open_wait(p, p->pid);
   if (rec && !rec->waker)
     rec->waker = take_waker(ctx, NULL, false);
   return 0;
@@ -165,7 +267,7 @@ int BPF_PROG(rwsem_waking, struct task_struct *p) {
 
 SEC("tp_btf/contention_begin")
 int BPF_PROG(rwsem_contention_begin, void *lock, unsigned int flags) {
-  wait_begin(ctx, (__u64)lock, offcpu_lock_kind_of(flags));
+  wait_begin(ctx, (__u64)lock, offcpu_lock_kind_of(flags), true);
   return 0;
 }
 
@@ -179,7 +281,7 @@ int BPF_PROG(rwsem_contention_end, void *lock, int ret) {
 
 SEC("fentry/rwsem_down_write_slowpath")
 int BPF_PROG(rwsem_fentry_write, struct rw_semaphore *sem) {
-  wait_begin(ctx, (__u64)sem, OFFCPU_LOCK_RWSEM_WRITE);
+  wait_begin(ctx, (__u64)sem, OFFCPU_LOCK_RWSEM_WRITE, true);
   return 0;
 }
 
@@ -191,7 +293,7 @@ int BPF_PROG(rwsem_fexit_write, struct rw_semaphore *sem) {
 
 SEC("fentry/rwsem_down_read_slowpath")
 int BPF_PROG(rwsem_fentry_read, struct rw_semaphore *sem) {
-  wait_begin(ctx, (__u64)sem, OFFCPU_LOCK_RWSEM_READ);
+  wait_begin(ctx, (__u64)sem, OFFCPU_LOCK_RWSEM_READ, true);
   return 0;
 }
 
@@ -206,7 +308,7 @@ int BPF_PROG(rwsem_fexit_read, struct rw_semaphore *sem) {
  * one wait here: only the tracepoints tell them apart. */
 SEC("fentry/__mutex_lock_slowpath")
 int BPF_PROG(mutex_fentry, struct mutex *lock) {
-  wait_begin(ctx, (__u64)lock, OFFCPU_LOCK_MUTEX);
+  wait_begin(ctx, (__u64)lock, OFFCPU_LOCK_MUTEX, true);
   return 0;
 }
 
@@ -220,24 +322,80 @@ int BPF_PROG(mutex_fexit, struct mutex *lock) {
 
 SEC("kprobe")
 int BPF_KPROBE(rwsem_kprobe_write, struct rw_semaphore *sem) {
-  wait_begin(ctx, (__u64)sem, OFFCPU_LOCK_RWSEM_WRITE);
+  wait_begin(ctx, (__u64)sem, OFFCPU_LOCK_RWSEM_WRITE, false);
   return 0;
 }
 
 SEC("kprobe")
 int BPF_KPROBE(rwsem_kprobe_read, struct rw_semaphore *sem) {
-  wait_begin(ctx, (__u64)sem, OFFCPU_LOCK_RWSEM_READ);
+  wait_begin(ctx, (__u64)sem, OFFCPU_LOCK_RWSEM_READ, false);
   return 0;
 }
 
 SEC("kprobe")
 int BPF_KPROBE(mutex_kprobe, struct mutex *lock) {
-  wait_begin(ctx, (__u64)lock, OFFCPU_LOCK_MUTEX);
+  wait_begin(ctx, (__u64)lock, OFFCPU_LOCK_MUTEX, false);
   return 0;
 }
 
 SEC("kretprobe")
 int BPF_KRETPROBE(rwsem_kretprobe) {
   wait_end((__u32)bpf_get_current_pid_tgid(), 0);
+  return 0;
+}
+
+/* ---- --children, -- COMMAND: processes forked by traced ones ---- */
+
+/* raw_tp with CO-RE reads: every kernel with BTF, whatever the plan. */
+SEC("raw_tp/sched_process_fork")
+int BPF_PROG(lock_fork, struct task_struct *parent, struct task_struct *child) {
+  on_fork(BPF_CORE_READ(parent, tgid), BPF_CORE_READ(child, tgid));
+  return 0;
+}
+
+/* The last thread of a process exits (signal->live reached 0 before the
+ * tracepoint): its id leaves the filter, so that the map holds the live
+ * processes only and a reused id is not traced. */
+SEC("raw_tp/sched_process_exit")
+int BPF_PROG(lock_exit, struct task_struct *p) {
+  if (BPF_CORE_READ(p, signal, live.counter) == 0) {
+    __u32 tgid = BPF_CORE_READ(p, tgid);
+    bpf_map_delete_elem(&filter_tgids, &tgid);
+  }
+  return 0;
+}
+
+/* ---- Waits still open at stop (task storage) ---- */
+
+/* Every thread's open wait: its tid as a __u64, then its struct
+ * rwsem_start, for the stop to charge up to its end. */
+SEC("iter/task")
+int lock_open_waits(struct bpf_iter__task *ctx) {
+  struct task_struct *task = ctx->task;
+  if (!task)
+    return 0;
+  struct rwsem_start *rec = bpf_task_storage_get(&lock_starts_task, task, 0, 0);
+  if (!rec || !rec->start_ns)
+    return 0;
+  __u64 tid = task->pid;
+  bpf_seq_write(ctx->meta->seq, &tid, sizeof(tid));
+  bpf_seq_write(ctx->meta->seq, rec, sizeof(*rec));
+  return 0;
+}
+
+/* ---- Slab cache names (iter/kmem_cache, 6.12+) ---- */
+
+/* Every slab cache's address and name, once at the end of a report: what
+ * rwsem_key.cache is named by. Loaded only where the kernel has the
+ * iterator (with lock_slab_caches). */
+SEC("iter/kmem_cache")
+int slab_names(struct bpf_iter__kmem_cache *ctx) {
+  struct kmem_cache *s = ctx->s;
+  if (!s)
+    return 0;
+  struct offcpu_slab_name rec = {};
+  rec.cache = (__u64)s;
+  bpf_probe_read_kernel_str(rec.name, sizeof(rec.name), s->name);
+  bpf_seq_write(ctx->meta->seq, &rec, sizeof(rec));
   return 0;
 }

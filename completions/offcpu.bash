@@ -14,7 +14,7 @@ _offcpu() {
     --state)
       COMPREPLY=($(compgen -W "R S D I T D,S" -- "$cur")); return ;;
     --by)
-      COMPREPLY=($(compgen -W "lock caller thread" -- "$cur")); return ;;
+      COMPREPLY=($(compgen -W "lock caller thread cgroup" -- "$cur")); return ;;
     -Y|--kinds)
       COMPREPLY=($(compgen -W "mutex rwsem rwsem:read rwsem:write semaphore rtmutex percpu-rwsem rwlock-rt mutex:spin spinlock rwlock futex futex:pi" -- "$cur")); return ;;
     -n|--name)
@@ -58,7 +58,7 @@ _offcpu() {
       fi ;;
     lock)
       if [[ $cur == -* ]]; then
-        COMPREPLY=($(compgen -W "$tracing -p --pid -t --tid -n --name --thread-name --cgroup -u --user-threads-only -k --kernel-threads-only -m --min-block-time -M --max-block-time -Y --kinds --spin --futex --by -i --interval --wakers" -- "$cur"))
+        COMPREPLY=($(compgen -W "$tracing -p --pid -t --tid -n --name --thread-name --children --cgroup --user --group --keep-fds -u --user-threads-only -k --kernel-threads-only -m --min-block-time -M --max-block-time -Y --kinds --spin --futex --by -i --interval --holders --wakers" -- "$cur"))
       fi ;;
     flamegraph)
       if [[ $cur == -* ]]; then

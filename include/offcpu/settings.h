@@ -41,6 +41,8 @@
    * waits shorter than min_wait_ns or longer than max_block_ns dropped. */  \
   X(__u32, lock_kinds, 1u << OFFCPU_LOCK_RWSEM_WRITE)                          \
   X(__u64, min_wait_ns, 0)                                                     \
+  /* offcpu lock: the slab cache of each lock (bpf_get_kmem_cache, 6.12+). */ \
+  X(bool, lock_slab_caches, false)                                             \
                                                                                \
   /* ---- What a wait's key holds ---- */                                     \
   X(bool, want_user_stacks, true)                                              \

@@ -400,12 +400,15 @@ struct rwsem_start {
   __u64 lock;
   __u64 user_stack;
   __u64 kernel_stack;
-  __u64 waker; /* --wakers: the first wakeup's waker (offcpu_waker id) */
+  __u64 waker;  /* --wakers: the first wakeup's waker (offcpu_waker id) */
+  __u64 cache;  /* the slab cache the lock lies in (kmem_cache *), or 0 */
+  __u64 cgroup; /* offcpu lock --by cgroup: the waiter's cgroup v2 id */
   __u32 tgid;
   __u32 flags;
   char comm[OFFCPU_COMM_LEN];
-  __u32 kind; /* offcpu_lock_kind */
-  __u32 pad;
+  __u32 kind;  /* offcpu_lock_kind */
+  __u32 owner; /* --holders: the owner word's task at begin (tid), or 0 */
+  char owner_comm[OFFCPU_COMM_LEN];
 };
 
 struct rwsem_key {
@@ -414,10 +417,23 @@ struct rwsem_key {
   __u64 user_stack;
   __u64 kernel_stack;
   __u64 lock;
-  __u64 waker; /* --wakers: id in the wakers map or OFFCPU_WAKER_* */
+  __u64 waker;  /* --wakers: id in the wakers map or OFFCPU_WAKER_* */
+  __u64 cache;  /* slab cache (kmem_cache *) named by the slab_names iter */
+  __u64 cgroup; /* --by cgroup (key_cgroup): the waiter's cgroup v2 id */
   __u32 flags;
   __u32 kind; /* offcpu_lock_kind */
   char comm[OFFCPU_COMM_LEN];
+  __u32 owner; /* --holders: the lock's recorded owner at begin, or 0 */
+  __u32 pad;
+  char owner_comm[OFFCPU_COMM_LEN];
+};
+
+/* One slab cache, as the slab_names iterator (iter/kmem_cache, 6.12+)
+ * writes it: the address rwsem_key.cache holds and its name. */
+#define OFFCPU_SLAB_NAME_LEN 32
+struct offcpu_slab_name {
+  __u64 cache;
+  char name[OFFCPU_SLAB_NAME_LEN];
 };
 
 struct rwsem_value {
@@ -440,9 +456,13 @@ rwsem_key_of(const struct rwsem_start *s, __u32 pid) {
   k.kernel_stack = s->kernel_stack;
   k.lock = s->lock;
   k.waker = s->waker;
+  k.cache = s->cache;
+  k.cgroup = s->cgroup;
   k.flags = s->flags;
   k.kind = s->kind;
   __builtin_memcpy(k.comm, s->comm, sizeof(k.comm));
+  k.owner = s->owner;
+  __builtin_memcpy(k.owner_comm, s->owner_comm, sizeof(k.owner_comm));
   return k;
 }
 

@@ -364,52 +364,67 @@ struct FlamegraphArgs {
   OutputArgs out;
 };
 
+// What the target options of the main command and of offcpu lock fill.
+struct TargetRefs {
+  std::vector<std::string> &pids, &tids;
+  std::string &name;
+  bool &children;
+  std::vector<std::string> &cgroups;
+  std::string &user, &group;
+  bool &keep_fds;
+};
+
 // Which tasks are traced: processes, threads, names, cgroups, and the
-// command offcpu runs.
-void add_profile_targets(CLI::App &app, ProfileOptions &o, ProfileArgs &a) {
+// command offcpu runs (the main command's and offcpu lock's alike).
+void add_targets(CLI::App *app, const TargetRefs &t) {
   add_id_list(
-      &app, "-p,--pid", a.pids,
+      app, "-p,--pid", t.pids,
       "trace these processes (all threads); comma separated or repeated", "PID")
       ->group("Filters");
-  add_id_list(&app, "-t,--tid", a.tids,
+  add_id_list(app, "-t,--tid", t.tids,
               "trace these threads; comma separated or repeated", "TID")
       ->group("Filters");
-  app.add_option("-n,--name", o.name,
-                 "trace processes of this name (their main thread's comm, "
-                 "exact), also those that start later")
+  app->add_option("-n,--name", t.name,
+                  "trace processes of this name (their main thread's comm, "
+                  "exact), also those that start later")
       ->check(not_empty("a process name"))
       ->group("Filters");
-  app.add_flag("--children", o.follow_children,
-               "also trace the processes the traced ones fork from now on")
+  app->add_flag("--children", t.children,
+                "also trace the processes the traced ones fork from now on")
       ->group("Filters");
-  app.add_option("--cgroup", o.cgroup_paths,
-                 "only tasks in this cgroup (v2) or below: a path under "
-                 "/sys/fs/cgroup; repeatable")
+  app->add_option("--cgroup", t.cgroups,
+                  "only tasks in this cgroup (v2) or below: a path under "
+                  "/sys/fs/cgroup; repeatable")
       ->expected(1)
       ->allow_extra_args(false)
       ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll)
       ->type_name("PATH")
       ->check(not_empty("a cgroup path"))
       ->group("Filters");
-  app.add_flag("--per-cgroup", o.per_cgroup,
-               "the cgroup (systemd unit) as the first frame of each stack")
-      ->group("Output");
-  app.add_option("--user", o.user,
-                 "run the command (after --) as this user (name or uid); "
-                 "default: the user who ran sudo")
+  app->add_option("--user", t.user,
+                  "run the command (after --) as this user (name or uid); "
+                  "default: the user who ran sudo")
       ->check(not_empty("a user name or id"))
       ->type_name("USER")
       ->group("Filters");
-  app.add_option("--group", o.group,
-                 "the command's group (name or gid); default: the user's; "
-                 "needed for a --user uid with no passwd entry")
+  app->add_option("--group", t.group,
+                  "the command's group (name or gid); default: the user's; "
+                  "needed for a --user uid with no passwd entry")
       ->check(not_empty("a group name or id"))
       ->type_name("GROUP")
       ->group("Filters");
-  app.add_flag("--keep-fds", o.keep_fds,
-               "the command inherits offcpu's file descriptors above 2 "
-               "(default: closed, as sudo does)")
+  app->add_flag("--keep-fds", t.keep_fds,
+                "the command inherits offcpu's file descriptors above 2 "
+                "(default: closed, as sudo does)")
       ->group("Filters");
+}
+
+void add_profile_targets(CLI::App &app, ProfileOptions &o, ProfileArgs &a) {
+  add_targets(&app, {a.pids, a.tids, o.name, o.follow_children, o.cgroup_paths,
+                     o.user, o.group, o.keep_fds});
+  app.add_flag("--per-cgroup", o.per_cgroup,
+               "the cgroup (systemd unit) as the first frame of each stack")
+      ->group("Output");
 }
 
 // The timeline of long waits: which waits, how much of them, how far
@@ -608,30 +623,10 @@ CLI::App *setup_rwsem(CLI::App &app, RwsemOptions &r, RwsemArgs &a) {
 
 // offcpu lock: which tasks (the main command's filters) and which waits.
 void add_lock_filters(CLI::App *lk, RwsemOptions &r, LockArgs &a) {
-  add_id_list(lk, "-p,--pid", a.pids,
-              "trace these processes (all threads); comma separated or "
-              "repeated",
-              "PID")
-      ->group("Filters");
-  add_id_list(lk, "-t,--tid", a.tids,
-              "trace these threads; comma separated or repeated", "TID")
-      ->group("Filters");
-  lk->add_option("-n,--name", r.name,
-                 "trace processes of this name (their main thread's comm, "
-                 "exact), also those that start later")
-      ->check(not_empty("a process name"))
-      ->group("Filters");
+  add_targets(lk, {a.pids, a.tids, r.name, r.follow_children, r.cgroup_paths,
+                   r.user, r.group, r.keep_fds});
   lk->add_flag("--thread-name", r.match_thread_name,
                "match -n NAME against thread names instead")
-      ->group("Filters");
-  lk->add_option("--cgroup", r.cgroup_paths,
-                 "only tasks in this cgroup (v2) or below: a path under "
-                 "/sys/fs/cgroup; repeatable")
-      ->expected(1)
-      ->allow_extra_args(false)
-      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll)
-      ->type_name("PATH")
-      ->check(not_empty("a cgroup path"))
       ->group("Filters");
   auto *uth = lk->add_flag("-u,--user-threads-only", r.user_threads_only,
                            "user threads only (no kernel threads)")
@@ -674,14 +669,16 @@ CLI::App *setup_lock(CLI::App &app, RwsemOptions &r, LockArgs &a) {
   lk->add_option("duration", a.duration,
                  "seconds to trace (default: until Ctrl-C)");
   add_lock_filters(lk, r, a);
-  lk->add_flag("--wakers", r.wakers,
-               "who woke each waiter: the holder's release path (mutex_unlock, "
-               "up_write...) after a '--' frame")
+  lk->add_flag("--holders,--wakers", r.wakers,
+               "who held the lock: the stack of the task that released it to "
+               "each waiter (mutex_unlock, up_write...) after a '--' frame, "
+               "its comm last; and the owner the lock recorded, where another")
       ->group("Output");
   lk->add_option("--by", a.by,
                  "the text report's rows: lock (default), caller (the kernel "
-                 "function that waited) or thread")
-      ->check(CLI::IsMember({"lock", "caller", "thread"}))
+                 "function that waited), thread or cgroup (the waiter's; "
+                 "folded stacks then begin with it)")
+      ->check(CLI::IsMember({"lock", "caller", "thread", "cgroup"}))
       ->group("Output");
   lk->add_option("-i,--interval", r.interval_s,
                  "print and clear every this many seconds; 0: once at the end "
@@ -778,6 +775,30 @@ void finish_rwsem(RwsemOptions &r, RwsemArgs &a, const TaskExists &exists) {
   check_tasks(r.pids, "PID", exists);
 }
 
+// -- COMMAND against the other target options (the main command's and
+// offcpu lock's): a command is traced with its children, alone.
+void check_command_targets(const std::vector<std::string> &command,
+                           const std::vector<uint32_t> &pids,
+                           const std::vector<uint32_t> &tids,
+                           const std::string &name, const std::string &user,
+                           const std::string &group, bool keep_fds,
+                           bool &follow_children) {
+  if (!command.empty()) {
+    if (!pids.empty() || !tids.empty() || !name.empty())
+      throw usage_error("with a command after --, offcpu traces that command "
+                        "and its children: leave out -p, -t and -n");
+    follow_children = true;
+    return;
+  }
+  if (!user.empty() || !group.empty() || keep_fds)
+    throw usage_error(std::string(!user.empty()    ? "--user"
+                                  : !group.empty() ? "--group"
+                                                   : "--keep-fds") +
+                      " is for the command given after --");
+  if (follow_children && pids.empty())
+    throw usage_error("--children follows the processes of -p PID");
+}
+
 // -Y names, --spin: the kinds as offcpu_lock_kind bits.
 uint32_t parse_lock_kinds(const std::vector<std::string> &names, bool spin,
                           bool futex) {
@@ -814,11 +835,15 @@ void finish_lock(RwsemOptions &r, LockArgs &a, const TaskExists &exists) {
   r.lock_kinds = parse_lock_kinds(a.kinds, a.spin, a.futex);
   r.by = a.by == "caller"   ? LockGrouping::Caller
          : a.by == "thread" ? LockGrouping::Thread
+         : a.by == "cgroup" ? LockGrouping::Cgroup
                             : LockGrouping::Lock;
+  r.key_cgroup = r.by == LockGrouping::Cgroup;
   check_process_name(r.name, "-n");
   r.attach = rwsem_attach(a.attach);
   check_tasks(r.pids, "PID", exists);
   check_tasks(r.tids, "TID", exists);
+  check_command_targets(r.command, r.pids, r.tids, r.name, r.user, r.group,
+                        r.keep_fds, r.follow_children);
 }
 
 void finish_profile(ProfileOptions &o, ProfileArgs &a,
@@ -849,20 +874,8 @@ void finish_profile(ProfileOptions &o, ProfileArgs &a,
   check_tasks(o.pids, "PID", exists);
   check_tasks(o.tids, "TID", exists);
   check_process_name(o.name, "-n");
-  if (!o.command.empty()) {
-    if (!o.pids.empty() || !o.tids.empty() || !o.name.empty())
-      throw usage_error("with a command after --, offcpu traces that command "
-                        "and its children: leave out -p, -t and -n");
-    o.follow_children = true;
-  } else {
-    if (!o.user.empty() || !o.group.empty() || o.keep_fds)
-      throw usage_error(std::string(!o.user.empty()    ? "--user"
-                                    : !o.group.empty() ? "--group"
-                                                       : "--keep-fds") +
-                        " is for the command given after --");
-    if (o.follow_children && o.pids.empty())
-      throw usage_error("--children follows the processes of -p PID");
-  }
+  check_command_targets(o.command, o.pids, o.tids, o.name, o.user, o.group,
+                        o.keep_fds, o.follow_children);
 }
 
 // Every long option any command knows, without its dashes.
@@ -974,9 +987,11 @@ CommandLine parse_command_line(int argc, const char *const *argv,
                       " (see offcpu --help)");
   }
 
-  if ((fga->parsed() || rw->parsed() || lk->parsed()) &&
-      !cl.profile.command.empty())
-    throw usage_error("a command after -- is for the main command only");
+  if ((fga->parsed() || rw->parsed()) && !cl.profile.command.empty())
+    throw usage_error(
+        "a command after -- is for the main command and offcpu lock only");
+  if (lk->parsed())
+    cl.lock.command = std::move(cl.profile.command);
   if (fga->parsed()) {
     cl.command = Command::Flamegraph;
     finish_flamegraph(cl.flamegraph, flamegraph_args);

@@ -76,6 +76,11 @@ struct RwsemOptions : RwsemConfig {
   bool lock_command = false; // offcpu lock: kind names, its own report
   LockGrouping by = LockGrouping::Lock;  // offcpu lock --by: the table's rows
   std::vector<std::string> cgroup_paths; // --cgroup, resolved when run
+  // offcpu lock -- COMMAND: run it, trace it and its children (as the main
+  // command does, with --user, --group, --keep-fds).
+  std::vector<std::string> command;
+  std::string user, group;
+  bool keep_fds = false;
   OutputOptions output;
   double interval_s = 5; // 0: print once at the end
   std::optional<double> duration_s;

@@ -4,6 +4,7 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <string>
 #include <unordered_map>
 #include <unordered_set>
 #include <utility>
@@ -97,6 +98,10 @@ struct RawLockWaits {
   std::unordered_map<uint64_t, offcpu_waker> wakers; // --wakers
   // Wakers were walked (--wakers); else futex waits' holders are names only.
   bool holder_stacks = false;
+  // rwsem_key.cache -> the slab cache's name (offcpu lock, 6.12+).
+  std::unordered_map<uint64_t, std::string> slab_caches;
+  // rwsem_key.cgroup -> its label (--by cgroup), filled by whoever reports.
+  std::unordered_map<uint64_t, std::string> cgroups;
 };
 
 // Reads the wakers `ids` refer to from a wakers map into `out`, and the

@@ -8,12 +8,16 @@
 #include <cstdio>
 #include <cstring>
 #include <map>
+#include <string>
+
+#include <unistd.h>
 
 #include "collect/bpf_setup.h"
 #include "collect/offcpu_objects.h"
 #include "rwsem.skel.h"
 #include "util/error.h"
 #include "util/fd.h"
+#include "util/messages.h"
 #include "util/signals.h"
 
 namespace offcpu {
@@ -40,7 +44,9 @@ int try_load(rwsem_bpf *skel, const RwsemConfig &o, const RwsemPlan &p,
   offcpu_settings s = default_settings();
   set_target_name(s, o.name);
   s.match_thread_name = o.match_thread_name;
-  s.filter_tgid = !o.pids.empty();
+  // With children followed, processes join the filter while tracing.
+  s.filter_tgid = !o.pids.empty() || o.follow_children;
+  s.follow_children = o.follow_children;
   s.filter_tid = !o.tids.empty();
   s.filter_cgroup = !o.cgroup_ids.empty();
   s.user_threads_only = o.user_threads_only;
@@ -52,6 +58,9 @@ int try_load(rwsem_bpf *skel, const RwsemConfig &o, const RwsemPlan &p,
   s.min_wait_ns = min_wait_ns;
   s.stack_depth = o.max_stack_depth;
   s.want_wakers = o.wakers;
+  s.lock_slab_caches = o.slab_caches && p.mechanism != RwsemAttach::Kprobe;
+  s.key_cgroup = o.key_cgroup;
+  s.use_task_storage = p.task_storage;
   // Tables need the walk from the task's registers and bpf_loop (5.17+).
   const bool tables = unwind_tables(o, p);
   s.uw_tables = tables;
@@ -63,6 +72,7 @@ int try_load(rwsem_bpf *skel, const RwsemConfig &o, const RwsemPlan &p,
   need.stack_storage = o.stack_storage_size;
   // Futex waits name their holder always: its stacks only with --wakers.
   need.wakers = o.wakers || futex(o);
+  need.follow_children = o.follow_children;
   if (tables)
     need.unwind = o.unwind_sizes;
   size_shared_maps(skel, shared_map_sizes(need));
@@ -74,6 +84,11 @@ int try_load(rwsem_bpf *skel, const RwsemConfig &o, const RwsemPlan &p,
   bpf_program__set_autoload(skel->progs.name, futex(o));
   OFFCPU_FUTEX_PROGS(OFFCPU_FUTEX_AUTOLOAD)
 #undef OFFCPU_FUTEX_AUTOLOAD
+  bpf_program__set_autoload(skel->progs.slab_names, s.lock_slab_caches);
+  bpf_map__set_autocreate(skel->maps.lock_starts_task, p.task_storage);
+  bpf_program__set_autoload(skel->progs.lock_open_waits, p.task_storage);
+  bpf_program__set_autoload(skel->progs.lock_fork, o.follow_children);
+  bpf_program__set_autoload(skel->progs.lock_exit, o.follow_children);
 
   auto &pr = skel->progs;
   bool fentry = p.mechanism == RwsemAttach::Fentry;
@@ -271,6 +286,10 @@ void RwsemSession::attach() {
     attach_one(p.rwsem_waking, "sched_waking");
   if (bpf_program__autoload(p.futex_switch))
     attach_futex();
+  if (bpf_program__autoload(p.lock_fork)) {
+    attach_one(p.lock_fork, "sched_process_fork");
+    attach_one(p.lock_exit, "sched_process_exit");
+  }
   attached_ns_ = monotonic_ns();
 }
 
@@ -303,11 +322,45 @@ UnwindMapFds RwsemSession::unwind_maps() const {
           bpf_map__fd(skel_->maps.uw_rules)};
 }
 
+void RwsemSession::add_process(uint32_t tgid) {
+  uint8_t one = 1;
+  if (bpf_map_update_elem(bpf_map__fd(skel_->maps.filter_tgids), &tgid, &one,
+                          BPF_ANY) != 0)
+    throw runtime_error("cannot trace PID " + std::to_string(tgid) + ": " +
+                        errno_text(errno));
+}
+
 std::vector<uint64_t> RwsemSession::read_stack(uint64_t id) const {
   StackTable table;
   read_stacks(bpf_map__fd(skel_->maps.stacks), {id}, table);
   auto it = table.find(id);
   return it == table.end() ? std::vector<uint64_t>{} : std::move(it->second);
+}
+
+// Every slab cache's name by address, from the kmem_cache iterator (the
+// caches the waits name: a cache created meanwhile is named next time).
+void RwsemSession::read_slab_names(RawLockWaits &out) const {
+  bool any = false;
+  for (const auto &kv : out.waits)
+    any = any || kv.first.cache;
+  if (!any || !bpf_program__autoload(skel_->progs.slab_names))
+    return;
+  BpfLink link(bpf_program__attach_iter(skel_->progs.slab_names, nullptr));
+  if (!link.get())
+    return; // then named by address
+  UniqueFd fd(bpf_iter_create(bpf_link__fd(link.get())));
+  if (fd.get() < 0)
+    return;
+  offcpu_slab_name rec{};
+  std::string buf;
+  char chunk[4096];
+  for (ssize_t n; (n = read(fd.get(), chunk, sizeof(chunk))) > 0;)
+    buf.append(chunk, static_cast<size_t>(n));
+  for (size_t at = 0; at + sizeof(rec) <= buf.size(); at += sizeof(rec)) {
+    memcpy(&rec, buf.data() + at, sizeof(rec));
+    out.slab_caches[rec.cache] =
+        std::string(rec.name, strnlen(rec.name, sizeof(rec.name)));
+  }
 }
 
 namespace {
@@ -355,6 +408,42 @@ RawLockWaits RwsemSession::drain() {
   }
   read_wakers(bpf_map__fd(skel_->maps.wakers), waker_ids, out.wakers, ids);
   read_stacks(bpf_map__fd(skel_->maps.stacks), ids, out.stacks);
+  read_slab_names(out);
+  return out;
+}
+
+// The waits open now, by thread: from the task iterator over the threads'
+// task storage, or from the hash map.
+std::vector<std::pair<uint32_t, rwsem_start>> RwsemSession::open_waits() const {
+  std::vector<std::pair<uint32_t, rwsem_start>> out;
+  if (!plan_.task_storage) {
+    int fd = bpf_map__fd(skel_->maps.starts);
+    for (uint32_t tid : map_keys<uint32_t>(fd)) {
+      rwsem_start rec{};
+      if (bpf_map_lookup_elem(fd, &tid, &rec) == 0)
+        out.emplace_back(tid, rec);
+    }
+    return out;
+  }
+  BpfLink link(bpf_program__attach_iter(skel_->progs.lock_open_waits, nullptr));
+  UniqueFd fd(link ? bpf_iter_create(bpf_link__fd(link.get())) : -1);
+  if (fd.get() < 0) {
+    warn("cannot list the lock waits still open (" + errno_text(errno) +
+         "): not charged");
+    return out;
+  }
+  std::string buf;
+  char chunk[4096];
+  for (ssize_t n; (n = read(fd.get(), chunk, sizeof(chunk))) > 0;)
+    buf.append(chunk, static_cast<size_t>(n));
+  constexpr size_t kRecord = sizeof(uint64_t) + sizeof(rwsem_start);
+  for (size_t at = 0; at + kRecord <= buf.size(); at += kRecord) {
+    uint64_t tid = 0;
+    rwsem_start rec{};
+    memcpy(&tid, buf.data() + at, sizeof(tid));
+    memcpy(&rec, buf.data() + at + sizeof(tid), sizeof(rec));
+    out.emplace_back(static_cast<uint32_t>(tid), rec);
+  }
   return out;
 }
 
@@ -392,11 +481,9 @@ RawLockWaits RwsemSession::stop_and_drain() {
   RawLockWaits out = drain();
   // Waits still open: the thread is blocked on the lock right now. Charge
   // them up to the end, or the worst one would vanish from the report.
-  int fd = bpf_map__fd(skel_->maps.starts);
   std::vector<uint64_t> ids, waker_ids;
-  for (uint32_t tid : map_keys<uint32_t>(fd)) {
-    rwsem_start rec{};
-    if (bpf_map_lookup_elem(fd, &tid, &rec) != 0 || rec.start_ns >= now)
+  for (const auto &[tid, rec] : open_waits()) {
+    if (rec.start_ns >= now)
       continue;
     uint64_t delta = now - rec.start_ns;
     if (delta < min_wait_ns_)
@@ -414,6 +501,7 @@ RawLockWaits RwsemSession::stop_and_drain() {
                       now - w.since_ns, ids, waker_ids);
   read_wakers(bpf_map__fd(skel_->maps.wakers), waker_ids, out.wakers, ids);
   read_stacks(bpf_map__fd(skel_->maps.stacks), ids, out.stacks);
+  read_slab_names(out);
   return out;
 }
 

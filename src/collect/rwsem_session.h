@@ -38,6 +38,8 @@ public:
   void on_unwind_request(std::function<void(uint32_t)> cb) {
     unwind_request_ = std::move(cb);
   }
+  // Traces this process too (-- COMMAND: the command, before its exec).
+  void add_process(uint32_t tgid);
   // A stored stack's frames (leaf first); empty if unknown.
   std::vector<uint64_t> read_stack(uint64_t id) const;
   // Takes what was aggregated since the last drain, clearing it.
@@ -59,6 +61,8 @@ private:
   void attach_one(bpf_program *prog, const char *what);
   void attach_futex();
   std::vector<offcpu_futex_start> futex_asleep() const;
+  void read_slab_names(RawLockWaits &out) const;
+  std::vector<std::pair<uint32_t, rwsem_start>> open_waits() const;
 
   std::unique_ptr<rwsem_bpf, SkelDeleter> skel_;
   RwsemPlan plan_;

@@ -73,6 +73,7 @@ struct RwsemConfig {
   std::vector<uint32_t> pids;       // instead of, or as well as, a name
   std::vector<uint32_t> tids;       // offcpu lock -t
   std::vector<uint64_t> cgroup_ids; // offcpu lock --cgroup
+  bool follow_children = false;     // offcpu lock --children, -- COMMAND
   bool user_threads_only = false, kernel_threads_only = false;
   bool include_read = false;
   // offcpu lock: the kinds traced (bits of offcpu_lock_kind), and the
@@ -86,6 +87,9 @@ struct RwsemConfig {
   uint32_t max_entries = 65536;
   RwsemAttach attach = RwsemAttach::Auto;
   bool wakers = false; // --wakers: the holder's release path
+  // offcpu lock: locks in slab objects named by their cache (6.12+).
+  bool slab_caches = false;
+  bool key_cgroup = false; // offcpu lock --by cgroup: the cgroup in the key
   // User stacks through unwind tables (as OffcpuConfig); their array sizes.
   bool user_unwind_tables = true;
   UnwindSizes unwind_sizes;

@@ -92,6 +92,13 @@ std::vector<Frame> lay_out(const Sample &s, const LayoutOptions &opts) {
   }
   if (s.waker)
     add_waker(*s.waker, out);
+  // --holders: the owner the lock recorded at the wait's begin, where it is
+  // not the task that woke the waiter (the lock changed hands meanwhile,
+  // or the wakeup came from elsewhere).
+  if (s.lock && s.lock->owner_tid &&
+      !(s.waker && s.waker->kind == Waker::Kind::Task &&
+        s.waker->tid == s.lock->owner_tid))
+    out.push_back(annotation("[owner " + s.lock->owner_comm + "]"));
   return out;
 }
 

@@ -88,6 +88,10 @@ struct LockWait {
   // offcpu lock: the kind ("mutex", "rwsem:write"), its frame in place of
   // rwsem's "write" or "read". Empty for offcpu rwsem.
   std::string kind{};
+  // --holders: the task the lock's owner word named when the wait began
+  // (mutex, rwsem writer); tid 0: none recorded.
+  uint32_t owner_tid = 0;
+  std::string owner_comm{};
   // A futex wait's holder without --wakers: "comm (tid)" of the thread
   // whose wakeup ended it; empty if none was seen.
   std::string holder{};

@@ -61,7 +61,7 @@ bool lock_code(const std::string &name) {
 }
 
 struct Row {
-  std::string kind, lock, caller, thread;
+  std::string kind, lock, caller, thread, cgroup;
   uint64_t count = 0, total_ns = 0, max_ns = 0;
   Latency latency;
   std::map<std::string, uint64_t> callers; // caller -> its total
@@ -82,6 +82,8 @@ std::string group_key(const Sample &s, LockGrouping by) {
     return kind + "\n" + lock_caller(s);
   case LockGrouping::Thread:
     return s.comm + "\n" + std::to_string(s.tid);
+  case LockGrouping::Cgroup:
+    return s.cgroup;
   case LockGrouping::Lock:
     break;
   }
@@ -95,6 +97,7 @@ std::vector<Row> rows_of(const Profile &p, LockGrouping by) {
     r.kind = s.lock ? s.lock->kind_frame() : "";
     r.lock = s.lock ? s.lock->lock : "";
     r.thread = s.comm + " (" + std::to_string(s.tid) + ")";
+    r.cgroup = s.cgroup.empty() ? "[no cgroup]" : s.cgroup;
     r.count += s.count;
     r.total_ns += s.total_ns;
     r.max_ns = std::max(r.max_ns, s.lock ? s.lock->max_ns : 0);
@@ -120,7 +123,7 @@ std::vector<Row> rows_of(const Profile &p, LockGrouping by) {
   return out;
 }
 
-// -v: the row's distribution and its stacks (the text report's layout).
+// -v: the row's quantiles and its stacks (the text report's layout).
 std::string row_details(const Row &r, const Profile &p,
                         const LayoutOptions &layout) {
   std::string out;
@@ -183,12 +186,22 @@ std::string render_lock_table(const Profile &profile, LockGrouping by,
     return {};
   const char *last = by == LockGrouping::Thread ? "thread" : "top caller";
   char line[512];
+  // By cgroup: a row's kinds are mixed; its name in the lock's column.
+  const char *what_head = by == LockGrouping::Caller   ? "caller"
+                          : by == LockGrouping::Cgroup ? "cgroup"
+                                                       : "lock";
   snprintf(line, sizeof(line), "%10s %14s %12s %12s  %-18s %-28s %s\n",
-           "contended", "total wait", "max wait", "avg wait", "kind",
-           by == LockGrouping::Caller ? "caller" : "lock", last);
+           "contended", "total wait", "max wait", "avg wait", "kind", what_head,
+           last);
   std::string out = line;
-  for (const Row &r : rows) {
-    const std::string what = by == LockGrouping::Caller ? r.caller : r.lock;
+  for (Row &r : rows) {
+    if (by == LockGrouping::Cgroup && r.samples.size() > 1)
+      for (const Sample *s : r.samples)
+        if (s->lock && s->lock->kind_frame() != r.kind)
+          r.kind = "(several)";
+    const std::string what = by == LockGrouping::Caller   ? r.caller
+                             : by == LockGrouping::Cgroup ? r.cgroup
+                                                          : r.lock;
     const std::string tail = by == LockGrouping::Thread ? r.thread : r.caller;
     snprintf(line, sizeof(line),
              "%10" PRIu64 " %14s %12s %12s  %-18s %-28s %s\n", r.count,
@@ -196,6 +209,10 @@ std::string render_lock_table(const Profile &profile, LockGrouping by,
              us_text(r.count ? r.total_ns / r.count : 0).c_str(),
              r.kind.c_str(), what.c_str(), tail.c_str());
     out += line;
+    // The row's latency distribution: where its total comes from (many
+    // short waits, or a few long ones).
+    if (r.latency.waits > 1)
+      out += latency_histogram(r.latency);
     if (verbose)
       out += row_details(r, profile, layout);
   }

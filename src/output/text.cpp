@@ -247,4 +247,8 @@ std::string render_text(const Profile &profile, const LayoutOptions &layout,
   return out + state_summary(profile.state_ns);
 }
 
+std::string latency_histogram(const Latency &l) {
+  return histogram_lines(l);
+}
+
 } // namespace offcpu

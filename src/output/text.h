@@ -18,4 +18,8 @@ namespace offcpu {
 std::string render_text(const Profile &profile, const LayoutOptions &layout,
                         bool histograms = false);
 
+// A distribution's log2 histogram, one line a bucket from the first to the
+// last non-empty one (BCC's *dist layout), indented 8; empty if no waits.
+std::string latency_histogram(const Latency &l);
+
 } // namespace offcpu

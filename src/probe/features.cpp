@@ -256,6 +256,11 @@ RwsemFeatures probe_rwsem_features() {
         b->enum_has("bpf_func_id", "BPF_FUNC_get_current_task_btf") &&
         b->enum_has("bpf_func_id", "BPF_FUNC_task_pt_regs");
     f.bpf_loop = b->enum_has("bpf_func_id", "BPF_FUNC_loop");
+    f.task_storage =
+        b->enum_has("bpf_map_type", "BPF_MAP_TYPE_TASK_STORAGE") &&
+        b->enum_has("bpf_func_id", "BPF_FUNC_get_current_task_btf");
+    f.slab_caches = b->find("bpf_get_kmem_cache", BTF_KIND_FUNC) >= 0 &&
+                    b->find("bpf_iter__kmem_cache", BTF_KIND_STRUCT) >= 0;
   }
   return f;
 }
@@ -277,6 +282,7 @@ std::vector<RwsemPlan> rwsem_plans(const RwsemFeatures &f, RwsemAttach choice,
       p.mutex_target = f.mutex_slowpath;
     p.user_fp_walk = f.user_walk_current;
     p.bpf_loop = f.bpf_loop;
+    p.task_storage = f.task_storage;
     plans.push_back(p);
   }
   // kprobes: every kernel built with CONFIG_KPROBES. The slow path if it
@@ -300,6 +306,7 @@ std::vector<RwsemPlan> rwsem_plans(const RwsemFeatures &f, RwsemAttach choice,
     p.mechanism = RwsemAttach::Tracepoint;
     p.user_fp_walk = f.user_walk_current;
     p.bpf_loop = f.bpf_loop;
+    p.task_storage = f.task_storage;
     plans.insert(all_kinds ? plans.begin() : plans.end(), p);
   }
   return plans;

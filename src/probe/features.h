@@ -102,6 +102,11 @@ struct RwsemFeatures {
   bool kprobes = false;        // the perf kprobe PMU exists
   bool down_write = false;     // down_write exists (last-resort kprobe)
   bool contention_tracepoints = false; // lock:contention_begin/end, 5.19+
+  // Locks named by their slab cache (6.12+): the bpf_get_kmem_cache kfunc
+  // and the kmem_cache iterator that names the caches.
+  bool slab_caches = false;
+  // Task storage and bpf_get_current_task_btf (5.11+): waits' starts there.
+  bool task_storage = false;
   bool user_walk_current = false;
   bool bpf_loop = false;
 };
@@ -119,6 +124,8 @@ struct RwsemPlan {
   bool entry_point_only = false;
   bool user_fp_walk = true;
   bool bpf_loop = true;
+  // Waits' starts in task storage (BTF programs, 5.11+), else a hash map.
+  bool task_storage = false;
   std::string describe() const;
 };
 

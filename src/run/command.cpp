@@ -22,6 +22,7 @@
 #include "util/clock.h"
 #include "util/error.h"
 #include "util/fd.h"
+#include "util/messages.h"
 #include "util/privileges.h"
 
 extern char **environ;
@@ -363,6 +364,37 @@ CommandEnd TracedCommand::end(double grace_s) {
     usleep(10000);
   e.still_running = !exited();
   return e;
+}
+
+// The traced command's end. Once the output is written, a command still
+// running (the window ended on its duration, a Ctrl-C or SIGTERM) is ended
+// as timeout(1) ends it: SIGTERM, then SIGKILL after a grace period. Its
+// status is offcpu's.
+int finish_command(TracedCommand &cmd) {
+  const CommandEnd end = cmd.end();
+  const std::string who = "the command (PID " + std::to_string(cmd.pid()) + ")";
+  const std::string others =
+      std::to_string(end.others_killed) +
+      (end.others_killed == 1 ? " process" : " processes") + " it started";
+  const std::string grace =
+      " still running " + std::to_string(static_cast<int>(kTermGraceSeconds)) +
+      " s after SIGTERM: killed with SIGKILL";
+  if (end.still_running) {
+    warn(who + " did not end even after SIGKILL (stuck in the kernel?); "
+               "offcpu exits without it");
+    return kExitRuntime;
+  }
+  if (end.killed)
+    warn(who + (end.others_killed ? " and " + others + " were" : " was") +
+         grace + "; exit status " + std::to_string(cmd.status()));
+  else if (end.others_killed)
+    warn(others + (end.others_killed == 1 ? " was" : " were") + grace);
+  else if (end.signalled)
+    note(who + " was still running: ended with SIGTERM, exit status " +
+         std::to_string(cmd.status()));
+  if (!cmd.exec_error().empty())
+    warn(cmd.exec_error());
+  return cmd.status();
 }
 
 } // namespace offcpu

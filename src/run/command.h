@@ -73,4 +73,9 @@ private:
   std::string path_;
 };
 
+// The traced command's end, once the output is written: a command still
+// running is ended as timeout(1) ends it (see TracedCommand::end), what
+// that took said on stderr. Returns its status, offcpu's exit status.
+int finish_command(TracedCommand &cmd);
+
 } // namespace offcpu

@@ -3,7 +3,9 @@
 #include <dirent.h>
 #include <time.h>
 
+#include <algorithm>
 #include <cstdio>
+#include <functional>
 #include <memory>
 #include <unordered_set>
 
@@ -13,6 +15,7 @@
 #include "output/lock_table.h"
 #include "output/render.h"
 #include "probe/features.h"
+#include "run/command.h"
 #include "run/outputs.h"
 #include "run/preamble.h"
 #include "run/report.h"
@@ -95,12 +98,15 @@ std::string id_list(const std::vector<uint32_t> &ids) {
 
 // "processes named 'x' in PID 1,2", for messages and pprof's comment.
 std::string describe_target(const RwsemOptions &opts) {
+  if (!opts.command.empty())
+    return opts.command[0] + " and its children";
   std::string who;
   if (!opts.name.empty())
     who = (opts.match_thread_name ? "threads named '" : "processes named '") +
           opts.name + "'";
   if (!opts.pids.empty())
-    who += (who.empty() ? "PID " : " in PID ") + id_list(opts.pids);
+    who += (who.empty() ? "PID " : " in PID ") + id_list(opts.pids) +
+           (opts.follow_children ? " and their children" : "");
   if (!opts.tids.empty())
     who += (who.empty() ? "TID " : " in TID ") + id_list(opts.tids);
   for (const std::string &c : opts.cgroup_paths)
@@ -183,10 +189,12 @@ void name_kernel(const RawLockWaits &raw, Symbolizer &sym, bool &on_kallsyms,
 // targets) and kept for the end (SVG, pprof targets).
 class RwsemRun {
 public:
+  // `ended`: tells that the traced command (-- COMMAND) has exited, which
+  // ends the run; null without one.
   RwsemRun(const RwsemOptions &opts, RwsemSession &session, Outputs &outputs,
-           Unwinder &unwinder)
+           Unwinder &unwinder, std::function<bool()> ended)
       : opts_(opts), session_(session), outputs_(outputs), unwinder_(unwinder),
-        symbolizer_(system_files(), KernelSymbols{}),
+        ended_(std::move(ended)), symbolizer_(system_files(), KernelSymbols{}),
         intervals_(any_target(outputs, false)),
         whole_(any_target(outputs, true)) {
     symbolizer_.add_debug_dirs(opts.output.debug_dirs);
@@ -209,9 +217,10 @@ public:
       bool interrupted = wait_interval(start);
       double now = seconds_now();
       bool final =
-          interrupted || stop_requested() ||
+          interrupted || stop_requested() || (ended_ && ended_()) ||
           (opts_.duration_s && now - start >= *opts_.duration_s - 1e-3);
       RawLockWaits raw = final ? session_.stop_and_drain() : session_.drain();
+      name_cgroups(raw);
       lost_ = raw.lost;
       note_truncated(raw);
       name_kernel(raw, symbolizer_, on_kallsyms_, opts_.verbose);
@@ -244,6 +253,19 @@ public:
 private:
   static double seconds_now() {
     return static_cast<double>(monotonic_ns()) / 1e9;
+  }
+
+  // --by cgroup: the waiters' cgroups by label ("nginx.service"), from one
+  // bounded walk of the hierarchy.
+  static void name_cgroups(RawLockWaits &raw) {
+    std::vector<uint64_t> ids;
+    for (const auto &kv : raw.waits)
+      if (kv.first.cgroup)
+        ids.push_back(kv.first.cgroup);
+    if (ids.empty())
+      return;
+    for (auto &[id, path] : cgroup_paths(ids))
+      raw.cgroups[id] = cgroup_label(path);
   }
 
   void note_truncated(const RawLockWaits &raw) {
@@ -280,9 +302,22 @@ private:
       return symbolizer_.parse_pending(deadline) && tables_done;
     };
     PriorityBoost boost(kTracingNice);
-    return session_.wait(
-        step < 0 ? 0 : monotonic_ns() + static_cast<uint64_t>(step * 1e9),
-        remember, parse);
+    const uint64_t end =
+        step < 0 ? 0 : monotonic_ns() + static_cast<uint64_t>(step * 1e9);
+    if (!ended_)
+      return session_.wait(end, remember, parse);
+    // A traced command: looked at every 100 ms, its exit ends the run.
+    constexpr uint64_t kPollNs = 100000000;
+    for (;;) {
+      const uint64_t t = monotonic_ns();
+      if (end && t >= end)
+        return false;
+      const uint64_t until = end ? std::min(end, t + kPollNs) : t + kPollNs;
+      if (session_.wait(until, remember, parse))
+        return true;
+      if (ended_())
+        return false;
+    }
   }
 
   // One interval's report to every text and folded target, its samples
@@ -323,6 +358,7 @@ private:
   RwsemSession &session_;
   Outputs &outputs_;
   Unwinder &unwinder_;
+  std::function<bool()> ended_;
   Symbolizer symbolizer_;
   bool on_kallsyms_ = false;
   const bool intervals_, whole_; // targets of each kind
@@ -355,6 +391,12 @@ int run_rwsem(const RwsemOptions &given) {
     opts.output.title = "Lock Wait Flame Graph";
   prepare_tracing(opts.verbose, {opts.stack_storage_size, opts.max_entries,
                                  sizeof(rwsem_key) + sizeof(rwsem_value)});
+  // -- COMMAND: forked now, held until the programs are attached.
+  std::unique_ptr<TracedCommand> command;
+  if (!opts.command.empty())
+    command = std::make_unique<TracedCommand>(
+        opts.command,
+        CommandSetup{command_user(opts.user, opts.group), opts.keep_fds});
   RwsemFeatures features = probe_rwsem_features();
   require_btf(features.btf);
   OutputOptions output = opts.output;
@@ -373,6 +415,8 @@ int run_rwsem(const RwsemOptions &given) {
   for (const std::string &path : opts.cgroup_paths)
     config.cgroup_ids.push_back(cgroup_id(path));
   config.unwind_sizes = unwinder.plan(opts.pids);
+  // Locks in slab objects by their cache's name (6.12+); else by address.
+  config.slab_caches = opts.lock_command && features.slab_caches;
   auto session = RwsemSession::load(
       config, rwsem_plans(features, opts.attach, opts.lock_command),
       opts.verbose);
@@ -392,9 +436,16 @@ int run_rwsem(const RwsemOptions &given) {
     return kExitInterrupted;
   }
   announce_tracing(opts, describe_target(opts));
-  RwsemRun run(opts, *session, outputs, unwinder);
+  std::function<bool()> ended;
+  if (command) {
+    // In the filter only now: from its exec on, it and its children.
+    session->add_process(static_cast<uint32_t>(command->pid()));
+    command->release();
+    ended = [&command] { return command->exited(); };
+  }
+  RwsemRun run(opts, *session, outputs, unwinder, ended);
   if (!run.run())
-    return kExitOk; // stdout closed: nobody is listening
+    return command ? finish_command(*command) : kExitOk; // stdout closed
   outputs.commit();
   fputs(
       (describe_losses(run.lost(), opts.stack_storage_size, opts.max_entries) +
@@ -411,7 +462,7 @@ int run_rwsem(const RwsemOptions &given) {
     note("symbolization: " + std::to_string(st.named) + " frames named, " +
          std::to_string(st.unnamed) + " unnamed");
   }
-  return kExitOk;
+  return command ? finish_command(*command) : kExitOk;
 }
 
 } // namespace offcpu

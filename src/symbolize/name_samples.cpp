@@ -477,12 +477,29 @@ void add_lock_waits(Profile &profile, const RawLockWaits &raw, Symbolizer &sym,
     s.latency = Latency::from_buckets(val.hist, val.count, val.max_ns);
     const bool futex =
         key.kind == OFFCPU_LOCK_FUTEX || key.kind == OFFCPU_LOCK_FUTEX_PI;
+    auto cache =
+        key.cache ? raw.slab_caches.find(key.cache) : raw.slab_caches.end();
+    std::string name =
+        futex ? sym.user_data(key.tgid, key.user_stack, key.lock)
+        : cache != raw.slab_caches.end()
+            ? "[" + cache->second + "]"
+            : describe_lock(key.lock, key.flags, sym.kernel_symbols(), kinds);
     s.lock = LockWait{
-        val.max_ns, (key.flags & RWSEM_WAIT_WRITE) != 0,
-        valid_utf8(futex ? sym.user_data(key.tgid, key.user_stack, key.lock)
-                         : describe_lock(key.lock, key.flags,
-                                         sym.kernel_symbols(), kinds)),
-        kinds ? lock_kind_name(key.kind) : std::string()};
+        val.max_ns,
+        (key.flags & RWSEM_WAIT_WRITE) != 0,
+        valid_utf8(name),
+        kinds ? lock_kind_name(key.kind) : std::string(),
+        key.owner,
+        key.owner ? valid_utf8(std::string(
+                        key.owner_comm,
+                        strnlen(key.owner_comm, sizeof(key.owner_comm))))
+                  : std::string()};
+    if (key.cgroup) {
+      auto c = raw.cgroups.find(key.cgroup);
+      s.cgroup = c != raw.cgroups.end()
+                     ? c->second
+                     : "[cgroup " + std::to_string(key.cgroup) + "]";
+    }
     // A futex's holder is always known; its stacks with --wakers only.
     if (futex && !raw.holder_stacks)
       s.lock->holder = holder_name(key.waker, raw.wakers);

@@ -7,6 +7,8 @@
 
 #include <signal.h>
 #include <sys/mount.h>
+#include <sys/stat.h>
+#include <sys/vfs.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -211,6 +213,121 @@ TEST_F(Lock, DirectoryRwsemByKind) {
                        "\\[lock 0x[0-9a-f]+\\] +\\w+")))
       << text;
   EXPECT_EQ(text.find("mmap_lock"), std::string::npos) << text;
+}
+
+// --holders: a thread named "holder" keeps a file's i_rwsem for 20 ms at a
+// time in hold_file_lock (its write faults in a userfaultfd page under the
+// lock); the "waiter" threads' waits end with the holder's release path,
+// its function and its comm last, or, where the other waiter took the lock
+// first, with the owner at their begin, the holder; the lock is named by
+// its slab cache (the file system's inode cache: ext4_inode_cache,
+// shmem_inode_cache...).
+TEST_F(Lock, HoldersAndSlabCacheName) {
+  Contender w({WORKLOAD_LOCK_CONTEND, "hold", dir_, "2", "20"});
+  auto r = test::run({OFFCPU_BIN, "lock", "-p", std::to_string(w.pid()), "-Y",
+                      "rwsem", "--holders", "-o", dir_ + "/out.folded", "-o",
+                      dir_ + "/out.txt", "2"},
+                     60);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto lines = test::parse_folded(read_file(dir_ + "/out.folded"));
+  ASSERT_FALSE(lines.empty()) << r.err;
+  const std::regex inode_cache("\\[\\w*inode_cache\\]");
+  uint64_t waited = 0, woken_by_holder = 0, held_by_holder = 0;
+  for (const auto &l : lines) {
+    int dash = test::frame_index(l, "--");
+    ASSERT_GE(dash, 2) << l.text;
+    if (l.frames[0] != "waiter" || !has_frame(l, "write_shared_file"))
+      continue;
+    EXPECT_EQ(l.frames[dash - 2], "rwsem:write") << l.text;
+    EXPECT_TRUE(std::regex_match(l.frames[dash - 1], inode_cache)) << l.text;
+    waited += l.value;
+    const std::string &last = l.frames.back();
+    bool owner = last.rfind("[owner ", 0) == 0;
+    if (owner)
+      EXPECT_TRUE(last == "[owner holder]" || last == "[owner waiter]")
+          << l.text;
+    const std::string &comm = l.frames[l.frames.size() - (owner ? 2 : 1)];
+    bool by_holder =
+        comm == "holder" && std::find(l.frames.begin() + dash, l.frames.end(),
+                                      "hold_file_lock") != l.frames.end();
+    if (by_holder)
+      woken_by_holder += l.value;
+    // Woken by the other waiter, which had the lock first after the
+    // holder: the owner when the wait began was the holder.
+    if (by_holder || last == "[owner holder]")
+      held_by_holder += l.value;
+  }
+  // The holder keeps the lock ~20 ms of every ~20 ms: two waiters wait
+  // most of 2 s each; the holder releases it to one of them each time,
+  // that one to the other.
+  EXPECT_GT(waited, 1000000u) << r.err;
+  EXPECT_GT(woken_by_holder, waited / 8) << read_file(dir_ + "/out.folded");
+  EXPECT_GT(held_by_holder, waited * 7 / 10) << read_file(dir_ + "/out.folded");
+  // The table names the cache and draws the row's distribution.
+  std::string text = read_file(dir_ + "/out.txt");
+  EXPECT_TRUE(std::regex_search(
+      text, std::regex("rwsem:write +\\[\\w*inode_cache\\] +\\w+\n"
+                       "( +us : waits +\\|distribution +\\|\n)")))
+      << text;
+}
+
+// -- COMMAND: the command and what it forks are traced from their start,
+// nothing else; offcpu ends when the command does, with its status.
+TEST_F(Lock, CommandAndItsChildren) {
+  const std::string script = std::string(WORKLOAD_LOCK_CONTEND) + " dir " +
+                             dir_ + " 4 >/dev/null & sleep 2; kill $!";
+  auto r = test::run({OFFCPU_BIN, "lock", "-Y", "rwsem", "-o",
+                      dir_ + "/out.folded", "--", "/bin/sh", "-c", script},
+                     60);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto lines = test::parse_folded(read_file(dir_ + "/out.folded"));
+  ASSERT_FALSE(lines.empty()) << r.err;
+  uint64_t child = 0;
+  for (const auto &l : lines) {
+    EXPECT_TRUE(l.frames[0] == "lock_contend" || l.frames[0] == "sh" ||
+                l.frames[0] == "sleep")
+        << "only the command and its children: " << l.text;
+    if (l.frames[0] == "lock_contend" && has_frame(l, "make_and_remove"))
+      child += l.value;
+  }
+  // Four threads contending one directory for ~2 s: most of it waiting.
+  EXPECT_GT(child, 500000u) << r.err;
+}
+
+// --by cgroup: one row per cgroup of the waiters, named by its path (or
+// systemd unit); the workload's own cgroup made for the test.
+TEST_F(Lock, ByCgroup) {
+  std::string root;
+  for (const char *p : {"/sys/fs/cgroup", "/sys/fs/cgroup/unified"}) {
+    struct statfs fs {};
+    if (root.empty() && statfs(p, &fs) == 0 &&
+        static_cast<unsigned long>(fs.f_type) == 0x63677270)
+      root = p;
+  }
+  if (root.empty())
+    GTEST_SKIP() << "no cgroup v2 hierarchy";
+  const std::string name = "offcpu-lock-test-" + std::to_string(getpid());
+  ASSERT_EQ(mkdir((root + "/" + name).c_str(), 0755), 0);
+  struct Remove { // once the workload (declared after) is gone
+    std::string dir;
+    ~Remove() {
+      test::sleep_seconds(0.2);
+      rmdir(dir.c_str());
+    }
+  } remove{root + "/" + name};
+  {
+    Contender w({WORKLOAD_LOCK_CONTEND, "dir", dir_, "4"});
+    std::ofstream(root + "/" + name + "/cgroup.procs") << w.pid() << "\n";
+    auto r = test::run({OFFCPU_BIN, "lock", "-p", std::to_string(w.pid()), "-Y",
+                        "rwsem", "--by", "cgroup", "2"},
+                       60);
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_TRUE(std::regex_search(
+        r.out, std::regex("\n +\\d+ +\\d+ us +\\d+ us +\\d+ us  "
+                          "rwsem:write +/" +
+                          name + " +\\w+\n")))
+        << r.out;
+  }
 }
 
 // Threads mapping and unmapping: their mm's mmap_lock, by name, found by

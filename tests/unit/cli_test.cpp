@@ -271,6 +271,26 @@ TEST(Cli, FutexOpsToKinds) {
   EXPECT_EQ(lock_kind_name(OFFCPU_LOCK_FUTEX_PI), "futex:pi");
 }
 
+// offcpu lock's targets are the main command's: -- COMMAND (with its
+// children), --children after -p, and the same refusals; --by cgroup puts
+// the cgroup in the key; --holders is --wakers.
+TEST(Cli, LockTargetsAsTheMainCommand) {
+  auto c = parse({"lock", "-Y", "rwsem", "--", "make", "-j2"});
+  EXPECT_EQ(c.command, Command::Lock);
+  EXPECT_EQ(c.lock.command, (std::vector<std::string>{"make", "-j2"}));
+  EXPECT_TRUE(c.lock.follow_children);
+  EXPECT_TRUE(parse({"lock", "-p", "1", "--children"}).lock.follow_children);
+  EXPECT_EQ(usage_exit({"lock", "--children"}), kExitUsage);
+  EXPECT_EQ(usage_exit({"lock", "-p", "1", "--", "true"}), kExitUsage);
+  EXPECT_EQ(usage_exit({"lock", "--user", "nobody"}), kExitUsage);
+  EXPECT_EQ(usage_exit({"rwsem", "x", "--", "true"}), kExitUsage);
+  auto g = parse({"lock", "--by", "cgroup"});
+  EXPECT_EQ(g.lock.by, LockGrouping::Cgroup);
+  EXPECT_TRUE(g.lock.key_cgroup);
+  EXPECT_FALSE(parse({"lock"}).lock.key_cgroup);
+  EXPECT_TRUE(parse({"lock", "--holders"}).lock.wakers);
+}
+
 // The kinds' names, both ways (reports and -Y).
 TEST(Cli, LockKindNamesRoundTrip) {
   for (uint32_t k = 0; k < OFFCPU_LOCK_KINDS; k++)

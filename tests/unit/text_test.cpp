@@ -200,5 +200,47 @@ TEST(LockTable, RowsPerLockSortedByTotal) {
             std::string::npos);
 }
 
+// Each row is followed by its distribution: 3 waits of 1-2 ms and 1 of
+// 8-16 ms as two bars, the larger bucket the full width.
+TEST(LockTable, RowHasItsLatencyHistogram) {
+  Sample s = lock_sample("db", 1, {"do_rmdir", "down_write"}, 13000, 4,
+                         "rwsem:write", "[ext4_inode_cache]");
+  uint32_t hist[OFFCPU_HIST_BUCKETS] = {};
+  hist[offcpu_hist_slot(1500000)] = 3;
+  hist[offcpu_hist_slot(9000000)] = 1;
+  s.latency = Latency::from_buckets(hist, 4, 9000000);
+  Profile p = test::profile({s}, ProfileKind::LockWaits);
+  std::string out = render_lock_table(p, LockGrouping::Lock, false, {});
+  EXPECT_TRUE(
+      std::regex_search(out, std::regex("\n +1024 -> 2047 +: 3 +\|\*{30}\|\n")))
+      << out;
+  EXPECT_TRUE(std::regex_search(
+      out, std::regex("\n +8192 -> 16383 +: 1 +\|\*{10} *\|\n")))
+      << out;
+}
+
+// --holders: the owner the lock recorded is a frame of its own after the
+// holder's comm only where it is not the task that woke the waiter.
+TEST(LockTable, OwnerShownWhereItIsNotTheWaker) {
+  Sample s =
+      lock_sample("db", 1, {"down_write"}, 100, 1, "rwsem:write", "[lock 0x1]");
+  Waker w;
+  w.kind = Waker::Kind::Task;
+  w.tid = 7;
+  w.comm = "holder";
+  s.waker = w;
+  s.lock->owner_tid = 7;
+  s.lock->owner_comm = "holder";
+  std::string same = render_folded(test::profile({s}, ProfileKind::LockWaits),
+                                   LayoutOptions{});
+  EXPECT_NE(same.find(";--;holder 100"), std::string::npos) << same;
+  s.lock->owner_tid = 8;
+  s.lock->owner_comm = "other";
+  std::string other = render_folded(test::profile({s}, ProfileKind::LockWaits),
+                                    LayoutOptions{});
+  EXPECT_NE(other.find(";--;holder;[owner other] 100"), std::string::npos)
+      << other;
+}
+
 } // namespace
 } // namespace offcpu
