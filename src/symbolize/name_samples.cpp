@@ -485,15 +485,16 @@ void add_lock_waits(Profile &profile, const RawLockWaits &raw, Symbolizer &sym,
             ? "[" + cache->second + "]"
             : describe_lock(key.lock, key.flags, sym.kernel_symbols(), kinds);
     s.lock = LockWait{
-        val.max_ns,
-        (key.flags & RWSEM_WAIT_WRITE) != 0,
-        valid_utf8(name),
+        val.max_ns, (key.flags & RWSEM_WAIT_WRITE) != 0, valid_utf8(name),
         kinds ? lock_kind_name(key.kind) : std::string(),
-        key.owner,
-        key.owner ? valid_utf8(std::string(
-                        key.owner_comm,
-                        strnlen(key.owner_comm, sizeof(key.owner_comm))))
-                  : std::string()};
+        // The owner for offcpu lock --holders only: offcpu rwsem --wakers
+        // keeps its layout.
+        kinds ? key.owner : 0,
+        kinds && key.owner
+            ? valid_utf8(
+                  std::string(key.owner_comm,
+                              strnlen(key.owner_comm, sizeof(key.owner_comm))))
+            : std::string()};
     if (key.cgroup) {
       auto c = raw.cgroups.find(key.cgroup);
       s.cgroup = c != raw.cgroups.end()

@@ -186,6 +186,31 @@ TEST_F(Lock, SpinningIsItsOwnKind) {
   EXPECT_EQ(kinds.size(), 2u) << r.out;
 }
 
+// The directory's i_rwsem: write waits (flags 4, LCB_F_WRITE) add up to
+// what bpftrace measures on the same tracepoints over the same window.
+TEST_F(Lock, RwsemWriteWaitsAgreeWithBpftrace) {
+  if (access("/usr/bin/bpftrace", X_OK) != 0)
+    GTEST_SKIP() << "bpftrace (Debian package bpftrace) is not installed";
+  if (!ensure_tracefs())
+    GTEST_SKIP() << "tracefs cannot be mounted; bpftrace needs it";
+  Contender w({WORKLOAD_LOCK_CONTEND, "dir", dir_, "4"});
+  BpftraceTotal bpftrace(w.pid(), 4);
+  ASSERT_TRUE(bpftrace.attached()) << "bpftrace did not start";
+  auto ours = test::run({OFFCPU_BIN, "lock", "-p", std::to_string(w.pid()),
+                         "-Y", "rwsem:write", "-v", "-f", "3"},
+                        60);
+  double bpftrace_us = bpftrace.us_between(ours.err);
+  ASSERT_EQ(ours.exit_code, 0) << ours.err;
+  auto lines = test::parse_folded(ours.out);
+  ASSERT_FALSE(lines.empty()) << ours.err;
+  double ours_us = static_cast<double>(total_of_kind(lines, "rwsem:write"));
+  EXPECT_GT(bpftrace_us, 0);
+  EXPECT_NEAR(ours_us, bpftrace_us, bpftrace_us * 0.20)
+      << "offcpu " << ours_us << " us vs bpftrace " << bpftrace_us << " us";
+  std::cerr << "rwsem:write waits: offcpu " << ours_us << " us, bpftrace "
+            << bpftrace_us << " us\n";
+}
+
 // mkdir/rmdir in one directory: its i_rwsem, for writing, by the workload's
 // own function; -Y rwsem leaves the mutexes out.
 TEST_F(Lock, DirectoryRwsemByKind) {
@@ -206,11 +231,12 @@ TEST_F(Lock, DirectoryRwsemByKind) {
       in_function += l.value;
   }
   EXPECT_GT(in_function, total * 9 / 10);
-  // The table: the directory's lock (in a slab object: by address) first.
+  // The table: the directory's lock first, named by the slab cache of the
+  // inode it lies in (6.12+; by address before).
   std::string text = read_file(dir_ + "/out.txt");
   EXPECT_TRUE(std::regex_search(
       text, std::regex("\n +\\d+ +\\d+ us +\\d+ us +\\d+ us  rwsem:write +"
-                       "\\[lock 0x[0-9a-f]+\\] +\\w+")))
+                       "\\[(\\w*inode_cache|lock 0x[0-9a-f]+)\\] +\\w+")))
       << text;
   EXPECT_EQ(text.find("mmap_lock"), std::string::npos) << text;
 }

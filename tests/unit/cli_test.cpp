@@ -279,9 +279,9 @@ TEST(Cli, LockTargetsAsTheMainCommand) {
   EXPECT_EQ(c.command, Command::Lock);
   EXPECT_EQ(c.lock.command, (std::vector<std::string>{"make", "-j2"}));
   EXPECT_TRUE(c.lock.follow_children);
-  EXPECT_TRUE(parse({"lock", "-p", "1", "--children"}).lock.follow_children);
+  EXPECT_TRUE(parse({"lock", "-p", "150", "--children"}).lock.follow_children);
   EXPECT_EQ(usage_exit({"lock", "--children"}), kExitUsage);
-  EXPECT_EQ(usage_exit({"lock", "-p", "1", "--", "true"}), kExitUsage);
+  EXPECT_EQ(usage_exit({"lock", "-p", "150", "--", "true"}), kExitUsage);
   EXPECT_EQ(usage_exit({"lock", "--user", "nobody"}), kExitUsage);
   EXPECT_EQ(usage_exit({"rwsem", "x", "--", "true"}), kExitUsage);
   auto g = parse({"lock", "--by", "cgroup"});

@@ -3,6 +3,7 @@
 #include <regex>
 #include <sstream>
 
+#include "offcpu/shared.h"
 #include "output/folded.h"
 #include "output/lock_table.h"
 #include "output/text.h"
@@ -206,16 +207,16 @@ TEST(LockTable, RowHasItsLatencyHistogram) {
   Sample s = lock_sample("db", 1, {"do_rmdir", "down_write"}, 13000, 4,
                          "rwsem:write", "[ext4_inode_cache]");
   uint32_t hist[OFFCPU_HIST_BUCKETS] = {};
-  hist[offcpu_hist_slot(1500000)] = 3;
-  hist[offcpu_hist_slot(9000000)] = 1;
+  hist[offcpu_hist_bucket(1500000)] = 3;
+  hist[offcpu_hist_bucket(9000000)] = 1;
   s.latency = Latency::from_buckets(hist, 4, 9000000);
   Profile p = test::profile({s}, ProfileKind::LockWaits);
   std::string out = render_lock_table(p, LockGrouping::Lock, false, {});
-  EXPECT_TRUE(
-      std::regex_search(out, std::regex("\n +1024 -> 2047 +: 3 +\|\*{30}\|\n")))
+  EXPECT_TRUE(std::regex_search(
+      out, std::regex("\n +1024 -> 2047 +: 3 +\\|\\*{30}\\|\n")))
       << out;
   EXPECT_TRUE(std::regex_search(
-      out, std::regex("\n +8192 -> 16383 +: 1 +\|\*{10} *\|\n")))
+      out, std::regex("\n +8192 -> 16383 +: 1 +\\|\\*{10} *\\|\n")))
       << out;
 }
 
