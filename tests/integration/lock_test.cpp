@@ -269,9 +269,10 @@ TEST_F(Lock, HoldersAndSlabCacheName) {
     waited += l.value;
     const std::string &last = l.frames.back();
     bool owner = last.rfind("[owner ", 0) == 0;
-    if (owner)
+    if (owner) {
       EXPECT_TRUE(last == "[owner holder]" || last == "[owner waiter]")
           << l.text;
+    }
     const std::string &comm = l.frames[l.frames.size() - (owner ? 2 : 1)];
     bool by_holder =
         comm == "holder" && std::find(l.frames.begin() + dash, l.frames.end(),
