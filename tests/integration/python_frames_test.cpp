@@ -158,9 +158,10 @@ protected:
   // The default run loaded the object with plain loads (else the test
   // would pass on a fallback: that object's Python walk went unchecked).
   void expect_loader(const std::string &err) const {
-    if (!*GetParam())
+    if (!*GetParam()) {
       EXPECT_NE(err.find("kernel memory by plain loads"), std::string::npos)
           << err;
+    }
   }
 
   void SetUp() override {
