@@ -18,8 +18,8 @@
 #include <bpf/bpf_tracing.h>
 
 #include "announce.bpf.h"
-#include "futex.bpf.h"
 #include "children.bpf.h"
+#include "futex.bpf.h"
 #include "offcpu/shared.h"
 #include "settings.bpf.h"
 #include "stack_store.bpf.h"

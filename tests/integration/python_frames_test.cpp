@@ -264,8 +264,8 @@ TEST_F(PythonOther, UnknownVersionGetsNativeFramesAndOneLine) {
   test::Subprocess w({python, kWorkloads + "py_waits.py"});
   Started s = start_waits(w);
   ASSERT_GT(s.pid, 0);
-  auto r = test::run(
-      {OFFCPU_BIN, "-p", std::to_string(s.pid), "-U", "-f", "2"}, 90);
+  auto r =
+      test::run({OFFCPU_BIN, "-p", std::to_string(s.pid), "-U", "-f", "2"}, 90);
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const std::string line = "offcpu: warning: Python 3.9 (";
   size_t at = r.err.find(line);
@@ -331,8 +331,8 @@ TEST_F(PythonOther, NamesOfAnExitedProcessAreKept) {
   test::Subprocess w({kPython, kWorkloads + "py_waits.py", "5"});
   Started s = start_waits(w);
   ASSERT_GT(s.pid, 0);
-  test::Subprocess tracer({OFFCPU_BIN, "-p", std::to_string(s.pid), "-U", "-f",
-                           "-v", "10"});
+  test::Subprocess tracer(
+      {OFFCPU_BIN, "-p", std::to_string(s.pid), "-U", "-f", "-v", "10"});
   auto exited = w.wait(30);
   ASSERT_EQ(exited.exit_code, 0) << exited.err;
   double gone = test::now_seconds();
