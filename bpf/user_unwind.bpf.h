@@ -938,6 +938,12 @@ static __always_inline bool uw_memo_pages(const struct uw_memo *m, __u64 pgd,
  * task or, `frozen`, of a task off CPU since (its address space's top-level
  * page table at `pgd`). A global function: verified once. */
 __noinline int uw_memo_holds(const struct uw_memo *m, __u64 pgd, __u32 frozen) {
+#ifndef OFFCPU_DIRECT_LOADS
+  /* Unused in this object: said used, or the compiler may leave the
+   * argument's register unset at a call, which the verifier refuses (a
+   * global function takes scalars) and the plan falls back. */
+  asm volatile("" ::"r"(pgd));
+#endif
   if (!m)
     return 0;
   __u32 span = m->span, zero = 0;

@@ -138,10 +138,23 @@ void expect_chains(const Started &s, const std::string &folded,
   }
 }
 
+// Tests that need Debian's python3.11 (and root). PythonOther's cases run
+// once, on the default loader.
+class PythonOther : public test::RootTest {
+protected:
+  void SetUp() override {
+    RootTest::SetUp();
+    if (IsSkipped())
+      return;
+    if (access(kPython, X_OK) != 0)
+      GTEST_SKIP() << "no " << kPython;
+  }
+};
+
 // Both objects walk Python frames: the default (with plain loads on 6.8+,
 // reading the interpreter's memory through the page tables) and the one
 // with probe reads (kernels before 6.8).
-class PythonFrames : public test::RootTest,
+class PythonFrames : public PythonOther,
                      public ::testing::WithParamInterface<const char *> {
 protected:
   // offcpu's arguments: `args`, then the loader this run tests, then the
@@ -162,14 +175,6 @@ protected:
       EXPECT_NE(err.find("kernel memory by plain loads"), std::string::npos)
           << err;
     }
-  }
-
-  void SetUp() override {
-    RootTest::SetUp();
-    if (IsSkipped())
-      return;
-    if (access(kPython, X_OK) != 0)
-      GTEST_SKIP() << "no " << kPython;
   }
 };
 
@@ -242,18 +247,6 @@ INSTANTIATE_TEST_SUITE_P(Pyenv, PythonVersions, ::testing::ValuesIn(kVersions),
                          [](const auto &p) {
                            return std::string(p.param.name);
                          });
-
-// Cases of one run each, on the default loader.
-class PythonOther : public test::RootTest {
-protected:
-  void SetUp() override {
-    RootTest::SetUp();
-    if (IsSkipped())
-      return;
-    if (access(kPython, X_OK) != 0)
-      GTEST_SKIP() << "no " << kPython;
-  }
-};
 
 // A version with no layout (pyenv's 3.9): one line on stderr, and its
 // stacks keep the interpreter's frames, whole.
