@@ -649,6 +649,9 @@ void add_lock_filters(CLI::App *lk, RwsemOptions &r, LockArgs &a) {
                  "percpu-rwsem, rwlock-rt, and with spinning mutex:spin, "
                  "spinlock, rwlock; user space: futex (or futex:pi)")
       ->delimiter(',')
+      ->expected(1) // `-Y mutex 5`: 5 is the duration, not a kind
+      ->allow_extra_args(false)
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll)
       ->type_name("KIND")
       ->group("Filters");
   lk->add_flag("--spin", a.spin,

@@ -231,6 +231,13 @@ TEST(Cli, LockKindsSleepingByDefaultSpinOnRequest) {
             (1u << OFFCPU_LOCK_MUTEX) | (1u << OFFCPU_LOCK_MUTEX_SPIN));
   EXPECT_EQ(parse({"lock", "-Y", "rwsem:write"}).lock.lock_kinds,
             1u << OFFCPU_LOCK_RWSEM_WRITE);
+  // One kind list per -Y: a duration after it is the duration; -Y again
+  // adds to the list.
+  auto d = parse({"lock", "-Y", "mutex", "5"});
+  EXPECT_EQ(d.lock.lock_kinds, 1u << OFFCPU_LOCK_MUTEX);
+  EXPECT_DOUBLE_EQ(*d.lock.duration_s, 5.0);
+  EXPECT_EQ(parse({"lock", "-Y", "mutex", "-Y", "semaphore"}).lock.lock_kinds,
+            (1u << OFFCPU_LOCK_MUTEX) | (1u << OFFCPU_LOCK_SEMAPHORE));
   // --futex adds the user-space kinds; -Y futex:pi is the PI ones alone.
   EXPECT_EQ(parse({"lock", "--futex"}).lock.lock_kinds,
             uint32_t{OFFCPU_LOCK_SLEEPING | OFFCPU_LOCK_FUTEXES});
