@@ -52,6 +52,14 @@ const char *waker_marker(Waker::Kind kind) {
   return "[waker]";
 }
 
+// The owner at the begin is news only where it is not the waker (the lock
+// changed hands meanwhile, or the wakeup came from elsewhere).
+bool shows_lock_owner(const Sample &s) {
+  return s.lock && s.lock->owner_tid &&
+         !(s.waker && s.waker->kind == Waker::Kind::Task &&
+           s.waker->tid == s.lock->owner_tid);
+}
+
 std::string thread_frame_name(const Sample &s, ThreadFrame how) {
   switch (how) {
   case ThreadFrame::Comm:
@@ -92,12 +100,7 @@ std::vector<Frame> lay_out(const Sample &s, const LayoutOptions &opts) {
   }
   if (s.waker)
     add_waker(*s.waker, out);
-  // --holders: the owner the lock recorded at the wait's begin, where it is
-  // not the task that woke the waiter (the lock changed hands meanwhile,
-  // or the wakeup came from elsewhere).
-  if (s.lock && s.lock->owner_tid &&
-      !(s.waker && s.waker->kind == Waker::Kind::Task &&
-        s.waker->tid == s.lock->owner_tid))
+  if (shows_lock_owner(s))
     out.push_back(annotation("[owner " + s.lock->owner_comm + "]"));
   return out;
 }

@@ -42,4 +42,9 @@ std::vector<LaidOutPart> lay_out_parts(const Sample &s,
 // The name a waker kind is shown as where it has no frames of its own.
 const char *waker_marker(Waker::Kind kind);
 
+// --holders: whether the sample shows the owner its lock recorded at the
+// wait's begin ("[owner COMM]" last; pprof's owner labels): where there is
+// one and it is not the task that woke the waiter.
+bool shows_lock_owner(const Sample &s);
+
 } // namespace offcpu

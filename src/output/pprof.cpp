@@ -182,6 +182,11 @@ public:
         label("kind", &s.lock->kind, 0);
       if (!s.lock->holder.empty())
         label("holder", &s.lock->holder, 0);
+      // As the folded stack's "[owner COMM]" frame, which pprof has too.
+      if (shows_lock_owner(s)) {
+        label("owner_comm", &s.lock->owner_comm, 0);
+        label("owner_tid", nullptr, s.lock->owner_tid);
+      }
     }
     // The latency distribution: labels, not sample values, since pprof
     // sums values when it merges samples and a max or a quantile does not
