@@ -234,26 +234,43 @@ void RwsemSession::attach_one(bpf_program *prog, const char *what) {
   links_.emplace_back(link);
 }
 
+// The waits' ends first and their begins last, just before the window's
+// start (attached_ns_): a wait is never begun without its end attached
+// (a thread's first wait would run on to its next end), nor before the
+// window (the -v edges bpftrace comparisons clip to).
+void RwsemSession::attach_begins() {
+  auto &p = skel_->progs;
+  switch (plan_.mechanism) {
+  case RwsemAttach::Tracepoint:
+    if (bpf_program__autoload(p.rwsem_contention_begin))
+      attach_one(p.rwsem_contention_begin, "lock:contention_begin");
+    break;
+  case RwsemAttach::Fentry:
+    attach_one(p.rwsem_fentry_write, "fentry");
+    if (bpf_program__autoload(p.rwsem_fentry_read))
+      attach_one(p.rwsem_fentry_read, "fentry (read)");
+    if (bpf_program__autoload(p.mutex_fentry))
+      attach_one(p.mutex_fentry, "fentry (mutex)");
+    break;
+  default:
+    break;
+  }
+}
+
 void RwsemSession::attach() {
   auto &p = skel_->progs;
   switch (plan_.mechanism) {
   case RwsemAttach::Tracepoint:
     if (!bpf_program__autoload(p.rwsem_contention_begin))
       break;
-    attach_one(p.rwsem_contention_begin, "lock:contention_begin");
     attach_one(p.rwsem_contention_end, "lock:contention_end");
     break;
   case RwsemAttach::Fentry:
-    attach_one(p.rwsem_fentry_write, "fentry");
     attach_one(p.rwsem_fexit_write, "fexit");
-    if (bpf_program__autoload(p.rwsem_fentry_read)) {
-      attach_one(p.rwsem_fentry_read, "fentry (read)");
+    if (bpf_program__autoload(p.rwsem_fentry_read))
       attach_one(p.rwsem_fexit_read, "fexit (read)");
-    }
-    if (bpf_program__autoload(p.mutex_fentry)) {
-      attach_one(p.mutex_fentry, "fentry (mutex)");
+    if (bpf_program__autoload(p.mutex_fentry))
       attach_one(p.mutex_fexit, "fexit (mutex)");
-    }
     break;
   case RwsemAttach::Kprobe:
     attach_one(p.rwsem_kprobe_write, "kprobe");
@@ -290,6 +307,7 @@ void RwsemSession::attach() {
     attach_one(p.lock_fork, "sched_process_fork");
     attach_one(p.lock_exit, "sched_process_exit");
   }
+  attach_begins();
   attached_ns_ = monotonic_ns();
 }
 

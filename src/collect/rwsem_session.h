@@ -59,6 +59,7 @@ private:
   RwsemSession(std::unique_ptr<rwsem_bpf, SkelDeleter> skel, RwsemPlan plan,
                uint64_t min_wait_ns);
   void attach_one(bpf_program *prog, const char *what);
+  void attach_begins();
   void attach_futex();
   std::vector<offcpu_futex_start> futex_asleep() const;
   void read_slab_names(RawLockWaits &out) const;
