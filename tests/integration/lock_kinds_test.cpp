@@ -1,0 +1,532 @@
+// `offcpu lock` per kind of kernel lock, end to end, as root, against
+// tests/workloads/lock_kinds.c: a semaphore (console_sem), both sides of a
+// percpu_rw_semaphore (dup_mmap_sem), a rw_semaphore's read side (a
+// directory's i_rwsem) and the rt_mutex of a PI futex. Per kind, the total
+// is compared with every wait bpftrace saw on the same tracepoints, clipped
+// to offcpu's window. Then what the text, folded and pprof outputs carry:
+// intervals, --by rows, the formats, the lock's owner in pprof.
+#include <gtest/gtest.h>
+
+#include <dirent.h>
+#include <signal.h>
+#include <sys/mount.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <fstream>
+#include <iterator>
+#include <map>
+#include <regex>
+#include <set>
+#include <sstream>
+
+#include "support/folded_parse.h"
+#include "support/process.h"
+#include "support/root_fixture.h"
+
+namespace offcpu {
+namespace {
+
+std::string read_file(const std::string &path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string((std::istreambuf_iterator<char>(in)),
+                     std::istreambuf_iterator<char>());
+}
+
+// A workload that prints "ready PID" once set up; exit status 3 (with its
+// reason on stderr) when the machine lacks what it needs.
+class Workload {
+public:
+  explicit Workload(std::vector<std::string> args)
+      : proc_(std::make_unique<test::Subprocess>(args)) {
+    auto line = proc_->read_line(20);
+    if (line && line->rfind("ready ", 0) == 0) {
+      pid_ = std::stoi(line->substr(6));
+      return;
+    }
+    auto r = proc_->wait(5);
+    missing_ = r.exit_code == 3 ? r.err : "";
+    if (missing_.empty())
+      throw std::runtime_error("workload did not start: " + args[0] + " " +
+                               args[1] + ": " + r.err);
+  }
+  int pid() const { return pid_; }
+  // Why the workload cannot run here; empty when it runs.
+  const std::string &missing() const { return missing_; }
+
+private:
+  std::unique_ptr<test::Subprocess> proc_;
+  int pid_ = 0;
+  std::string missing_;
+};
+
+// The perf events a process holds open (bpftrace: one per attached probe).
+int perf_events(int pid) {
+  const std::string fds = "/proc/" + std::to_string(pid) + "/fd";
+  int n = 0;
+  if (DIR *d = opendir(fds.c_str())) {
+    while (dirent *e = readdir(d)) {
+      char target[64] = {};
+      if (readlink((fds + "/" + e->d_name).c_str(), target,
+                   sizeof(target) - 1) > 0 &&
+          std::string(target) == "anon_inode:[perf_event]")
+        n++;
+    }
+    closedir(d);
+  }
+  return n;
+}
+
+bool ensure_tracefs() {
+  if (access("/sys/kernel/tracing/events/lock", F_OK) == 0)
+    return true;
+  mount("nodev", "/sys/kernel/tracing", "tracefs", 0, nullptr);
+  return access("/sys/kernel/tracing/events/lock", F_OK) == 0;
+}
+
+// Every wait of process `pid` whose lock:contention_begin flags are
+// `flags`, as bpftrace sees it: its begin and end, from the begin to the
+// contention_end of the same lock (ends of other locks, nested
+// contentions, are not its end: offcpu lock's rule too). Written to a file
+// (-o) so that a busy kind cannot fill a pipe and lose events.
+class BpftraceWaits {
+public:
+  BpftraceWaits(const std::string &dir, int pid, unsigned flags)
+      : path_(dir + "/bpftrace-" + std::to_string(flags) + ".out") {
+    const std::string who = "pid == " + std::to_string(pid);
+    const std::string script =
+        "tracepoint:lock:contention_begin /" + who +
+        " && args->flags == " + std::to_string(flags) +
+        " && !@s[tid]/ { @s[tid] = nsecs; @l[tid] = "
+        "(uint64)args->lock_addr; }\n"
+        "tracepoint:lock:contention_end /@s[tid] && @l[tid] == "
+        "(uint64)args->lock_addr/ { printf(\"W %llu %llu\\n\", @s[tid], "
+        "nsecs); delete(@s[tid]); delete(@l[tid]); }\n"
+        "interval:ms:50 { printf(\"T\\n\"); }\n"
+        "END { print(@s); clear(@s); clear(@l); }\n";
+    proc_ = std::make_unique<test::Subprocess>(std::vector<std::string>{
+        "/usr/bin/bpftrace", "-o", path_, "-e", script});
+    // Its file is written in blocks: attached once it holds a perf event
+    // per probe (the two tracepoints and the interval).
+    for (double t0 = test::now_seconds();
+         !attached_ && test::now_seconds() - t0 < 60; test::sleep_seconds(0.05))
+      attached_ = perf_events(proc_->pid()) >= 3;
+  }
+  bool attached() const { return attached_; }
+
+  // The waits' time in offcpu's window (its -v line "traced from A to B
+  // ns"), in us: each wait that began in it, up to its end or B; -1
+  // without the line. Events bpftrace lost fail the comparison.
+  double us_in_window(const std::string &offcpu_err) {
+    test::sleep_seconds(0.3);
+    proc_->signal(SIGINT);
+    auto r = proc_->wait(60);
+    EXPECT_EQ(r.err.find("Lost"), std::string::npos) << r.err;
+    std::smatch w;
+    if (!std::regex_search(offcpu_err, w,
+                           std::regex("traced from (\\d+) to (\\d+) ns")))
+      return -1;
+    const uint64_t from = std::stoull(w[1]), to = std::stoull(w[2]);
+    uint64_t ns = 0;
+    std::istringstream in(read_file(path_));
+    std::string line;
+    std::smatch m;
+    const std::regex done("W (\\d+) (\\d+)"), open("@s\\[\\d+\\]: (\\d+)");
+    while (std::getline(in, line)) {
+      uint64_t begin = 0, end = to; // still open at bpftrace's end
+      if (std::regex_match(line, m, done)) {
+        begin = std::stoull(m[1]);
+        end = std::min<uint64_t>(std::stoull(m[2]), to);
+      } else if (std::regex_match(line, m, open)) {
+        begin = std::stoull(m[1]);
+      } else {
+        continue;
+      }
+      if (begin >= from && begin < end) {
+        ns += end - begin;
+        waits_++;
+      }
+    }
+    return static_cast<double>(ns) / 1000.0;
+  }
+  int waits() const { return waits_; }
+
+private:
+  std::string path_;
+  std::unique_ptr<test::Subprocess> proc_;
+  bool attached_ = false;
+  int waits_ = 0;
+};
+
+const std::string &kind_of(const test::FoldedLine &l) {
+  return l.frames[l.frames.size() - 2];
+}
+
+class LockKinds : public test::RootTest {
+protected:
+  void SetUp() override {
+    test::RootTest::SetUp();
+    if (IsSkipped())
+      return;
+    if (access("/usr/bin/bpftrace", X_OK) != 0)
+      GTEST_SKIP() << "bpftrace (Debian package bpftrace) is not installed";
+    if (!ensure_tracefs())
+      GTEST_SKIP() << "tracefs cannot be mounted; bpftrace needs it";
+  }
+
+  // offcpu lock -Y each of `kinds` over `w` for 3 s beside a bpftrace per
+  // kind (its contention_begin flags); per kind, offcpu's total agrees
+  // within 20% and every stack holds `function` (if given). Returns the
+  // folded lines.
+  std::vector<test::FoldedLine>
+  agree(const Workload &w,
+        const std::vector<std::pair<std::string, unsigned>> &kinds,
+        const std::string &function) {
+    std::vector<std::unique_ptr<BpftraceWaits>> theirs;
+    std::string names;
+    for (const auto &[kind, flags] : kinds) {
+      theirs.push_back(std::make_unique<BpftraceWaits>(dir_, w.pid(), flags));
+      EXPECT_TRUE(theirs.back()->attached()) << "bpftrace did not start";
+      names += (names.empty() ? "" : ",") + kind;
+    }
+    auto ours = test::run({OFFCPU_BIN, "lock", "-p", std::to_string(w.pid()),
+                           "-Y", names, "-v", "-f", "3"},
+                          90);
+    EXPECT_EQ(ours.exit_code, 0) << ours.err;
+    auto lines = test::parse_folded(ours.out);
+    for (size_t i = 0; i < kinds.size(); i++) {
+      const std::string &kind = kinds[i].first;
+      double bpftrace_us = theirs[i]->us_in_window(ours.err);
+      uint64_t ours_us = 0;
+      for (const auto &l : lines)
+        if (l.frames.size() >= 2 && kind_of(l) == kind)
+          ours_us += l.value;
+      std::cerr << kind << " waits: offcpu " << ours_us << " us, bpftrace "
+                << bpftrace_us << " us in " << theirs[i]->waits() << " waits\n";
+      EXPECT_GT(theirs[i]->waits(), 10) << kind << ": too few waits to judge";
+      EXPECT_NEAR(static_cast<double>(ours_us), bpftrace_us, bpftrace_us * 0.20)
+          << kind << ": offcpu " << ours_us << " us vs bpftrace " << bpftrace_us
+          << " us";
+    }
+    for (const auto &l : lines) {
+      if (!function.empty()) {
+        EXPECT_GE(test::frame_index(l, function), 0) << l.text;
+      }
+    }
+    return lines;
+  }
+};
+
+// Virtual consoles written by four threads: each write takes console_sem,
+// a semaphore (flags 0), in down(); one lock for all.
+TEST_F(LockKinds, SemaphoreWaitsAgreeWithBpftrace) {
+  Workload w({WORKLOAD_LOCK_KINDS, "console", "4"});
+  if (!w.missing().empty())
+    GTEST_SKIP() << "console_sem, the semaphore user space reaches here, "
+                    "needs virtual consoles: "
+                 << w.missing();
+  auto lines = agree(w, {{"semaphore", 0}}, "write_console");
+  ASSERT_FALSE(lines.empty());
+  std::set<std::string> locks;
+  for (const auto &l : lines) {
+    EXPECT_EQ(kind_of(l), "semaphore") << l.text;
+    EXPECT_GE(test::frame_index(l, "down"), 0) << l.text;
+    locks.insert(l.frames.back());
+  }
+  // console_sem by its symbol where kallsyms has data symbols, else by
+  // address; one lock either way.
+  EXPECT_EQ(locks.size(), 1u);
+  EXPECT_TRUE(
+      *locks.begin() == "console_sem" ||
+      std::regex_match(*locks.begin(), std::regex("\\[lock 0x[0-9a-f]+\\]")))
+      << *locks.begin();
+}
+
+// Registrars adding and removing uprobes take dup_mmap_sem, a percpu
+// rw-semaphore, for writing (flags 0x14) and wait for each other; forks
+// take it for reading (flags 0x12) and wait for them. Both sides in one
+// run, each agreeing with bpftrace.
+TEST_F(LockKinds, PercpuRwsemBothSidesAgreeWithBpftrace) {
+  Workload w({WORKLOAD_LOCK_KINDS, "uprobe", "3", "2"});
+  if (!w.missing().empty())
+    GTEST_SKIP() << "registering uprobes needs uprobe_multi links (6.6+): "
+                 << w.missing();
+  auto lines =
+      agree(w, {{"percpu-rwsem:write", 0x14}, {"percpu-rwsem:read", 0x12}}, "");
+  ASSERT_FALSE(lines.empty());
+  for (const auto &l : lines) {
+    const std::string &kind = kind_of(l);
+    if (kind == "percpu-rwsem:write") {
+      EXPECT_GE(test::frame_index(l, "register_uprobe"), 0) << l.text;
+      EXPECT_GE(test::frame_index(l, "percpu_down_write"), 0) << l.text;
+    } else {
+      EXPECT_EQ(kind, "percpu-rwsem:read") << l.text;
+      EXPECT_GE(test::frame_index(l, "fork_child"), 0) << l.text;
+    }
+  }
+}
+
+// Listers reading a directory (getdents64: its i_rwsem for reading) while
+// makers mkdir/rmdir in it: the read side's waits (flags 2).
+TEST_F(LockKinds, RwsemReadWaitsAgreeWithBpftrace) {
+  Workload w({WORKLOAD_LOCK_KINDS, "readdir", dir_, "2"});
+  auto lines = agree(w, {{"rwsem:read", 2}}, "list_dir");
+  ASSERT_FALSE(lines.empty());
+  for (const auto &l : lines) {
+    EXPECT_EQ(kind_of(l), "rwsem:read") << l.text;
+    EXPECT_EQ(l.frames[0], "lister") << l.text;
+  }
+}
+
+// A PI futex contended by four threads. Where the kernel traces its
+// rt_mutex waits (flags 8) offcpu's rtmutex total agrees with bpftrace's;
+// where it does not (up to 6.18 at least: futex_lock_pi waits in
+// rt_mutex_wait_proxy_lock, which has no contention tracepoint, and no
+// other rt_mutex, i2c's or RCU boosting's, is reachable from user space)
+// offcpu must report none either, and the test says so. The wait itself
+// is offcpu lock --futex's futex:pi (futex_lock_test).
+TEST_F(LockKinds, RtmutexWaitsAgreeWithBpftraceWhereTraced) {
+  Workload w({WORKLOAD_LOCK_KINDS, "pi", "4"});
+  BpftraceWaits theirs(dir_, w.pid(), 8);
+  ASSERT_TRUE(theirs.attached()) << "bpftrace did not start";
+  auto ours = test::run({OFFCPU_BIN, "lock", "-p", std::to_string(w.pid()),
+                         "-Y", "rtmutex", "-v", "-f", "3"},
+                        90);
+  ASSERT_EQ(ours.exit_code, 0) << ours.err;
+  double bpftrace_us = theirs.us_in_window(ours.err);
+  auto lines = test::parse_folded(ours.out);
+  uint64_t ours_us = 0;
+  for (const auto &l : lines) {
+    EXPECT_EQ(kind_of(l), "rtmutex") << l.text;
+    EXPECT_GE(test::frame_index(l, "lock_pi_word"), 0) << l.text;
+    ours_us += l.value;
+  }
+  if (theirs.waits() == 0) {
+    EXPECT_EQ(ours_us, 0u) << ours.out;
+    GTEST_SKIP() << "this kernel traces no rt_mutex contention of "
+                    "FUTEX_LOCK_PI (rt_mutex_wait_proxy_lock has no "
+                    "tracepoint), and no other rt_mutex is reachable from "
+                    "user space: nothing to compare";
+  }
+  EXPECT_NEAR(static_cast<double>(ours_us), bpftrace_us, bpftrace_us * 0.20)
+      << "offcpu " << ours_us << " us vs bpftrace " << bpftrace_us << " us";
+}
+
+// ---- What the outputs carry (no bpftrace needed) ----
+
+class LockOutputs : public test::RootTest {};
+
+// A sample of `go tool pprof -raw`: its delay, its locations' functions
+// leaf first, its labels' text.
+struct RawSample {
+  uint64_t delay_ns = 0;
+  std::vector<std::string> functions;
+  std::string labels;
+};
+
+std::vector<RawSample> pprof_raw(const std::string &pb) {
+  auto r = test::run({"/usr/bin/go", "tool", "pprof", "-raw", pb}, 120);
+  std::map<int, std::string> names; // location id -> its function
+  std::vector<std::pair<RawSample, std::vector<int>>> samples;
+  std::istringstream in(r.out);
+  std::string line;
+  std::smatch m;
+  const std::regex head("\\s+\\d+\\s+(\\d+): ([\\d ]+)"),
+      location("\\s+(\\d+): 0x[0-9a-f]+ (?:M=\\d+ )?(.*) \\S*:\\d+ s=\\d+");
+  bool in_locations = false;
+  while (std::getline(in, line)) {
+    if (line.rfind("Locations", 0) == 0) {
+      in_locations = true;
+    } else if (in_locations && std::regex_match(line, m, location)) {
+      names[std::stoi(m[1])] = m[2];
+    } else if (!in_locations && std::regex_match(line, m, head)) {
+      RawSample s;
+      s.delay_ns = std::stoull(m[1]);
+      std::vector<int> ids;
+      std::istringstream idl(m[2].str());
+      for (int id; idl >> id;)
+        ids.push_back(id);
+      samples.emplace_back(s, ids);
+    } else if (!in_locations && !samples.empty() &&
+               line.find(":[") != std::string::npos) {
+      samples.back().first.labels += line + " ";
+    }
+  }
+  std::vector<RawSample> out;
+  for (auto &[s, ids] : samples) {
+    for (int id : ids)
+      s.functions.push_back(names[id]);
+    out.push_back(s);
+  }
+  return out;
+}
+
+// --holders: the owner the lock named at the wait's begin, where it is not
+// the waker, is the folded stack's last frame "[owner COMM]"; pprof has
+// the same frame as the sample's leaf and the owner as labels
+// (owner_comm, owner_tid, beside waker_comm and waker_tid), on the same
+// time as the folded output. The holder of lock_contend's "hold" mode
+// keeps a file's i_rwsem 20 ms at a time; the two waiters take it from
+// each other, so a waiter woken by the other often found the holder the
+// owner when its wait began.
+TEST_F(LockOutputs, OwnerAtBeginInPprof) {
+  if (access("/usr/bin/go", X_OK) != 0)
+    GTEST_SKIP() << "go (Debian golang-go) is absent: no pprof to decode with";
+  Workload w({WORKLOAD_LOCK_CONTEND, "hold", dir_, "2", "20"});
+  const std::string folded = dir_ + "/o.folded", pb = dir_ + "/o.pb.gz";
+  auto r = test::run({OFFCPU_BIN, "lock", "-p", std::to_string(w.pid()), "-Y",
+                      "rwsem", "--holders", "-o", folded, "-o", pb, "3"},
+                     90);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  std::map<std::string, uint64_t> folded_us; // owner comm -> its waits' us
+  for (const auto &l : test::parse_folded(read_file(folded))) {
+    const std::string &last = l.frames.back();
+    if (last.rfind("[owner ", 0) == 0)
+      folded_us[last.substr(7, last.size() - 8)] += l.value;
+  }
+  ASSERT_FALSE(folded_us.empty()) << read_file(folded);
+  std::map<std::string, uint64_t> pprof_ns;
+  size_t owned = 0;
+  for (const RawSample &s : pprof_raw(pb)) {
+    ASSERT_FALSE(s.functions.empty());
+    const std::string &leaf = s.functions.front();
+    std::smatch m;
+    bool label = std::regex_search(s.labels, m,
+                                   std::regex("owner_comm:\\[([^\\]]*)\\]"));
+    if (leaf.rfind("[owner ", 0) != 0) {
+      EXPECT_FALSE(label) << s.labels;
+      continue;
+    }
+    owned++;
+    ASSERT_TRUE(label) << leaf << ": " << s.labels;
+    EXPECT_EQ("[owner " + m[1].str() + "]", leaf);
+    EXPECT_TRUE(std::regex_search(s.labels, std::regex("owner_tid:\\[\\d+\\]")))
+        << s.labels;
+    pprof_ns[m[1]] += s.delay_ns;
+  }
+  EXPECT_GT(owned, 0u);
+  for (const auto &[comm, us] : folded_us) {
+    // Each folded line rounds to a microsecond.
+    EXPECT_NEAR(static_cast<double>(pprof_ns[comm]) / 1000.0,
+                static_cast<double>(us), 1.0 + static_cast<double>(owned))
+        << "owner " << comm;
+  }
+  EXPECT_EQ(pprof_ns.size(), folded_us.size());
+}
+
+// -i: a report per interval, cleared between; text and folded each
+// interval, SVG and pprof for the whole run; the table's rows with their
+// latency distribution; the kind and the lock as the stacks' last frames
+// in every format.
+TEST_F(LockOutputs, IntervalsAndEveryFormat) {
+  Workload w({WORKLOAD_LOCK_CONTEND, "fpos", "4"});
+  const std::string txt = dir_ + "/l.txt", folded = dir_ + "/l.folded",
+                    svg = dir_ + "/l.svg", pb = dir_ + "/l.pb.gz";
+  auto r = test::run({OFFCPU_BIN, "lock", "-p", std::to_string(w.pid()), "-Y",
+                      "mutex", "-i", "1", "--no-inline", "-o", txt, "-o",
+                      folded, "-o", svg, "-o", pb, "3"},
+                     90);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_TRUE(r.out.empty()) << r.out;
+  const std::string text = read_file(txt);
+  std::regex header("\\[\\d\\d:\\d\\d:\\d\\d\\] lock waits over ([0-9.]+) s\n");
+  std::vector<double> spans;
+  for (auto it = std::sregex_iterator(text.begin(), text.end(), header);
+       it != std::sregex_iterator(); ++it)
+    spans.push_back(std::stod((*it)[1]));
+  ASSERT_EQ(spans.size(), 3u) << text;
+  for (double s : spans)
+    EXPECT_NEAR(s, 1.0, 0.3) << text;
+  // Each interval's table: its header, a mutex row, its distribution.
+  const std::regex row("\n +\\d+ +\\d+ us +\\d+ us +\\d+ us  mutex +\\S.*\n"
+                       " +us : waits +\\|distribution +\\|\n");
+  EXPECT_EQ(std::distance(std::sregex_iterator(text.begin(), text.end(), row),
+                          std::sregex_iterator()),
+            3)
+      << text;
+  // Folded: every interval's stacks, each ending in the kind and the lock.
+  auto lines = test::parse_folded(read_file(folded));
+  ASSERT_FALSE(lines.empty());
+  for (const auto &l : lines)
+    EXPECT_EQ(kind_of(l), "mutex") << l.text;
+  const std::string lock = lines[0].frames.back();
+  const std::string picture = read_file(svg);
+  EXPECT_NE(picture.find("Lock Wait Flame Graph"), std::string::npos);
+  EXPECT_NE(picture.find("read_shared_file"), std::string::npos);
+  EXPECT_NE(picture.find(">mutex"), std::string::npos);
+  if (access("/usr/bin/go", X_OK) == 0) {
+    bool all = true;
+    for (const RawSample &s : pprof_raw(pb))
+      all = all && s.functions.size() > 2 && s.functions[0] == lock &&
+            s.functions[1] == "mutex" &&
+            std::find(s.functions.begin(), s.functions.end(),
+                      "read_shared_file") != s.functions.end();
+    EXPECT_TRUE(all) << "each pprof sample: the lock, mutex, the caller";
+  }
+}
+
+// --by caller: a row per kernel function that waited (not the lock's own
+// code), with -v its quantiles and stacks, user and kernel; --by thread: a
+// row per waiting thread, each a workload thread.
+TEST_F(LockOutputs, ByCallerAndByThread) {
+  Workload w({WORKLOAD_LOCK_CONTEND, "fpos", "4"});
+  const std::string pid = std::to_string(w.pid());
+  auto by_caller = test::run({OFFCPU_BIN, "lock", "-p", pid, "-Y", "mutex",
+                              "--by", "caller", "-v", "2"},
+                             90);
+  ASSERT_EQ(by_caller.exit_code, 0) << by_caller.err;
+  std::smatch m;
+  ASSERT_TRUE(std::regex_search(
+      by_caller.out, m,
+      std::regex("contended +total wait +max wait +avg wait  kind +caller "
+                 "+top caller\n +\\d+ +\\d+ us +\\d+ us +\\d+ us  mutex +"
+                 "(\\S+) +(\\S+)\n")))
+      << by_caller.out;
+  // The caller of the f_pos lock: the file-position code, never the
+  // mutex's own functions.
+  EXPECT_EQ(m[1], m[2]);
+  EXPECT_EQ(m[1].str().find("mutex"), std::string::npos) << m[1];
+  EXPECT_NE(m[1].str().find("pos"), std::string::npos) << m[1];
+  // -v: under the row, its quantiles, then its stacks leaf first: the
+  // mutex's slow path, the caller, the workload's function, the thread.
+  EXPECT_TRUE(std::regex_search(
+      by_caller.out,
+      std::regex("\n    p50 ~\\d+ us, p90 ~\\d+ us, p99 ~\\d+ us, max \\d+ "
+                 "us\n(    .*\n)*? +__mutex_lock[^\n]*\n(    .*\n)*? +" +
+                 m[1].str() +
+                 "\n(    .*\n)*? +read_shared_file\n(    .*\n)*?"
+                 " +- +lock_contend \\(\\d+\\) mutex wait on ")))
+      << by_caller.out;
+  auto by_thread = test::run(
+      {OFFCPU_BIN, "lock", "-p", pid, "-Y", "mutex", "--by", "thread", "2"},
+      90);
+  ASSERT_EQ(by_thread.exit_code, 0) << by_thread.err;
+  std::set<std::string> tids;
+  const std::regex row("\n +\\d+ +\\d+ us +\\d+ us +\\d+ us  mutex +\\S+ +"
+                       "lock_contend \\((\\d+)\\)\n");
+  for (auto it = std::sregex_iterator(by_thread.out.begin(),
+                                      by_thread.out.end(), row);
+       it != std::sregex_iterator(); ++it)
+    tids.insert((*it)[1]);
+  EXPECT_GE(tids.size(), 2u) << by_thread.out;
+  for (const std::string &tid : tids)
+    EXPECT_EQ(access(("/proc/" + pid + "/task/" + tid).c_str(), F_OK), 0)
+        << tid << " is no thread of the workload";
+}
+
+// The cascade for kernels without the contention tracepoints: asked for
+// kprobes on a kernel without them (this one), offcpu lock fails with one
+// line naming the way out, exit status 1, before tracing anything.
+TEST_F(LockOutputs, KprobePlanFailsCleanlyWithoutKprobes) {
+  auto r = test::run(
+      {OFFCPU_BIN, "lock", "-p", "1", "--attach", "kprobe", "-f", "0.5"}, 60);
+  if (r.exit_code == 0)
+    GTEST_SKIP() << "this kernel has kprobes: the plan loads";
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_TRUE(r.out.empty()) << r.out;
+  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+  EXPECT_NE(r.err.find("try --attach tracepoint"), std::string::npos) << r.err;
+}
+
+} // namespace
+} // namespace offcpu
