@@ -1,0 +1,122 @@
+#!/usr/bin/env python3
+"""offcpu's start-up: exec to attached ("Tracing" on stderr), in turns.
+
+    sudo python3 tools/bench/startup.py BUILD [--base OTHER_BUILD]
+        [--repeat N] [--rt] [--modes default,wakers,json]
+
+Each run starts `offcpu -f 0.2` with a mode's options and stops the clock
+when its first stderr line (the "Tracing ..." banner, written once every
+program is attached) arrives. Besides that wall time it reads the CPU time
+offcpu's threads had used by then (/proc/PID/task/*/schedstat, in ns): the
+verifier and map creation run in offcpu's own system calls, so their cost
+shows there even when other work on the machine stretches the wall time.
+Modes and builds run in turns, N rounds, so a VM's slow phases fall on all
+alike; the medians are printed, with the load average before and after.
+--rt runs offcpu under SCHED_FIFO (chrt -f 50), so a busy machine's other
+threads do not queue in front of it: the wall time then shows what the
+start-up itself takes, its threads' parallel work included.
+"""
+import argparse
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+MODES = {
+    "default": [],
+    "wakers": ["--wakers"],
+    # The timeline: its ring buffer and the waking hook.
+    "json": ["-o", "{tmp}/trace.json"],
+}
+
+
+def cpu_ns(pid):
+    """CPU time used so far by every thread of `pid`, in ns."""
+    total = 0
+    try:
+        tids = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return None
+    for tid in tids:
+        try:
+            with open(f"/proc/{pid}/task/{tid}/schedstat") as f:
+                total += int(f.read().split()[0])
+        except (OSError, ValueError, IndexError):
+            pass
+    return total
+
+
+def one_run(offcpu, options, rt, tmp):
+    """(wall ms, CPU ms) from exec to the "Tracing" line, or None."""
+    cmd = [offcpu, "-f"] + [o.format(tmp=tmp) for o in options] + ["0.2"]
+    if rt:
+        cmd = ["chrt", "-f", "50"] + cmd
+    t0 = time.monotonic()
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.PIPE, text=True)
+    line = proc.stderr.readline()
+    wall = (time.monotonic() - t0) * 1000
+    cpu = cpu_ns(proc.pid)
+    rest = proc.communicate()[1]
+    if "Tracing" not in line or cpu is None or proc.returncode != 0:
+        sys.stderr.write(f"startup: {' '.join(cmd)} did not attach "
+                         f"(exit {proc.returncode}): {line.strip()} "
+                         f"{rest.strip()[:300]}\n")
+        return None
+    return wall, cpu / 1e6
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("build", help="build directory holding offcpu")
+    ap.add_argument("--base", help="another build, measured in turns with it")
+    ap.add_argument("--repeat", type=int, default=9)
+    ap.add_argument("--rt", action="store_true",
+                    help="run offcpu under SCHED_FIFO (chrt -f 50)")
+    ap.add_argument("--modes", default="default,wakers,json",
+                    help="comma list of: " + ", ".join(MODES))
+    args = ap.parse_args()
+    if os.geteuid() != 0:
+        sys.exit("startup: run as root (offcpu loads BPF programs)")
+    modes = args.modes.split(",")
+    for m in modes:
+        if m not in MODES:
+            sys.exit(f"startup: unknown mode '{m}' (modes: {', '.join(MODES)})")
+    builds = [("new", args.build)]
+    if args.base:
+        builds.insert(0, ("base", args.base))
+    runs = {(b, m): [] for b, _ in builds for m in modes}
+    load_before = os.getloadavg()
+    with tempfile.TemporaryDirectory() as tmp:
+        for _ in range(args.repeat):
+            for mode in modes:
+                for name, path in builds:
+                    r = one_run(os.path.join(os.path.abspath(path), "offcpu"),
+                                MODES[mode], args.rt, tmp)
+                    if r:
+                        runs[(name, mode)].append(r)
+    load_after = os.getloadavg()
+    print(f"load average {load_before[0]:.2f} before, {load_after[0]:.2f} after"
+          f"; {args.repeat} rounds{', SCHED_FIFO' if args.rt else ''}")
+    print(f"{'mode':<9} {'build':<5} {'wall ms':>8} {'CPU ms':>8}  runs")
+    for mode in modes:
+        for name, _ in builds:
+            r = runs[(name, mode)]
+            if not r:
+                print(f"{mode:<9} {name:<5} {'-':>8} {'-':>8}  0")
+                continue
+            wall = statistics.median(w for w, _ in r)
+            cpu = statistics.median(c for _, c in r)
+            print(f"{mode:<9} {name:<5} {wall:8.1f} {cpu:8.1f}  {len(r)}")
+        if args.base and runs[("base", mode)] and runs[("new", mode)]:
+            bw = statistics.median(w for w, _ in runs[("base", mode)])
+            nw = statistics.median(w for w, _ in runs[("new", mode)])
+            bc = statistics.median(c for _, c in runs[("base", mode)])
+            nc = statistics.median(c for _, c in runs[("new", mode)])
+            print(f"{mode:<9} new/base wall {nw / bw:.2f}, CPU {nc / bc:.2f}")
+
+
+if __name__ == "__main__":
+    main()
