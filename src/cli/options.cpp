@@ -570,6 +570,16 @@ void add_profile_limits(CLI::App &app, ProfileOptions &o, ProfileArgs &a) {
                  "hand kernel stacks over to the kernel's walk after N frames")
       ->check(CLI::Range(1u, 127u))
       ->group("");
+  app.add_option("--fail-load", o.fail_load,
+                 "make these loads fail, to test the fallbacks after them")
+      ->check([](const std::string &v) {
+        std::string bad;
+        for (const std::string &w : CLI::detail::split(v, ','))
+          if (w != "light" && w != "light-probe-reads" && w != "tp_btf")
+            bad = "not one of light, light-probe-reads, tp_btf: " + w;
+        return bad;
+      })
+      ->group("");
 }
 
 // The main command, its options in the order --help lists them.

@@ -13,8 +13,10 @@
 
 #include "collect/bpf_setup.h"
 #include "collect/light_loader.h"
+#include "collect/load_fallback.h"
 #include "offcpu.skel.h"
 #include "util/error.h"
+#include "util/messages.h"
 #include "util/signals.h"
 
 namespace offcpu {
@@ -184,9 +186,18 @@ Wanted wanted(const OffcpuConfig &o, const OffcpuPlan &p) {
   return w;
 }
 
-int try_load(offcpu_bpf *skel, const OffcpuConfig &o, const OffcpuPlan &p) {
+// --fail-load: a size the kernel refuses (E2BIG), so that the load named
+// fails where a real one would, in the kernel, and its fallback runs.
+void sizes_that_fail(offcpu_map_sizes *sizes) {
+  sizes->counts = UINT32_MAX;
+}
+
+int try_load(offcpu_bpf *skel, const OffcpuConfig &o, const OffcpuPlan &p,
+             bool fail) {
   write_settings(skel->rodata, settings_for(o, p));
-  const offcpu_map_sizes sizes = map_sizes(o, p);
+  offcpu_map_sizes sizes = map_sizes(o, p);
+  if (fail)
+    sizes_that_fail(&sizes);
   const Wanted w = wanted(o, p);
 #define OFFCPU_SET_SIZE(name)                                                  \
   bpf_map__set_max_entries(skel->maps.name, sizes.name);
@@ -212,6 +223,11 @@ bool light_can_serve(const OffcpuPlan &p) {
          p.user_fp_walk;
 }
 
+// The name --fail-load gives the light object `direct` says.
+const char *light_name(bool direct) {
+  return direct ? "light" : "light-probe-reads";
+}
+
 int try_load_light(offcpu_light *l, const OffcpuConfig &o, const OffcpuPlan &p,
                    std::string *log = nullptr) {
   size_t size = 0;
@@ -219,7 +235,9 @@ int try_load_light(offcpu_light *l, const OffcpuConfig &o, const OffcpuPlan &p,
   if (!ro || size != sizeof(Rodata))
     return -EINVAL;
   write_settings(static_cast<Rodata *>(ro), settings_for(o, p));
-  const offcpu_map_sizes sizes = map_sizes(o, p);
+  offcpu_map_sizes sizes = map_sizes(o, p);
+  if (o.fails_load(light_name(p.direct_loads)))
+    sizes_that_fail(&sizes);
   offcpu_light_set_sizes(l, &sizes);
   if (!log)
     return offcpu_light_load(l, nullptr, 0);
@@ -249,6 +267,29 @@ void explain_light_failure(bool direct, const OffcpuConfig &o,
   from = from == std::string::npos ? 0 : from + 1;
   fprintf(stderr, "offcpu: the verifier's log, last lines:\n%s",
           log.c_str() + from);
+}
+
+// A light object that failed to load: noted for the warning with the
+// next choice's cost (the objects with probe reads, the other light one
+// and libbpf's, check stacks by helper calls; libbpf parses the kernel's
+// BTF, ~11 MB: README "Start-up and memory"), and explained under -v.
+void light_failed(LoadFallbacks &fallbacks, bool direct, int err,
+                  const OffcpuConfig &o, const OffcpuPlan &p, bool verbose) {
+  if (direct)
+    fallbacks.failed("the light BPF object with plain loads", err,
+                     "stacks checked by probe reads (more BPF time per "
+                     "switch)");
+  else
+    fallbacks.failed("the light BPF object with probe reads", err,
+                     "libbpf parses the kernel's BTF (about 11 MB more "
+                     "memory, a slower start)");
+  if (!verbose)
+    return;
+  explain_light_failure(direct, o, p);
+  fprintf(stderr, "offcpu: the in-kernel loader failed (%s)%s\n",
+          errno_text(err).c_str(),
+          direct ? "; trying the object with probe reads"
+                 : "; loading with libbpf");
 }
 
 } // namespace
@@ -319,7 +360,10 @@ OffcpuSession::load(const OffcpuConfig &opts,
   if (opts.events && !plans[0].announce_processes)
     throw runtime_error("the timeline (.json, .perfetto-trace, --top-waits) "
                         "needs BPF ring buffers: Linux 5.8 or later");
-  auto loaded = [&](std::unique_ptr<OffcpuSession> s, const char *loader) {
+  // Loads tried that failed: said in one warning once one succeeds.
+  LoadFallbacks fallbacks;
+  auto loaded = [&](std::unique_ptr<OffcpuSession> s, const char *loader,
+                    const std::string &what) {
     s->waking_ = wants_waking_hook(opts, s->plan_);
     s->forks_ = opts.follow_children;
     if (opts.events)
@@ -331,6 +375,8 @@ OffcpuSession::load(const OffcpuConfig &opts,
     if (verbose)
       fprintf(stderr, "offcpu: attach plan: %s; loaded %s\n",
               s->plan_.describe().c_str(), loader);
+    if (fallbacks.any())
+      warn(fallbacks.warning(what));
     take_libbpf_messages();
     return s;
   };
@@ -353,16 +399,12 @@ OffcpuSession::load(const OffcpuConfig &opts,
         std::unique_ptr<OffcpuSession> s(new OffcpuSession(plan, verbose));
         if (s->take(std::move(light)))
           return loaded(std::move(s),
-                        "by the kernel (light skeleton: no BTF parsed here)");
+                        "by the kernel (light skeleton: no BTF parsed here)",
+                        direct ? "the light object with plain loads"
+                               : "the light object with probe reads");
         err = -EINVAL; // a .bss that is not the object's: never seen
       }
-      if (verbose) {
-        explain_light_failure(direct, opts, plan);
-        fprintf(stderr, "offcpu: the in-kernel loader failed (%s)%s\n",
-                errno_text(err).c_str(),
-                direct ? "; trying the object with probe reads"
-                       : "; loading with libbpf");
-      }
+      light_failed(fallbacks, direct, err, opts, plan, verbose);
     }
   }
   if (opts.loader == Loader::Light || opts.loader == Loader::LightProbeReads)
@@ -374,13 +416,21 @@ OffcpuSession::load(const OffcpuConfig &opts,
       throw runtime_error("cannot open the BPF object: " + errno_text(errno));
     OffcpuPlan loaded_plan = plan;
     loaded_plan.direct_loads = false; // the regular object has probe reads
-    int err = try_load(skel.get(), opts, loaded_plan);
+    int err = try_load(skel.get(), opts, loaded_plan,
+                       opts.fails_load("tp_btf") && plan.tp_btf);
+    const std::string name = std::string("libbpf's ") +
+                             (plan.tp_btf ? "tp_btf" : "raw_tp") + " plan";
     if (err == 0) {
       std::unique_ptr<OffcpuSession> s(new OffcpuSession(loaded_plan, verbose));
       s->take(std::move(skel));
-      return loaded(std::move(s), "by libbpf");
+      return loaded(std::move(s), "by libbpf", name);
     }
     last_err = err;
+    // The raw_tp plan (the last) walks kernel stacks at every switch-out
+    // and keeps start times in a hash map: several times the cost.
+    fallbacks.failed(name, err,
+                     "kernel stacks walked at every switch-out, start times "
+                     "in a hash map (several times the BPF time per switch)");
     if (verbose)
       fprintf(stderr, "offcpu: plan failed to load (%s): %s\n",
               errno_text(err).c_str(), plan.describe().c_str());

@@ -58,6 +58,14 @@ struct OffcpuConfig {
   bool no_stack_reuse = false;       // walk every time
   uint32_t kernel_unwind_limit = 0;  // test knob: splice after N frames
   Loader loader = Loader::Auto;
+  // Test knob (--fail-load): the loads named are made to fail in the
+  // kernel (a map too large to create), to exercise the fallbacks after
+  // them: "light" (plain loads), "light-probe-reads", "tp_btf" (libbpf's).
+  std::string fail_load; // comma list
+  bool fails_load(const std::string &what) const {
+    const std::string list = "," + fail_load + ",";
+    return list.find("," + what + ",") != std::string::npos;
+  }
   // User stacks: with unwind tables where the kernel allows (src/unwind/),
   // or frame pointers only (--user-unwind fp). Array sizes for the tables.
   bool user_unwind_tables = true;

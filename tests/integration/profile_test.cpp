@@ -8,6 +8,7 @@
 
 #include <regex>
 #include <set>
+#include <sstream>
 
 #include "support/folded_parse.h"
 #include "support/process.h"
@@ -349,6 +350,66 @@ TEST_F(Profile, KernelAndLibbpfLoadersAgree) {
         << comm;
     EXPECT_EQ(kernel_part(heaviest_with(a, comm, "start_thread")), want)
         << comm;
+  }
+}
+
+// A load the probes chose that then fails falls back with one warning line
+// by default: what failed and why, what loaded instead, what that costs
+// (--fail-load makes the kernel refuse the load named: a map too large).
+// The fallback still gives the right answer.
+TEST_F(Profile, FailedLoadWarnsOnceAndFallsBack) {
+  Workload w;
+  struct Case {
+    std::vector<std::string> args;
+    std::string failed, loaded, cost;
+  };
+  const std::vector<Case> cases = {
+      {{"--fail-load", "light"},
+       "the light BPF object with plain loads (",
+       "loaded the light object with probe reads instead",
+       "stacks checked by probe reads"},
+      {{"--fail-load", "light,light-probe-reads"},
+       "the light BPF object with probe reads (",
+       "loaded libbpf's tp_btf plan instead",
+       "libbpf parses the kernel's BTF"},
+      {{"--loader", "libbpf", "--fail-load", "tp_btf"},
+       "libbpf's tp_btf plan (",
+       "loaded libbpf's raw_tp plan instead",
+       "kernel stacks walked at every switch-out"},
+  };
+  for (const Case &c : cases) {
+    std::vector<std::string> args = {"-p", std::to_string(w.pid()), "-f"};
+    args.insert(args.end(), c.args.begin(), c.args.end());
+    args.push_back("2");
+    auto r = offcpu(args);
+    std::vector<std::string> warnings;
+    std::istringstream err(r.err);
+    for (std::string line; std::getline(err, line);)
+      if (line.find("failed to load") != std::string::npos)
+        warnings.push_back(line);
+    ASSERT_EQ(warnings.size(), 1u) << r.err;
+    const std::string &line = warnings[0];
+    EXPECT_EQ(line.rfind("offcpu: warning: ", 0), 0u) << line;
+    for (const std::string &part : {c.failed, c.loaded, c.cost})
+      EXPECT_NE(line.find(part), std::string::npos) << part << "\n" << line;
+    EXPECT_NE(line.find("Argument list too long"), std::string::npos) << line;
+    auto totals = test::totals_by_comm(test::parse_folded(r.out));
+    expect_near(totals["sleeper"], kWindowUs, 0.05, "sleeper");
+  }
+}
+
+// Fallbacks the probes chose, or the user, are no failures: no warning.
+TEST_F(Profile, ChosenPlansDoNotWarn) {
+  Workload w;
+  for (std::vector<std::string> extra : {std::vector<std::string>{},
+                                         {"--attach", "raw_tp"},
+                                         {"--loader", "light-probe-reads"},
+                                         {"--loader", "libbpf"}}) {
+    std::vector<std::string> args = {"-p", std::to_string(w.pid()), "-f"};
+    args.insert(args.end(), extra.begin(), extra.end());
+    args.push_back("1");
+    auto r = offcpu(args);
+    EXPECT_EQ(r.err.find("failed to load"), std::string::npos) << r.err;
   }
 }
 

@@ -4,8 +4,11 @@
 
 #include <algorithm>
 #include <array>
+#include <cerrno>
 
+#include "collect/load_fallback.h"
 #include "run/report.h"
+#include "util/error.h"
 
 namespace offcpu {
 namespace {
@@ -127,6 +130,28 @@ TEST(Warnings, SummarizedCausesHaveTheirOwnLinesOnlyWithVerbose) {
   EXPECT_NE(describe_losses(lost, 16384, 10240, nullptr, kSummarizedLosses)
                 .find("3 wakers lost"),
             std::string::npos);
+}
+
+} // namespace
+} // namespace offcpu
+
+namespace offcpu {
+namespace {
+
+// The fallback warning: each failure with its errno, what loaded instead,
+// and the cost of every step taken; nothing when no load failed.
+TEST(LoadFallbacks, OneLineNamesFailuresReplacementAndCosts) {
+  LoadFallbacks f;
+  EXPECT_FALSE(f.any());
+  EXPECT_EQ(f.warning("x"), "");
+  f.failed("object A", -EACCES, "cost a");
+  f.failed("object B", E2BIG, "cost b");
+  EXPECT_TRUE(f.any());
+  EXPECT_EQ(f.warning("object C"),
+            "object A (" + errno_text(EACCES) + "); object B (" +
+                errno_text(E2BIG) +
+                ") failed to load; loaded object C instead: cost a; cost b "
+                "(-v says why)");
 }
 
 } // namespace
