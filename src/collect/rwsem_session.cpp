@@ -128,6 +128,22 @@ int try_load(rwsem_bpf *skel, const RwsemConfig &o, const RwsemPlan &p,
   return rwsem_bpf__load(skel);
 }
 
+// A mechanism the kernel does not offer (fentry refused with EPERM where
+// trampolines are off, no kprobes: ENOENT, EOPNOTSUPP) is a fallback the
+// probes cannot foresee and costs nothing to say; any other failure of a
+// plan they chose (the verifier's refusal) is a warning once one loads.
+void note_failure(LoadFallbacks &fallbacks, const RwsemPlan &plan, int err) {
+  const int e = err < 0 ? -err : err;
+  if (e == EPERM || e == ENOENT || e == EOPNOTSUPP || e == 524 /*ENOTSUPP*/)
+    return;
+  fallbacks.failed(plan.describe(), e,
+                   plan.mechanism == RwsemAttach::Fentry
+                       ? "kprobes and the lock tracepoints cost more per wait"
+                   : plan.mechanism == RwsemAttach::Kprobe
+                       ? "the lock tracepoints run for every contended lock"
+                       : "the slow-path probes see rwsems and mutexes only");
+}
+
 } // namespace
 
 void RwsemSession::SkelDeleter::operator()(rwsem_bpf *skel) const {
@@ -164,22 +180,7 @@ RwsemSession::load(const RwsemConfig &opts, const std::vector<RwsemPlan> &plans,
   uint64_t min_wait_ns = opts.min_wait_us * 1000;
   int last_err = 0;
   std::string failures;
-  // A mechanism the kernel does not offer (fentry refused with EPERM where
-  // trampolines are off, no kprobes: ENOENT, EOPNOTSUPP) is a fallback the
-  // probes cannot foresee and costs nothing to say; any other failure of a
-  // plan they chose (the verifier's refusal) is a warning once one loads.
   LoadFallbacks fallbacks;
-  auto failed = [&](const RwsemPlan &plan, int err) {
-    const int e = err < 0 ? -err : err;
-    if (e != EPERM && e != ENOENT && e != EOPNOTSUPP && e != 524 /*ENOTSUPP*/)
-      fallbacks.failed(
-          plan.describe(), e,
-          plan.mechanism == RwsemAttach::Fentry
-              ? "kprobes and the lock tracepoints cost more per wait"
-          : plan.mechanism == RwsemAttach::Kprobe
-              ? "the lock tracepoints run for every contended lock"
-              : "the slow-path probes see rwsems and mutexes only");
-  };
   for (const RwsemPlan &plan : plans) {
     std::unique_ptr<rwsem_bpf, SkelDeleter> skel(rwsem_bpf__open());
     if (!skel)
@@ -199,7 +200,7 @@ RwsemSession::load(const RwsemConfig &opts, const std::vector<RwsemPlan> &plans,
         session->attach();
       } catch (const FatalError &e) {
         last_err = errno;
-        failed(plan, last_err);
+        note_failure(fallbacks, plan, last_err);
         failures += "; " + plan.describe() + ": " + e.what();
         if (verbose)
           fprintf(stderr, "offcpu: %s: %s; trying the next mechanism\n",
@@ -218,7 +219,7 @@ RwsemSession::load(const RwsemConfig &opts, const std::vector<RwsemPlan> &plans,
       return session;
     }
     last_err = err;
-    failed(plan, err);
+    note_failure(fallbacks, plan, err);
     failures += "; " + plan.describe() + ": " + errno_text(err);
     if (verbose)
       fprintf(stderr,
