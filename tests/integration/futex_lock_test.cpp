@@ -8,7 +8,6 @@
 #include <gtest/gtest.h>
 
 #include <signal.h>
-#include <sys/mount.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -16,6 +15,7 @@
 #include <iterator>
 #include <regex>
 
+#include "support/bpftrace_total.h"
 #include "support/folded_parse.h"
 #include "support/process.h"
 #include "support/root_fixture.h"
@@ -54,72 +54,18 @@ private:
   std::string word_;
 };
 
-bool ensure_tracefs() {
-  if (access("/sys/kernel/tracing/events/syscalls", F_OK) == 0)
-    return true;
-  mount("nodev", "/sys/kernel/tracing", "tracefs", 0, nullptr);
-  return access("/sys/kernel/tracing/events/syscalls", F_OK) == 0;
+// bpftrace's time of the workload's threads in futex calls that wait
+// (FUTEX_WAIT, WAIT_BITSET, LOCK_PI, LOCK_PI2, with or without
+// FUTEX_PRIVATE_FLAG) on its lock's word, entry to exit.
+std::string futex_waits_script(int pid, const std::string &word) {
+  return "tracepoint:syscalls:sys_enter_futex /pid == " + std::to_string(pid) +
+         " && args->uaddr == " + word +
+         " && ((args->op & 127) == 0 || (args->op & 127) == 9 || "
+         "(args->op & 127) == 6 || (args->op & 127) == 13)/ "
+         "{ @s[tid] = nsecs; }\n"
+         "tracepoint:syscalls:sys_exit_futex /@s[tid]/ "
+         "{ @t = @t + (nsecs - @s[tid]); delete(@s[tid]); }\n";
 }
-
-// offcpu's window, from its -v line "traced from A to B ns".
-bool window_of(const std::string &err, uint64_t &from, uint64_t &to) {
-  std::smatch w;
-  if (!std::regex_search(err, w, std::regex("traced from (\\d+) to (\\d+) ns")))
-    return false;
-  from = std::stoull(w[1]);
-  to = std::stoull(w[2]);
-  return true;
-}
-
-// Of lines "PREFIX TIME TOTAL", how much TOTAL grew between two times, us.
-double growth_us(const std::string &out, const std::string &prefix,
-                 uint64_t from, uint64_t to) {
-  auto total_at = [&](uint64_t when) {
-    uint64_t value = 0;
-    std::regex tick(prefix + " (\\d+) (\\d+)");
-    for (auto it = std::sregex_iterator(out.begin(), out.end(), tick);
-         it != std::sregex_iterator(); ++it)
-      if (std::stoull((*it)[1]) <= when)
-        value = std::stoull((*it)[2]);
-    return value;
-  };
-  return static_cast<double>(total_at(to) - total_at(from)) / 1000.0;
-}
-
-// bpftrace's running total, in ns, of the time the workload's threads
-// spent in futex calls that wait (FUTEX_WAIT, WAIT_BITSET, LOCK_PI,
-// LOCK_PI2, with or without FUTEX_PRIVATE_FLAG) on its lock's word.
-class BpftraceFutex {
-public:
-  BpftraceFutex(int pid, const std::string &word) {
-    std::string script =
-        "tracepoint:syscalls:sys_enter_futex /pid == " + std::to_string(pid) +
-        " && args->uaddr == " + word +
-        " && ((args->op & 127) == 0 || (args->op & 127) == 9 || "
-        "(args->op & 127) == 6 || (args->op & 127) == 13)/ "
-        "{ @s[tid] = nsecs; }\n"
-        "tracepoint:syscalls:sys_exit_futex /@s[tid]/ "
-        "{ @t = @t + (nsecs - @s[tid]); delete(@s[tid]); }\n"
-        "interval:ms:20 { printf(\"T %llu %llu\\n\", nsecs, @t); }\n";
-    proc_ = std::make_unique<test::Subprocess>(
-        std::vector<std::string>{"/usr/bin/bpftrace", "-e", script});
-    for (double t0 = test::now_seconds();
-         !attached_ && test::now_seconds() - t0 < 30;) {
-      auto line = proc_->read_line(1);
-      attached_ = line && line->rfind("T ", 0) == 0;
-    }
-  }
-  bool attached() const { return attached_; }
-  std::string stop() {
-    test::sleep_seconds(0.2);
-    proc_->signal(SIGINT);
-    return proc_->wait(30).out;
-  }
-
-private:
-  std::unique_ptr<test::Subprocess> proc_;
-  bool attached_ = false;
-};
 
 std::string read_file(const std::string &path) {
   std::ifstream in(path);
@@ -141,21 +87,19 @@ std::pair<std::string, std::string> kind_and_lock(const test::FoldedLine &l) {
 // exit) and the workload's own (around pthread_mutex_lock), within
 // margins: offcpu counts only the time asleep.
 TEST_F(FutexLock, GlobalMutexNamedAndTotalsAgree) {
-  if (access("/usr/bin/bpftrace", X_OK) != 0)
-    GTEST_SKIP() << "bpftrace (Debian package bpftrace) is not installed";
-  if (!ensure_tracefs())
-    GTEST_SKIP() << "tracefs with syscall events cannot be mounted";
+  if (auto why = test::bpftrace_unavailable("syscalls"); !why.empty())
+    GTEST_SKIP() << why;
   Contender w("mutex");
-  BpftraceFutex bpftrace(w.pid(), w.word());
+  test::BpftraceTotal bpftrace(futex_waits_script(w.pid(), w.word()));
   ASSERT_TRUE(bpftrace.attached()) << "bpftrace did not start";
   auto ours = test::run({OFFCPU_BIN, "lock", "-p", std::to_string(w.pid()),
                          "--futex", "-Y", "futex", "-v", "-f", "3"},
                         60);
-  std::string theirs = bpftrace.stop();
+  double bpftrace_us = bpftrace.us_between(ours.err);
   std::string own = w.stop();
   ASSERT_EQ(ours.exit_code, 0) << ours.err;
   uint64_t from = 0, to = 0;
-  ASSERT_TRUE(window_of(ours.err, from, to)) << ours.err;
+  ASSERT_TRUE(test::window_of(ours.err, from, to)) << ours.err;
   auto lines = test::parse_folded(ours.out);
   ASSERT_FALSE(lines.empty()) << ours.err;
   double named_us = 0, all_us = 0;
@@ -168,8 +112,7 @@ TEST_F(FutexLock, GlobalMutexNamedAndTotalsAgree) {
   }
   // Nearly all of it: the main thread's own sleeps are no futex waits.
   EXPECT_GT(named_us, all_us * 0.9) << ours.out;
-  double bpftrace_us = growth_us(theirs, "T", from, to);
-  double own_us = growth_us(own, "W", from, to);
+  double own_us = test::growth_us(own, "W", from, to);
   std::cerr << "big_lock waits: offcpu " << named_us << " us, bpftrace "
             << bpftrace_us << " us, workload " << own_us << " us\n";
   // 4 workers, each asleep holding it 2 ms of every 2.5: seconds of waits.

@@ -5,8 +5,6 @@
 // bpftrace script of our own on the same tracepoints over the same window.
 #include <gtest/gtest.h>
 
-#include <signal.h>
-#include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/vfs.h>
 #include <unistd.h>
@@ -17,6 +15,7 @@
 #include <regex>
 #include <set>
 
+#include "support/bpftrace_total.h"
 #include "support/folded_parse.h"
 #include "support/process.h"
 #include "support/root_fixture.h"
@@ -56,73 +55,26 @@ const std::string &kind_of(const test::FoldedLine &l) {
   return l.frames[l.frames.size() - 2];
 }
 
-bool ensure_tracefs() {
-  if (access("/sys/kernel/tracing/events/lock", F_OK) == 0)
-    return true;
-  mount("nodev", "/sys/kernel/tracing", "tracefs", 0, nullptr);
-  return access("/sys/kernel/tracing/events/lock", F_OK) == 0;
+// bpftrace's waits of `pid` whose contention_begin flags equal `flags`. A
+// wait ends at contention_end of its lock, or where the same lock begins
+// again with other flags (a mutex waiter spinning between sleeps): what
+// offcpu lock charges as a kind.
+std::string lock_waits_script(int pid, unsigned flags) {
+  std::string who = "pid == " + std::to_string(pid);
+  std::string other = std::to_string(flags);
+  return "tracepoint:lock:contention_begin /" + who +
+         " && @start[tid] && @lk[tid] == (uint64)args->lock_addr && "
+         "args->flags != " +
+         other +
+         "/ { @t = @t + (nsecs - @start[tid]); delete(@start[tid]); }\n"
+         "tracepoint:lock:contention_begin /" +
+         who + " && args->flags == " + other +
+         " && !@start[tid]/ { @start[tid] = nsecs; @lk[tid] = "
+         "(uint64)args->lock_addr; }\n"
+         "tracepoint:lock:contention_end /@start[tid] && @lk[tid] == "
+         "(uint64)args->lock_addr/ { @t = @t + (nsecs - @start[tid]); "
+         "delete(@start[tid]); }\n";
 }
-
-// bpftrace's running total, in us, of the waits of `pid` whose
-// contention_begin flags equal `flags`, between offcpu's window edges (its
-// -v line "traced from A to B ns"). A wait ends at contention_end of its
-// lock, or where the same lock begins again with other flags (a mutex
-// waiter spinning between sleeps): what offcpu lock charges as a kind.
-class BpftraceTotal {
-public:
-  BpftraceTotal(int pid, unsigned flags) {
-    std::string who = "pid == " + std::to_string(pid);
-    std::string script =
-        "tracepoint:lock:contention_begin /" + who +
-        " && @start[tid] && @lk[tid] == (uint64)args->lock_addr && "
-        "args->flags != " +
-        std::to_string(flags) +
-        "/ { @t = @t + (nsecs - @start[tid]); delete(@start[tid]); }\n"
-        "tracepoint:lock:contention_begin /" +
-        who + " && args->flags == " + std::to_string(flags) +
-        " && !@start[tid]/ { @start[tid] = nsecs; @lk[tid] = "
-        "(uint64)args->lock_addr; "
-        "}\n"
-        "tracepoint:lock:contention_end /@start[tid] && @lk[tid] == "
-        "(uint64)args->lock_addr/ { @t = @t + (nsecs - @start[tid]); "
-        "delete(@start[tid]); }\n"
-        "interval:ms:20 { printf(\"T %llu %llu\\n\", nsecs, @t); }\n";
-    proc_ = std::make_unique<test::Subprocess>(
-        std::vector<std::string>{"/usr/bin/bpftrace", "-e", script});
-    for (double t0 = test::now_seconds();
-         !attached_ && test::now_seconds() - t0 < 30;) {
-      auto line = proc_->read_line(1);
-      attached_ = line && line->rfind("T ", 0) == 0;
-    }
-  }
-  bool attached() const { return attached_; }
-
-  double us_between(const std::string &offcpu_err) {
-    test::sleep_seconds(0.2);
-    proc_->signal(SIGINT);
-    auto theirs = proc_->wait(30);
-    std::smatch w;
-    if (!std::regex_search(offcpu_err, w,
-                           std::regex("traced from (\\d+) to (\\d+) ns")))
-      return -1;
-    uint64_t from = std::stoull(w[1]), to = std::stoull(w[2]);
-    auto total_at = [&](uint64_t when) {
-      uint64_t value = 0;
-      std::regex tick("T (\\d+) (\\d+)");
-      for (auto it =
-               std::sregex_iterator(theirs.out.begin(), theirs.out.end(), tick);
-           it != std::sregex_iterator(); ++it)
-        if (std::stoull((*it)[1]) <= when)
-          value = std::stoull((*it)[2]);
-      return value;
-    };
-    return static_cast<double>(total_at(to) - total_at(from)) / 1000.0;
-  }
-
-private:
-  std::unique_ptr<test::Subprocess> proc_;
-  bool attached_ = false;
-};
 
 uint64_t total_of_kind(const std::vector<test::FoldedLine> &lines,
                        const std::string &kind) {
@@ -137,12 +89,10 @@ uint64_t total_of_kind(const std::vector<test::FoldedLine> &lines,
 // f_pos_lock, a mutex, is contended. Sleeping waits only by default, in
 // read_shared_file; the total agrees with bpftrace's for flags 32 (MUTEX).
 TEST_F(Lock, MutexWaitsAgreeWithBpftrace) {
-  if (access("/usr/bin/bpftrace", X_OK) != 0)
-    GTEST_SKIP() << "bpftrace (Debian package bpftrace) is not installed";
-  if (!ensure_tracefs())
-    GTEST_SKIP() << "tracefs cannot be mounted; bpftrace needs it";
+  if (auto why = test::bpftrace_unavailable("lock"); !why.empty())
+    GTEST_SKIP() << why;
   Contender w({WORKLOAD_LOCK_CONTEND, "fpos", "4"});
-  BpftraceTotal bpftrace(w.pid(), 32);
+  test::BpftraceTotal bpftrace(lock_waits_script(w.pid(), 32));
   ASSERT_TRUE(bpftrace.attached()) << "bpftrace did not start";
   auto ours = test::run({OFFCPU_BIN, "lock", "-p", std::to_string(w.pid()),
                          "-Y", "mutex", "-v", "-f", "3"},
@@ -189,12 +139,10 @@ TEST_F(Lock, SpinningIsItsOwnKind) {
 // The directory's i_rwsem: write waits (flags 4, LCB_F_WRITE) add up to
 // what bpftrace measures on the same tracepoints over the same window.
 TEST_F(Lock, RwsemWriteWaitsAgreeWithBpftrace) {
-  if (access("/usr/bin/bpftrace", X_OK) != 0)
-    GTEST_SKIP() << "bpftrace (Debian package bpftrace) is not installed";
-  if (!ensure_tracefs())
-    GTEST_SKIP() << "tracefs cannot be mounted; bpftrace needs it";
+  if (auto why = test::bpftrace_unavailable("lock"); !why.empty())
+    GTEST_SKIP() << why;
   Contender w({WORKLOAD_LOCK_CONTEND, "dir", dir_, "4"});
-  BpftraceTotal bpftrace(w.pid(), 4);
+  test::BpftraceTotal bpftrace(lock_waits_script(w.pid(), 4));
   ASSERT_TRUE(bpftrace.attached()) << "bpftrace did not start";
   auto ours = test::run({OFFCPU_BIN, "lock", "-p", std::to_string(w.pid()),
                          "-Y", "rwsem:write", "-v", "-f", "3"},

@@ -5,8 +5,6 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
-#include <signal.h>
-#include <sys/mount.h>
 #include <unistd.h>
 
 #include <cstdlib>
@@ -14,6 +12,7 @@
 #include <iterator>
 #include <regex>
 
+#include "support/bpftrace_total.h"
 #include "support/folded_parse.h"
 #include "support/process.h"
 #include "support/root_fixture.h"
@@ -64,66 +63,27 @@ bool has_frame(const test::FoldedLine &l, const std::string &f) {
   return test::frame_index(l, f) >= 0;
 }
 
-// bpftrace needs tracefs for tracepoint formats; offcpu itself does not.
-bool ensure_tracefs() {
-  if (access("/sys/kernel/tracing/events/lock", F_OK) == 0)
-    return true;
-  mount("nodev", "/sys/kernel/tracing", "tracefs", 0, nullptr);
-  return access("/sys/kernel/tracing/events/lock", F_OK) == 0;
-}
-
 TEST_F(Rwsem, WriteWaitsByProcessNameAgreeWithBpftrace) {
-  if (access("/usr/bin/bpftrace", X_OK) != 0)
-    GTEST_SKIP() << "bpftrace (Debian package bpftrace) is not installed";
-  if (!ensure_tracefs())
-    GTEST_SKIP() << "tracefs cannot be mounted; bpftrace needs it";
+  if (auto why = test::bpftrace_unavailable("lock"); !why.empty())
+    GTEST_SKIP() << why;
   Churn traced(WORKLOAD_MMAP_CHURN);
   Churn other(renamed_workload(dir_, "churn_other"));
 
   // Independent measurement: write-side rwsem waits of the traced process on
-  // the same tracepoints, by a bpftrace script of our own that prints its
-  // running total every 20 ms, stamped with the same monotonic clock.
-  std::string script =
+  // the same tracepoints, by a bpftrace script of our own.
+  test::BpftraceTotal bpftrace(
       "tracepoint:lock:contention_begin /pid == " +
       std::to_string(traced.pid()) +
       " && (args->flags & 4) && !(args->flags & 0x29)/ { @start[tid] = nsecs; "
       "}\n"
       "tracepoint:lock:contention_end /@start[tid]/ {"
-      " @t = @t + (nsecs - @start[tid]); delete(@start[tid]); }\n"
-      "interval:ms:20 { printf(\"T %llu %llu\\n\", nsecs, @t); }\n";
-  test::Subprocess bpftrace({"/usr/bin/bpftrace", "-e", script});
-  bool attached = false;
-  for (double t0 = test::now_seconds();
-       !attached && test::now_seconds() - t0 < 30;) {
-    auto line = bpftrace.read_line(1);
-    attached = line && line->rfind("T ", 0) == 0;
-  }
-  ASSERT_TRUE(attached) << "bpftrace did not start";
+      " @t = @t + (nsecs - @start[tid]); delete(@start[tid]); }\n");
+  ASSERT_TRUE(bpftrace.attached()) << "bpftrace did not start";
   auto ours =
       test::run({OFFCPU_BIN, "rwsem", "mmap_churn", "-v", "-f", "3"}, 60);
-  test::sleep_seconds(0.2);
-  bpftrace.signal(SIGINT);
-  auto theirs = bpftrace.wait(30);
+  double bpftrace_us = bpftrace.us_between(ours.err);
   ASSERT_EQ(ours.exit_code, 0) << ours.err;
-
-  // bpftrace's running total at offcpu's window edges.
-  std::smatch w;
-  ASSERT_TRUE(std::regex_search(ours.err, w,
-                                std::regex("traced from (\\d+) to (\\d+) ns")))
-      << ours.err;
-  uint64_t from = std::stoull(w[1]), to = std::stoull(w[2]);
-  auto total_at = [&](uint64_t when) {
-    uint64_t value = 0;
-    std::regex tick("T (\\d+) (\\d+)");
-    for (auto it =
-             std::sregex_iterator(theirs.out.begin(), theirs.out.end(), tick);
-         it != std::sregex_iterator(); ++it)
-      if (std::stoull((*it)[1]) <= when)
-        value = std::stoull((*it)[2]);
-    return value;
-  };
-  double bpftrace_us =
-      static_cast<double>(total_at(to) - total_at(from)) / 1000.0;
+  ASSERT_GE(bpftrace_us, 0) << ours.err;
 
   auto lines = test::parse_folded(ours.out);
   ASSERT_FALSE(lines.empty()) << ours.err;
