@@ -33,7 +33,8 @@
 
 struct futex_task {
   struct offcpu_futex_start w;
-  struct uw_memo_set memo; /* its last user walks, reused while they hold */
+  struct uw_memo_set memo;  /* its last user walks, reused while they hold */
+  struct waker_last holder; /* the last holder that woke it (no --wakers) */
 };
 
 struct {
@@ -73,6 +74,16 @@ static __always_inline __u32 futex_call_of(struct task_struct *t, __u64 *word) {
   return OFFCPU_LOCK_FUTEX;
 }
 
+/* The futex wait `t` is asleep in, or NULL. One process traced: the
+ * other tasks' switches and wakeups, most of the machine's, are told
+ * apart by their tgid, without the storage lookup. */
+static __always_inline struct futex_task *futex_wait_of(struct task_struct *t) {
+  if (!maybe_traced(t->tgid))
+    return NULL;
+  struct futex_task *ft = bpf_task_storage_get(&futex_tasks, t, 0, 0);
+  return ft && ft->w.since_ns ? ft : NULL;
+}
+
 /* Whether the current task is inside a futex call of `kind`: a PI
  * futex's rt_mutex contention is that wait, counted as futex:pi. */
 static __always_inline bool in_futex_call(__u32 kind) {
@@ -84,6 +95,9 @@ static __always_inline bool in_futex_call(__u32 kind) {
  * begins if its system call is one that waits, of a kind traced. Its user
  * stack is walked now, from the registers saved at the call's entry. */
 static __always_inline void futex_sleeps(struct task_struct *prev) {
+  __u32 pid = prev->pid, tgid = prev->tgid;
+  if (!maybe_traced(tgid))
+    return;
   /* The state field, not sched_switch's prev_state argument (5.18+): one
    * program for every kernel; a wakeup racing with the switch shows as
    * TASK_WAKING, still a sleep. Preempted, stopped, traced: no wait. */
@@ -96,7 +110,6 @@ static __always_inline void futex_sleeps(struct task_struct *prev) {
   __u32 kind = futex_call_of(prev, &word);
   if (kind >= OFFCPU_LOCK_KINDS || !(lock_kinds & (1u << kind)))
     return;
-  __u32 pid = prev->pid, tgid = prev->tgid;
   if (!passes_task_filters(prev, pid, tgid, true))
     return;
   struct futex_task *ft = bpf_task_storage_get(&futex_tasks, prev, 0,
@@ -149,37 +162,21 @@ static __always_inline void futex_wakes(struct futex_task *ft) {
 }
 
 /* The holder without its stacks (no --wakers): who it was, stored once
- * per distinct thread in the wakers map like a full waker. */
-static __always_inline __u64 futex_light_holder(void) {
+ * per distinct thread in the wakers map like a full waker; the waiter's
+ * memo answers for the holder that woke it last. */
+static __always_inline __u64 futex_light_holder(struct futex_task *ft) {
   struct offcpu_waker w = {};
-  __u64 id = bpf_get_current_pid_tgid();
-  w.pid = (__u32)id;
-  w.tgid = id >> 32;
   w.kind = OFFCPU_WAKER_TASK;
-  bpf_get_current_comm(&w.comm, sizeof(w.comm));
-  __u64 comm[2];
-  __builtin_memcpy(comm, w.comm, sizeof(comm));
-  __u64 h = mix64(((__u64)w.pid << 32 | w.tgid) ^ 0x686f6c646572ULL);
-  h = mix64(h ^ comm[0]) + 1;
-  h = mix64(h ^ comm[1]);
-  if (h < OFFCPU_WAKER_FIRST_ID)
-    h += OFFCPU_WAKER_FIRST_ID;
-  if (!bpf_map_lookup_elem(&wakers, &h)) {
-    long err = bpf_map_update_elem(&wakers, &h, &w, BPF_NOEXIST);
-    if (err && err != -OFFCPU_EEXIST) {
-      count_loss(OFFCPU_LOST_WAKER_STORE);
-      return OFFCPU_WAKER_LOST;
-    }
-  }
-  return h;
+  current_waker(&w, true);
+  return store_waker(&w, &ft->holder);
 }
 
 SEC("tp_btf/sched_switch")
 int BPF_PROG(futex_switch, bool preempt, struct task_struct *prev,
              struct task_struct *next) {
   futex_sleeps(prev);
-  struct futex_task *ft = bpf_task_storage_get(&futex_tasks, next, 0, 0);
-  if (ft && ft->w.since_ns)
+  struct futex_task *ft = futex_wait_of(next);
+  if (ft)
     futex_wakes(ft);
   return 0;
 }
@@ -189,11 +186,11 @@ int BPF_PROG(futex_switch, bool preempt, struct task_struct *prev,
  * timer or signal otherwise). With --wakers, with its stacks. */
 SEC("tp_btf/sched_waking")
 int BPF_PROG(futex_waking, struct task_struct *p) {
-  struct futex_task *ft = bpf_task_storage_get(&futex_tasks, p, 0, 0);
-  if (!ft || !ft->w.since_ns || ft->w.holder)
+  struct futex_task *ft = futex_wait_of(p);
+  if (!ft || ft->w.holder)
     return 0;
   ft->w.holder =
-      want_wakers ? take_waker(ctx, NULL, false) : futex_light_holder();
+      want_wakers ? take_waker(ctx, NULL, false) : futex_light_holder(ft);
   return 0;
 }
 

@@ -77,12 +77,21 @@ static __always_inline unsigned int task_state(struct task_struct *t) {
   return BPF_CORE_READ((struct task_struct___pre514 *)t, state);
 }
 
+/* False when the task of process `tgid` is surely not traced, told by a
+ * compare alone (one process traced, only_tgid, and this is another):
+ * before any lookup, in hooks that run for every task of the machine. */
+static __always_inline bool maybe_traced(__u32 tgid) {
+  return !only_tgid || tgid == only_tgid;
+}
+
 static __always_inline bool passes_task_filters(struct task_struct *t,
                                                 __u32 pid, __u32 tgid,
                                                 bool trusted) {
   if (pid == 0) /* the idle task, one per CPU */
     return false;
-  if (filter_tgid && !bpf_map_lookup_elem(&filter_tgids, &tgid))
+  /* One process traced: filter_tgids holds it alone, no lookup needed. */
+  if (only_tgid ? tgid != only_tgid
+                : filter_tgid && !bpf_map_lookup_elem(&filter_tgids, &tgid))
     return false;
   if (filter_tid && !bpf_map_lookup_elem(&filter_tids, &pid))
     return false;

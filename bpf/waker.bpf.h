@@ -27,17 +27,21 @@ struct {
   __type(value, struct offcpu_waker);
 } wakers SEC(".maps");
 
+/* The last waker record a caller stored and its id (0: none): a thread
+ * wakes from the same place again and again (a pipe writer, a lock
+ * holder), and then its id is known without the hash and the map lookup. */
+struct waker_last {
+  struct offcpu_waker w;
+  __u64 id;
+};
+
 /* The waker's memos, kept per thread by the caller. */
 struct waker_memo_set {
   struct uw_memo_set user;
 #ifdef OFFCPU_WAKER_ORC
   struct kw_memo_set kernel;
 #endif
-  /* The last waker this thread stored and its id (0: none): a thread wakes
-   * from the same place again and again (a pipe writer, a lock holder),
-   * and then its id is known without the hash and the map lookup. */
-  struct offcpu_waker last;
-  __u64 last_id;
+  struct waker_last last;
 };
 
 /* The kernel stack of the waking context, cut after the interrupt entry if
@@ -90,6 +94,56 @@ static __always_inline __u64 waking_kernel_stack(void *ctx, __u32 *kind,
   return store_stack(s, bytes, 0);
 }
 
+/* Waker record `w`'s id, the record stored once per distinct waker in the
+ * wakers map; OFFCPU_WAKER_LOST if the map is full. `last`: the caller's
+ * memo of the record it stored last (NULL: none). */
+static __always_inline __u64 store_waker(const struct offcpu_waker *w,
+                                         struct waker_last *last) {
+  if (last && last->id && same_words(w, &last->w, sizeof(*w)))
+    return last->id;
+  __u64 comm[2];
+  __builtin_memcpy(comm, w->comm, sizeof(comm));
+  __u64 h = mix64(((__u64)w->pid << 32 | w->tgid) ^ 0x77616b6572ULL);
+  h = mix64(h ^ w->user_stack) + 1;
+  h = mix64(h ^ w->kernel_stack) + 2;
+  h = mix64(h ^ comm[0] ^ ((__u64)w->kind << 56)) + 3;
+  h = mix64(h ^ comm[1]);
+  if (h < OFFCPU_WAKER_FIRST_ID)
+    h += OFFCPU_WAKER_FIRST_ID;
+  if (!bpf_map_lookup_elem(&wakers, &h)) {
+    long err = bpf_map_update_elem(&wakers, &h, w, BPF_NOEXIST);
+    if (err && err != -OFFCPU_EEXIST) {
+      count_loss(OFFCPU_LOST_WAKER_STORE);
+      return OFFCPU_WAKER_LOST;
+    }
+  }
+  if (last) {
+    last->w = *w;
+    last->id = h;
+  }
+  return h;
+}
+
+/* The current task as a waker in `w`: its ids and comm; returns its task
+ * flags. `trusted`: a BTF-typed program, which reads them by plain loads
+ * through the BTF pointer, no helper call each. */
+static __always_inline unsigned int current_waker(struct offcpu_waker *w,
+                                                  bool trusted) {
+  if (trusted) {
+    struct task_struct *t = bpf_get_current_task_btf();
+    w->pid = t->pid;
+    w->tgid = t->tgid;
+    read_comm(w->comm, t, true);
+    return t->flags;
+  }
+  __u64 id = bpf_get_current_pid_tgid();
+  w->pid = (__u32)id;
+  w->tgid = id >> 32;
+  bpf_get_current_comm(&w->comm, sizeof(w->comm));
+  struct task_struct *cur = (struct task_struct *)bpf_get_current_task();
+  return BPF_CORE_READ(cur, flags);
+}
+
 /* Who is waking the task now (the current task, or an interrupt), stored
  * once per distinct waker; returns its id or an OFFCPU_WAKER_* marker.
  * `wm`: the waker's stack memos (NULL: none), kept apart from those of its
@@ -102,22 +156,7 @@ static __always_inline __u64 take_waker(void *ctx, struct waker_memo_set *wm,
   w.kernel_stack = waking_kernel_stack(ctx, &w.kind, wm);
   struct uw_memo_set *ms = wm ? &wm->user : NULL;
   if (w.kind == OFFCPU_WAKER_TASK) {
-    struct task_struct *cur = (struct task_struct *)bpf_get_current_task();
-    unsigned int flags;
-    if (trusted) {
-      /* Plain loads through the BTF pointer, no helper call each. */
-      struct task_struct *t = bpf_get_current_task_btf();
-      w.pid = t->pid;
-      w.tgid = t->tgid;
-      flags = t->flags;
-      read_comm(w.comm, t, true);
-    } else {
-      __u64 id = bpf_get_current_pid_tgid();
-      w.pid = (__u32)id;
-      w.tgid = id >> 32;
-      bpf_get_current_comm(&w.comm, sizeof(w.comm));
-      flags = BPF_CORE_READ(cur, flags);
-    }
+    unsigned int flags = current_waker(&w, trusted);
     if (want_user_stacks && w.pid && !(flags & PF_KTHREAD)) {
       __u32 partial = 0; /* a waker is not walked again later */
       bool reused = false;
@@ -127,33 +166,12 @@ static __always_inline __u64 take_waker(void *ctx, struct waker_memo_set *wm,
                                      &reused, false, SCRATCH_HOOK)
               : take_current_stack(ctx, BPF_F_USER_STACK);
       /* A reused stack was announced when it was walked. */
-      if (!reused && !announce(cur, w.tgid, w.user_stack))
+      if (!reused && !announce((struct task_struct *)bpf_get_current_task(),
+                               w.tgid, w.user_stack))
         uw_memo_forget(ms);
     }
   }
-  if (wm && wm->last_id && same_words(&w, &wm->last, sizeof(w)))
-    return wm->last_id;
-  __u64 comm[2];
-  __builtin_memcpy(comm, w.comm, sizeof(comm));
-  __u64 h = mix64(((__u64)w.pid << 32 | w.tgid) ^ 0x77616b6572ULL);
-  h = mix64(h ^ w.user_stack) + 1;
-  h = mix64(h ^ w.kernel_stack) + 2;
-  h = mix64(h ^ comm[0] ^ ((__u64)w.kind << 56)) + 3;
-  h = mix64(h ^ comm[1]);
-  if (h < OFFCPU_WAKER_FIRST_ID)
-    h += OFFCPU_WAKER_FIRST_ID;
-  if (!bpf_map_lookup_elem(&wakers, &h)) {
-    long err = bpf_map_update_elem(&wakers, &h, &w, BPF_NOEXIST);
-    if (err && err != -OFFCPU_EEXIST) {
-      count_loss(OFFCPU_LOST_WAKER_STORE);
-      return OFFCPU_WAKER_LOST;
-    }
-  }
-  if (wm) {
-    wm->last = w;
-    wm->last_id = h;
-  }
-  return h;
+  return store_waker(&w, wm ? &wm->last : NULL);
 }
 
 #endif /* OFFCPU_WAKER_BPF_H */

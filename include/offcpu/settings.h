@@ -17,6 +17,9 @@
 #define OFFCPU_SETTINGS(X)                                                     \
   /* ---- Which tasks (task_filter.bpf.h) ---- */                              \
   X(bool, filter_tgid, false)     /* -p, --children: filter_tgids */           \
+  /* -p of one process, none to join later: its tgid (0: not so), which    \
+   * hooks run for every task of the machine compare before any lookup. */ \
+  X(__u32, only_tgid, 0)                                                       \
   X(bool, filter_tid, false)      /* -t: filter_tids */                        \
   X(bool, user_threads_only, false)                                            \
   X(bool, kernel_threads_only, false)                                          \

@@ -48,6 +48,8 @@ int try_load(rwsem_bpf *skel, const RwsemConfig &o, const RwsemPlan &p,
   // With children followed, processes join the filter while tracing.
   s.filter_tgid = !o.pids.empty() || o.follow_children;
   s.follow_children = o.follow_children;
+  if (o.pids.size() == 1 && !o.follow_children)
+    s.only_tgid = o.pids[0];
   s.filter_tid = !o.tids.empty();
   s.filter_cgroup = !o.cgroup_ids.empty();
   s.user_threads_only = o.user_threads_only;
