@@ -4,6 +4,9 @@
 # on the test suite's futex_contend workload (4 threads contending one
 # pthread mutex, each holding it 200 us asleep).
 #   sudo tools/bench/futex_lock.sh [build dir, default build] [seconds] [rounds]
+#   BASE=/path/to/other/offcpu sudo tools/bench/futex_lock.sh ...
+# BASE adds a row for another offcpu binary (the build before a change),
+# measured in the same rounds.
 # Per tool and round: the run_time_ns of every BPF program the tool loaded
 # (kernel.bpf_stats_enabled), over the workload's futex calls in the same
 # seconds (counted by perf stat on the syscalls:sys_enter_futex tracepoint,
@@ -31,8 +34,8 @@ tracepoint:syscalls:sys_exit_futex /@s[tid]/ { @w[pid, tid, comm, @a[tid], @u[ti
 bt_plain="tracepoint:syscalls:sys_enter_futex /pid == $wl && ($waits)/ { @s[tid] = nsecs; @a[tid] = args->uaddr; }
 tracepoint:syscalls:sys_exit_futex /@s[tid]/ { @w[pid, tid, comm, @a[tid]] = sum(nsecs - @s[tid]); delete(@s[tid]); delete(@a[tid]); }"
 
-# The run_time_ns of the programs process $1 holds (found through its
-# descriptors' fdinfo).
+# The run_time_ns and run_cnt of each program process $1 holds (found
+# through its descriptors' fdinfo): "id.name:ns:runs ...".
 stats() {
   bpftool prog show -j | python3 -c '
 import glob, json, sys
@@ -44,8 +47,9 @@ for f in glob.glob(f"/proc/{sys.argv[1]}/fdinfo/*"):
                 ids.add(int(line.split()[1]))
     except OSError:
         pass
-print(sum(p.get("run_time_ns", 0) for p in json.load(sys.stdin)
-          if p["id"] in ids))' "$1"
+print(" ".join("%d.%s:%d:%d" % (p["id"], p.get("name", ""),
+                                 p.get("run_time_ns", 0), p.get("run_cnt", 0))
+               for p in json.load(sys.stdin) if p["id"] in ids))' "$1"
 }
 
 measure() { # name, command...
@@ -61,14 +65,32 @@ measure() { # name, command...
   kill -INT "$tool" 2>/dev/null || true
   wait "$tool" 2>/dev/null || true
   tool=
-  python3 -c "n, e = $ns1 - $ns0, ${calls:-0}; print(f'$name {n / e if e else 0:.0f} {e}')"
+  # The total per futex call and calls; for offcpu, each program's runs
+  # and ns per run (the sched_switch program's runs are the machine's
+  # switches) to stderr.
+  python3 -c "
+import sys
+name, e = sys.argv[1], int(sys.argv[2] or 0)
+a = {x.split(':')[0]: x.split(':')[1:] for x in sys.argv[3].split()}
+b = {x.split(':')[0]: x.split(':')[1:] for x in sys.argv[4].split()}
+n = 0
+for k, (ns, runs) in b.items():
+    ns0, runs0 = a.get(k, ('0', '0'))
+    dn, dr = int(ns) - int(ns0), int(runs) - int(runs0)
+    n += dn
+    if dr and name.startswith('offcpu'):
+        print(f'  {name} {k.split(\".\", 1)[1]}: {dr} runs, {dn / dr:.0f} ns/run', file=sys.stderr)
+print(f'{name} {n / e if e else 0:.0f} {e}')" "$name" "${calls:-0}" "$ns0" "$ns1"
 }
 
+tools="offcpu bpftrace_ustack bpftrace"
+[ -n "${BASE:-}" ] && tools="offcpu offcpu_base bpftrace_ustack bpftrace"
 declare -A rows
 for r in $(seq "$rounds"); do
-  for t in offcpu bpftrace_ustack bpftrace; do
+  for t in $tools; do
     case $t in
     offcpu) line=$(measure offcpu "$build/offcpu" lock -p "$wl" -Y futex -f 3600) ;;
+    offcpu_base) line=$(measure offcpu_base "$BASE" lock -p "$wl" -Y futex -f 3600) ;;
     bpftrace_ustack) line=$(measure bpftrace_ustack bpftrace -e "$bt_ustack") ;;
     bpftrace) line=$(measure bpftrace bpftrace -e "$bt_plain") ;;
     esac
@@ -77,7 +99,7 @@ for r in $(seq "$rounds"); do
 done
 echo "load average: $(cut -d' ' -f1-3 /proc/loadavg)"
 echo "BPF ns per futex call (median of $rounds rounds of ${secs} s; calls per round):"
-for t in offcpu bpftrace_ustack bpftrace; do
+for t in $tools; do
   python3 -c "
 import statistics, sys
 v = sys.argv[2].split()
