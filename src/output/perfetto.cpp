@@ -69,10 +69,34 @@ enum DebugAnnotation {
 
 constexpr uint32_t kSequence = 1;
 
-// The debug annotations every wait has, interned once.
-const char *const kAnnotations[] = {"state",       "stack",       "waker",
-                                    "waker_stack", "runqueue_ns", "chain"};
-enum Annotation { kState = 1, kStack, kWaker, kWakerStack, kRunq, kChain };
+// The debug annotations every wait has, and the lost events' counts,
+// interned once.
+const char *const kAnnotations[] = {"state",
+                                    "stack",
+                                    "waker",
+                                    "waker_stack",
+                                    "runqueue_ns",
+                                    "chain",
+                                    "events_lost_ring",
+                                    "events_lost_ring_ns",
+                                    "events_lost_memory",
+                                    "events_lost_memory_ns"};
+enum Annotation {
+  kState = 1,
+  kStack,
+  kWaker,
+  kWakerStack,
+  kRunq,
+  kChain,
+  kLostRing,
+  kLostRingNs,
+  kLostMemory,
+  kLostMemoryNs
+};
+
+// The track of offcpu's own notes (events it lost): no process's or
+// thread's uuid (those are the pid or tid shifted by one).
+constexpr uint64_t kOffcpuTrack = uint64_t{1} << 63;
 
 std::string chain_text(const Timeline &t, const TimelineWait &w) {
   std::string out;
@@ -90,15 +114,21 @@ std::string chain_text(const Timeline &t, const TimelineWait &w) {
 
 class TraceWriter {
 public:
-  explicit TraceWriter(const Timeline &t) : t_(t) {}
+  TraceWriter(const Timeline &t, const TextSink &sink) : t_(t), sink_(sink) {}
 
-  std::string write() {
+  // A trace is a sequence of packets: written out a megabyte at a time,
+  // so that the timeline, not its encoding too, is what is held.
+  bool write() {
     clock_snapshot();
     tracks();
     uint64_t flow = 0;
-    for (const TimelineWait &w : t_.waits)
+    for (const TimelineWait &w : t_.waits) {
       wait(w, ++flow);
-    return out_.data();
+      if (!flush(kPiece))
+        return false;
+    }
+    lost_events();
+    return flush(0);
   }
 
 private:
@@ -112,6 +142,15 @@ private:
     return p;
   }
   void emit(const ProtoWriter &p) { out_.message_field(pf::kPacket, p); }
+
+  static constexpr size_t kPiece = 1 << 20;
+  bool flush(size_t least) {
+    if (out_.data().size() < least)
+      return true;
+    bool ok = sink_(out_.data());
+    out_.clear();
+    return ok;
+  }
 
   // Both clocks at one moment: what maps the trace's CLOCK_MONOTONIC
   // timestamps to wall-clock time.
@@ -275,13 +314,13 @@ private:
   }
 
   // A slice's begin or an instant, with its name interned.
-  ProtoWriter event_packet(uint64_t ts, int type, uint32_t tid,
+  ProtoWriter event_packet(uint64_t ts, int type, uint64_t track,
                            const std::string &name, ProtoWriter &ev,
                            ProtoWriter interned = {}) {
     bool fresh = !interned.data().empty();
     uint64_t iid = name_iid(name, interned, fresh);
     ev.varint_field(pf::kType, static_cast<uint64_t>(type));
-    ev.varint_field(pf::kTrackUuid, thread_uuid(tid));
+    ev.varint_field(pf::kTrackUuid, track);
     ev.varint_field(pf::kNameIid, iid);
     ProtoWriter p = packet(ts);
     p.message_field(pf::kTrackEvent, ev);
@@ -317,7 +356,7 @@ private:
     if (uint64_t cs = callstack_iid(w.stack, interned))
       ev.varint_field(pf::kCallstackIid, cs);
     const uint64_t end = w.start_ns + w.duration_ns;
-    emit(event_packet(w.start_ns, pf::kSliceBegin, w.tid,
+    emit(event_packet(w.start_ns, pf::kSliceBegin, thread_uuid(w.tid),
                       wait_name(t_.stack(w.stack), w.comm), ev,
                       std::move(interned)));
     if (w.waker.kind == Waker::Kind::Task)
@@ -334,16 +373,47 @@ private:
         runq ? end - runq : end - std::min<uint64_t>(1000, w.duration_ns);
     ProtoWriter from;
     from.fixed64_field(pf::kFlowIds, flow);
-    emit(event_packet(woke, pf::kInstant, w.waker.tid,
+    emit(event_packet(woke, pf::kInstant, thread_uuid(w.waker.tid),
                       "wakes " + w.comm + "-" + std::to_string(w.tid), from));
     ProtoWriter to;
     to.fixed64_field(pf::kTerminatingFlowIds, flow);
-    emit(event_packet(woke, pf::kSliceBegin, w.tid,
+    emit(event_packet(woke, pf::kSliceBegin, thread_uuid(w.tid),
                       "woken by " + waker_label(w.waker), to));
     slice_end(end, w.tid);
   }
 
+  static void uint_annotation(ProtoWriter &ev, Annotation a, uint64_t value) {
+    ProtoWriter d;
+    d.varint_field(pf::kAnnNameIid, a);
+    d.varint_field(pf::kUintValue, value);
+    ev.message_field(pf::kDebugAnnotations, d);
+  }
+
+  // Events dropped (a full ring buffer, or past --events-memory), as the
+  // JSON's otherData says them: an instant at the window's end on a track
+  // of offcpu's own, with the counts and their time as annotations. The
+  // waits they were are still in the aggregated outputs.
+  void lost_events() {
+    if (!t_.lost_ring && !t_.lost_store)
+      return;
+    ProtoWriter track;
+    track.varint_field(pf::kUuid, kOffcpuTrack);
+    track.bytes_field(pf::kName, "offcpu: events lost");
+    ProtoWriter p = packet(0);
+    p.message_field(pf::kTrackDescriptor, track);
+    emit(p);
+    ProtoWriter ev;
+    ev.bytes_field(pf::kCategories, "offcpu");
+    uint_annotation(ev, kLostRing, t_.lost_ring);
+    uint_annotation(ev, kLostRingNs, t_.lost_ring_ns);
+    uint_annotation(ev, kLostMemory, t_.lost_store);
+    uint_annotation(ev, kLostMemoryNs, t_.lost_store_ns);
+    emit(event_packet(t_.window_end_ns, pf::kInstant, kOffcpuTrack,
+                      "events lost", ev));
+  }
+
   const Timeline &t_;
+  const TextSink &sink_;
   ProtoWriter out_;
   std::map<std::string, uint64_t> names_;
   // Interned so far, by what they intern: function names, frames (name,
@@ -356,8 +426,17 @@ private:
 
 } // namespace
 
+bool write_perfetto(const Timeline &t, const TextSink &sink) {
+  return TraceWriter(t, sink).write();
+}
+
 std::string render_perfetto(const Timeline &t) {
-  return TraceWriter(t).write();
+  std::string all;
+  write_perfetto(t, [&all](const std::string &piece) {
+    all += piece;
+    return true;
+  });
+  return all;
 }
 
 } // namespace offcpu

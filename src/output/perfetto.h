@@ -7,9 +7,15 @@
 #include <string>
 
 #include "model/timeline.h"
+#include "output/text_sink.h"
 
 namespace offcpu {
 
+// Streams the trace through `sink` a megabyte at a time; false if the sink
+// stopped it.
+bool write_perfetto(const Timeline &t, const TextSink &sink);
+
+// The whole trace as one string (tests, small timelines).
 std::string render_perfetto(const Timeline &t);
 
 } // namespace offcpu

@@ -61,6 +61,7 @@ public:
     bytes_field(field, inner.buf_);
   }
   const std::string &data() const { return buf_; }
+  void clear() { buf_.clear(); }
 
 private:
   std::string buf_;

@@ -54,4 +54,13 @@ std::string render(const Profile &profile, OutputFormat format,
   return {};
 }
 
+bool render_to(const Profile &profile, OutputFormat format,
+               const RenderOptions &opts, const TextSink &sink) {
+  if (format == OutputFormat::TraceJson && profile.timeline)
+    return write_trace_json(*profile.timeline, sink);
+  if (format == OutputFormat::Perfetto && profile.timeline)
+    return write_perfetto(*profile.timeline, sink);
+  return sink(render(profile, format, opts));
+}
+
 } // namespace offcpu

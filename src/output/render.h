@@ -6,6 +6,7 @@
 
 #include "model/layout.h"
 #include "model/profile.h"
+#include "output/text_sink.h"
 
 namespace offcpu {
 
@@ -24,5 +25,12 @@ struct RenderOptions {
 // Text and folded are whole reports; pprof is gzip-compressed.
 std::string render(const Profile &profile, OutputFormat format,
                    const RenderOptions &opts);
+
+// The same through `sink`: the timeline's JSON and Perfetto trace a piece
+// at a time as they are made (a long run's are hundreds of megabytes), the
+// others whole. False if
+// the sink stopped it.
+bool render_to(const Profile &profile, OutputFormat format,
+               const RenderOptions &opts, const TextSink &sink);
 
 } // namespace offcpu

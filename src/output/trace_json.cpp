@@ -108,8 +108,18 @@ void put_wait(std::string &out, const Timeline &t, const TimelineWait &w,
 
 } // namespace
 
-std::string render_trace_json(const Timeline &t) {
+bool write_trace_json(const Timeline &t, const TextSink &sink) {
+  // Written out in pieces as it is made: held whole, the text of a long
+  // run's events (hundreds of bytes each) outweighed the events.
+  constexpr size_t kPiece = 1 << 20;
   std::string out = "{\"traceEvents\":[\n";
+  auto flush = [&](size_t least) {
+    if (out.size() < least)
+      return true;
+    bool ok = sink(out);
+    out.clear();
+    return ok;
+  };
   for (const auto &[tgid, name] : t.processes)
     put_metadata(out, "process_name", tgid, tgid, name);
   // Each thread by its name at its last wait: a thread often names itself
@@ -117,12 +127,18 @@ std::string render_trace_json(const Timeline &t) {
   std::map<std::pair<uint32_t, uint32_t>, const std::string *> threads;
   for (const TimelineWait &w : t.waits)
     threads[{w.tgid, w.tid}] = &w.comm;
-  for (const auto &[id, comm] : threads)
+  for (const auto &[id, comm] : threads) {
     put_metadata(out, "thread_name", id.first, id.second,
                  *comm + "-" + std::to_string(id.second));
+    if (!flush(kPiece))
+      return false;
+  }
   uint64_t flow = 0;
-  for (const TimelineWait &w : t.waits)
+  for (const TimelineWait &w : t.waits) {
     put_wait(out, t, w, ++flow);
+    if (!flush(kPiece))
+      return false;
+  }
   // The last element carries no comma: the clock, for the others.
   out += "{\"ph\":\"M\",\"name\":\"offcpu_clock\",\"pid\":0,\"tid\":0,"
          "\"args\":{\"name\":\"CLOCK_MONOTONIC\"}}\n],\n";
@@ -136,7 +152,16 @@ std::string render_trace_json(const Timeline &t) {
          ",\"events_lost_ring_us\":" + micros(t.lost_ring_ns) +
          ",\"events_lost_memory\":" + std::to_string(t.lost_store) +
          ",\"events_lost_memory_us\":" + micros(t.lost_store_ns) + "}}\n";
-  return out;
+  return flush(0);
+}
+
+std::string render_trace_json(const Timeline &t) {
+  std::string all;
+  write_trace_json(t, [&all](const std::string &piece) {
+    all += piece;
+    return true;
+  });
+  return all;
 }
 
 } // namespace offcpu

@@ -40,9 +40,14 @@ Outputs::Outputs(const OutputOptions &o) : options_(o) {
 
 bool Outputs::write_all(const Profile &profile) {
   const RenderOptions r = render_options(options_);
-  for (size_t i = 0; i < files_.size(); i++)
-    if (files_[i]->write(render(profile, formats_[i], r)) != WriteResult::Ok)
+  for (size_t i = 0; i < files_.size(); i++) {
+    OutputFile &file = *files_[i];
+    auto sink = [&file](const std::string &piece) {
+      return file.write(piece) == WriteResult::Ok;
+    };
+    if (!render_to(profile, formats_[i], r, sink))
       return false;
+  }
   commit();
   return true;
 }

@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <fstream>
+#include <regex>
 #include <set>
 #include <sstream>
 #include <vector>
@@ -260,6 +261,85 @@ TEST_F(Timeline, PerfettoTraceDecodesAgainstPerfettosSchema) {
       std::to_string(static_cast<uint64_t>((*w)["ts"].number * 1000 + 0.5));
   EXPECT_TRUE(contains(t, begin.substr(0, begin.size() - 4)))
       << begin << " (to the microsecond)";
+}
+
+// What a decoded trace gives the annotation named `name` of the "events
+// lost" instant (its iid from the interned names), or -1.
+long long lost_annotation(const std::string &decoded, const std::string &name) {
+  std::smatch m;
+  if (!std::regex_search(decoded, m,
+                         std::regex("iid: ([0-9]+)\\s+name: \"" + name + "\"")))
+    return -1;
+  const std::string iid = m[1];
+  if (!std::regex_search(decoded, m,
+                         std::regex("debug_annotations \\{\\s*name_iid: " +
+                                    iid + "\\s+uint_value: ([0-9]+)")))
+    return -1;
+  return std::stoll(m[1]);
+}
+
+// Events dropped, and the traces say so: 8 threads sleeping 1 ms again and
+// again, each wait an event (--events-min 1), at --events-memory 1 (8,192
+// events): past the cap they are dropped and counted, in the JSON's
+// otherData, on stderr, and in the Perfetto trace as an "events lost"
+// instant with the same counts, which protoc decodes against Perfetto's
+// schema.
+TEST(TimelineLoss, DroppedEventsAreInBothTraces) {
+  if (geteuid() != 0)
+    GTEST_SKIP() << "needs root";
+  if (access("/usr/bin/protoc", X_OK) != 0)
+    GTEST_SKIP() << "protoc absent (Debian protobuf-compiler, "
+                    "tools/install-deps.sh installs it)";
+  char tmpl[] = "/tmp/offcpu-timeline-loss-XXXXXX";
+  ASSERT_NE(mkdtemp(tmpl), nullptr);
+  const std::string dir = tmpl;
+  test::Subprocess w({WORKLOAD_SLEEPERS, "saturate", "8", "1"});
+  auto ready = w.read_line(20);
+  ASSERT_TRUE(ready && ready->rfind("ready ", 0) == 0);
+  const std::string pid = ready->substr(6);
+  auto r = test::run({OFFCPU_BIN, "-q", "-p", pid, "--events-min", "1",
+                      "--events-memory", "1", "-o", dir + "/t.json", "-o",
+                      dir + "/t.perfetto-trace", "-o", dir + "/out.txt", "4"},
+                     120);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const test::Json trace = test::parse_json(read_file(dir + "/t.json"));
+  const double ring = trace["otherData"]["events_lost_ring"].number;
+  const double memory = trace["otherData"]["events_lost_memory"].number;
+  EXPECT_GT(ring + memory, 0) << "no event dropped: " << r.err;
+  if (memory > 0)
+    EXPECT_TRUE(contains(r.err, "timeline events")) << r.err;
+  auto d =
+      test::run({"/bin/sh", "-c",
+                 "protoc --decode=perfetto.protos.Trace -I " OFFCPU_SOURCE_DIR
+                 "/tests/data/perfetto perfetto_trace.proto < " +
+                     dir + "/t.perfetto-trace"},
+                60);
+  test::run({"/bin/rm", "-rf", dir}, 30);
+  ASSERT_EQ(d.exit_code, 0) << d.err;
+  EXPECT_TRUE(contains(d.out, "name: \"offcpu: events lost\""));
+  EXPECT_TRUE(contains(d.out, "name: \"events lost\""));
+  EXPECT_EQ(lost_annotation(d.out, "events_lost_ring"),
+            static_cast<long long>(ring));
+  EXPECT_EQ(lost_annotation(d.out, "events_lost_memory"),
+            static_cast<long long>(memory));
+  if (memory > 0)
+    EXPECT_GT(lost_annotation(d.out, "events_lost_memory_ns"), 0);
+}
+
+// Nothing dropped, nothing said: the request's run has no such instant.
+TEST_F(Timeline, PerfettoTraceHasNoLossRecordWhenNothingWasLost) {
+  if (access("/usr/bin/protoc", X_OK) != 0)
+    GTEST_SKIP() << "protoc absent";
+  ASSERT_EQ(trace_["otherData"]["events_lost_ring"].number, 0);
+  ASSERT_EQ(trace_["otherData"]["events_lost_memory"].number, 0);
+  auto r =
+      test::run({"/bin/sh", "-c",
+                 "protoc --decode=perfetto.protos.Trace -I " OFFCPU_SOURCE_DIR
+                 "/tests/data/perfetto perfetto_trace.proto < " +
+                     dir_ + "/trace.perfetto-trace"},
+                60);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_FALSE(contains(r.out, "events lost"));
 }
 
 // The JSON opened in speedscope (installed from npm by
