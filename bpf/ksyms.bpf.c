@@ -21,6 +21,19 @@ struct offcpu_kernel_text found = {};
       found.field = addr;                                                      \
   } while (0)
 
+/* Each timer function as the kernel prints it ("hrtimer_wakeup+0x0/0x30"):
+ * its size, which bpf_kallsyms_lookup_name does not give; user space reads
+ * it from here. */
+char timer_fn_text[OFFCPU_TIMER_FNS][OFFCPU_NAME_LEN];
+
+static __always_inline void print_timer_fn(__u32 i) {
+  static const char fmt[] = "%pS";
+  __u64 arg = found.timer_fn_start[i & (OFFCPU_TIMER_FNS - 1)];
+  if (arg)
+    bpf_snprintf(timer_fn_text[i & (OFFCPU_TIMER_FNS - 1)], OFFCPU_NAME_LEN,
+                 fmt, &arg, sizeof(arg));
+}
+
 SEC("syscall")
 int resolve_kernel_text(void *ctx) {
   RESOLVE(text_start, "_stext");
@@ -41,6 +54,10 @@ int resolve_kernel_text(void *ctx) {
   RESOLVE(rethook_ret, "arch_rethook_trampoline");
   if (!found.rethook_ret)
     RESOLVE(rethook_ret, "kretprobe_trampoline");
+  RESOLVE(timer_fn_start[0], "hrtimer_wakeup");
+  RESOLVE(timer_fn_start[1], "call_timer_fn");
+  print_timer_fn(0);
+  print_timer_fn(1);
   return 0;
 }
 

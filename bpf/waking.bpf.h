@@ -33,6 +33,46 @@ current_waker_memos(bool trusted) {
                               BPF_LOCAL_STORAGE_GET_F_CREATE);
 }
 
+/* Words above the program's caller's frame searched for a timer
+ * function's return address: the tracepoint's frames and try_to_wake_up's
+ * lie between (about 300 bytes on 6.x). */
+#define TIMER_SCAN_WORDS 64
+
+/* For the timeline alone: a wakeup made in an interrupt gets a mark,
+ * OFFCPU_WAKER_TIMER or _IRQ, and no stacks; 0 when the current task made
+ * it (which includes a softirq it ran on its own stack, at a
+ * local_bh_enable). Told apart by where this runs: x86-64 runs interrupt
+ * handlers, and the softirqs after them, on the CPU's interrupt stack,
+ * never on the task's. A timer's, by a return address into a timer
+ * function (ktext.timer_fn_*) among the words above the tracepoint's
+ * frame, which hold the callers of try_to_wake_up: a read and a scan, where
+ * a kernel stack walk costs as much as the rest of the hook. The words
+ * searched may hold a stale value of an earlier call too; the timer
+ * functions' starts (a pointer to the function) never count. */
+static __always_inline __u64 interrupt_waker(void *ctx) {
+  if (!kwalk_orc || !ktext.text_start)
+    return 0; /* no ORC (and no live frame): the stack walk says */
+  struct task_struct *t = bpf_get_current_task_btf();
+  struct pt_regs *top = (struct pt_regs *)bpf_task_pt_regs(t);
+  __u64 lo = (__u64)BPF_CORE_READ(t, stack);
+  __u64 hi = (__u64)top + bpf_core_type_size(struct pt_regs);
+  __u64 at = address_of(ctx);
+  if (!top || (at >= lo && at < hi))
+    return 0;
+  struct offcpu_stack *s = scratch_stack(SCRATCH_HOOK);
+  if (!s || bpf_probe_read_kernel(s->ips, TIMER_SCAN_WORDS * sizeof(__u64),
+                                  (void *)at))
+    return OFFCPU_WAKER_IRQ;
+  const __u64 h0 = ktext.timer_fn_start[0], h1 = ktext.timer_fn_end[0];
+  const __u64 c0 = ktext.timer_fn_start[1], c1 = ktext.timer_fn_end[1];
+  for (__u32 i = 0; i < TIMER_SCAN_WORDS; i++) {
+    __u64 w = s->ips[i];
+    if ((w > h0 && w < h1) || (w > c0 && w < c1))
+      return OFFCPU_WAKER_TIMER;
+  }
+  return OFFCPU_WAKER_IRQ;
+}
+
 /* A task being woken: if one of our waits is open, note when (the start of
  * its run-queue time) and, with --wakers, who woke it. The first wakeup of
  * a wait counts; a task already runnable is not woken again. */
@@ -63,6 +103,14 @@ static __always_inline void on_waking(void *ctx, struct task_struct *p,
     __u64 least = key_wakers ? min_block_ns : events_min_ns;
     if (waited < least) {
       rec->waker = OFFCPU_WAKER_TOO_SHORT;
+      return;
+    }
+  }
+  if (!key_wakers) {
+    /* No hop either: the current task is whichever the interrupt hit. */
+    __u64 mark = interrupt_waker(ctx);
+    if (mark) {
+      rec->waker = mark;
       return;
     }
   }

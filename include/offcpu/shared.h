@@ -65,6 +65,7 @@ enum offcpu_loss {
 /* What the BPF kernel-stack walker (bpf/kernel_unwind.bpf.h) needs to know
  * about the running kernel: addresses resolved by bpf/ksyms.bpf.c, the ORC
  * entry layout read from BTF by user space. x86-64 kernels with ORC only. */
+#define OFFCPU_TIMER_FNS 2
 struct offcpu_kernel_text {
   __u64 text_start, text_end;   /* _stext, _etext: where ORC tables apply */
   __u64 sched_start, sched_end; /* __sched_text_start/end */
@@ -84,6 +85,12 @@ struct offcpu_kernel_text {
   __u8 end_shift;    /* 0xff: no end bit (6.4+: END_OF_STACK type instead) */
   __u8 old_types;    /* CALL=0 REGS=1 REGS_PARTIAL=2 (kernels with `end`) */
   __u8 pad[3];
+  /* Where the callers of timer callbacks lie (hrtimer_wakeup, which ends
+   * sleeps, and call_timer_fn, which runs the timer wheel's): a wakeup in
+   * an interrupt with a return address into one was a timer's. 0: unknown.
+   * Ends from the sizes the kernel prints (%pS). */
+  __u64 timer_fn_start[OFFCPU_TIMER_FNS];
+  __u64 timer_fn_end[OFFCPU_TIMER_FNS];
 };
 
 /* Kernel addresses named per run of bpf/ksyms.bpf.c's namer, and the room
@@ -161,6 +168,10 @@ struct offcpu_overflow_key {
 #define OFFCPU_WAKER_LOST 3ULL      /* the wakers map was full */
 #define OFFCPU_WAKER_TOO_SHORT 4ULL /* shorter than -m at wakeup: not taken */
 #define OFFCPU_WAKER_STILL_WAITING 5ULL /* not woken when tracing ended */
+/* An interrupt woke it, a timer's or another's (the timeline alone: its
+ * wakers are not kept with their stacks, see waking.bpf.h). */
+#define OFFCPU_WAKER_TIMER 6ULL
+#define OFFCPU_WAKER_IRQ 7ULL
 #define OFFCPU_WAKER_FIRST_ID 16ULL     /* real ids are at least this */
 
 #define OFFCPU_WAKER_TASK 0u

@@ -300,6 +300,10 @@ Waker::Kind marker_kind(uint64_t id) {
     return Waker::Kind::Lost;
   case OFFCPU_WAKER_STILL_WAITING:
     return Waker::Kind::Waiting;
+  case OFFCPU_WAKER_TIMER:
+    return Waker::Kind::Timer;
+  case OFFCPU_WAKER_IRQ:
+    return Waker::Kind::Interrupt;
   default:
     return Waker::Kind::Unseen;
   }
