@@ -11,14 +11,18 @@ Variants (each leaves out or forces one part of the work):
   -K                 no user stacks: the user stack's share is default - -K
   -U                 no kernel stacks: the kernel stack's share
   --no-stack-reuse   every stack walked: what the memos save
+  -o trace.json      the timeline (issue 29) at its default threshold:
+                     what its events, wakers and hops add (budget 1.3x
+                     the default)
 
 Several tracers on every switch make each switch slower for all of them
 (colder caches), so compare within one run, not with bench.py's figures.
 
     sudo python3 tools/bench/server_breakdown.py [--load redis|postgres]
         [--seconds 8] [--repeat 3] [--variants default,-K,...]
+        [--base BIN [--base-variants default,-o trace.json]]
     --load sleepers: bench.py's row "1,000 threads waking every 10 ms",
-    both tools in the same seconds
+    both tools in the same seconds; --load pipe: its pipe load
 """
 import argparse
 import os
@@ -38,6 +42,7 @@ VARIANTS = {
     "-K": ["-K"],
     "-U": ["-U"],
     "--no-stack-reuse": ["--no-stack-reuse"],
+    "-o trace.json": ["-o", "/tmp/offcpu-breakdown-trace.json"],
 }
 
 
@@ -72,6 +77,30 @@ class Sleepers:
             self.stop_load()
 
 
+class Pipe:
+    """bench.py's pipe load, `perf bench sched pipe`, run until stopped, with
+    every tracer attached in the same seconds."""
+
+    def __init__(self):
+        self.proc = None
+
+    def describe(self):
+        return "perf bench sched pipe"
+
+    def start_load(self):
+        self.proc = subprocess.Popen(["perf", "bench", "sched", "pipe", "-l", "1000000000"],
+                                     stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+    def stop_load(self):
+        self.proc.kill()
+        self.proc.wait()
+        return 0
+
+    def close(self):
+        if self.proc and self.proc.poll() is None:
+            self.stop_load()
+
+
 def causes(stderr):
     """offcpu -v's counts behind the user stacks' cost, in one line."""
     def num(pattern):
@@ -92,11 +121,16 @@ def causes(stderr):
     return ", ".join(f"{k} {v}" for k, v in found.items() if v is not None)
 
 
-def run_once(server, offcpu, variants, seconds, base=None):
-    tracers = {name: ([offcpu, "-v", "-f"] + VARIANTS[name] + ["3600"], "offcpu_switch")
-               for name in variants}
-    if base:  # an A/B of two builds in the same seconds
-        tracers["base build"] = ([base, "-v", "-f", "3600"], "offcpu_switch")
+def variant_cmd(offcpu, name, tag=""):
+    args = [a.replace(".json", tag + ".json") for a in VARIANTS[name]]
+    return [offcpu, "-v", "-f"] + args + ["3600"]
+
+
+def run_once(server, offcpu, variants, seconds, base=None, base_variants=("default",)):
+    tracers = {name: (variant_cmd(offcpu, name), "offcpu_switch") for name in variants}
+    for name in (base_variants if base else ()):  # an A/B of two builds, same seconds
+        label = "base build" + ("" if name == "default" else " " + name)
+        tracers[label] = (variant_cmd(base, name, "-base"), "offcpu_switch")
     tracers["libbpf-tools"] = ([sl.LIBBPF_TOOLS, "3600"], "sched_switch")
     procs, errs, ids = {}, {}, {}
     try:
@@ -133,21 +167,26 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--build", default=os.path.join(os.path.dirname(__file__), "..", "..",
                                                     "build"))
-    ap.add_argument("--load", default="redis", choices=("redis", "postgres", "sleepers"))
+    ap.add_argument("--load", default="redis", choices=("redis", "postgres", "sleepers", "pipe"))
     ap.add_argument("--seconds", type=float, default=8)
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--variants", default=",".join(VARIANTS))
     ap.add_argument("--base", help="another build's offcpu, run beside as 'base build'")
+    ap.add_argument("--base-variants", default="default",
+                    help="the variants the base build runs (comma separated)")
     ap.add_argument("--stderr", action="store_true", help="print each variant's -v stderr")
     args = ap.parse_args()
     variants = args.variants.split(",")
-    for v in variants:
+    base_variants = args.base_variants.split(",")
+    for v in variants + base_variants:
         if v not in VARIANTS:
             sys.exit(f"server_breakdown: unknown variant {v!r}; one of {', '.join(VARIANTS)}")
     offcpu = os.path.join(os.path.abspath(args.build), "offcpu")
     subprocess.run(["sysctl", "-qw", "kernel.bpf_stats_enabled=1"], check=True)
     if args.load == "redis":
         server = sl.Redis()
+    elif args.load == "pipe":
+        server = Pipe()
     elif args.load == "sleepers":
         server = Sleepers(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
     else:
@@ -158,7 +197,8 @@ def main():
     runs = []
     try:
         for _ in range(args.repeat):
-            runs.append(run_once(server, offcpu, variants, args.seconds, args.base))
+            runs.append(run_once(server, offcpu, variants, args.seconds, args.base,
+                                 base_variants))
     finally:
         server.close()
         subprocess.run(["sysctl", "-qw", "kernel.bpf_stats_enabled=0"])
@@ -166,7 +206,7 @@ def main():
           f"same {args.seconds} s, median of {len(runs)}; load average "
           f"{os.getloadavg()[0]:.1f}")
     if args.base:
-        variants.append("base build")
+        variants += ["base build" + ("" if v == "default" else " " + v) for v in base_variants]
     for name in variants + ["libbpf-tools"]:
         ns = sl.median_of([r[name]["ns"] for r in runs])
         ratio = sl.median_of([r[name]["ns"] / r["libbpf-tools"]["ns"] for r in runs])

@@ -55,8 +55,9 @@ def progs_held_by(pid):
     return ids
 
 
-def wait_progs(proc, switch_prefix, timeout=30.0):
-    """The programs of tracer `proc` once its sched_switch program runs."""
+def wait_progs(proc, switch_prefix, timeout=120.0):
+    """The programs of tracer `proc` once its sched_switch program runs (a
+    loaded host takes tens of seconds to load several tracers at once)."""
     deadline = time.time() + timeout
     while time.time() < deadline:
         if proc.poll() is not None:
