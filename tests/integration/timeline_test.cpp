@@ -306,8 +306,9 @@ TEST(TimelineLoss, DroppedEventsAreInBothTraces) {
   const double ring = trace["otherData"]["events_lost_ring"].number;
   const double memory = trace["otherData"]["events_lost_memory"].number;
   EXPECT_GT(ring + memory, 0) << "no event dropped: " << r.err;
-  if (memory > 0)
+  if (memory > 0) {
     EXPECT_TRUE(contains(r.err, "timeline events")) << r.err;
+  }
   auto d =
       test::run({"/bin/sh", "-c",
                  "protoc --decode=perfetto.protos.Trace -I " OFFCPU_SOURCE_DIR
@@ -322,8 +323,9 @@ TEST(TimelineLoss, DroppedEventsAreInBothTraces) {
             static_cast<long long>(ring));
   EXPECT_EQ(lost_annotation(d.out, "events_lost_memory"),
             static_cast<long long>(memory));
-  if (memory > 0)
+  if (memory > 0) {
     EXPECT_GT(lost_annotation(d.out, "events_lost_memory_ns"), 0);
+  }
 }
 
 // Nothing dropped, nothing said: the request's run has no such instant.
