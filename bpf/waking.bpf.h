@@ -60,9 +60,17 @@ static __always_inline __u64 interrupt_waker(void *ctx) {
   if (!top || (at >= lo && at < hi))
     return 0;
   struct offcpu_stack *s = scratch_stack(SCRATCH_HOOK);
-  if (!s || bpf_probe_read_kernel(s->ips, TIMER_SCAN_WORDS * sizeof(__u64),
-                                  (void *)at))
+  if (!s)
     return OFFCPU_WAKER_IRQ;
+  /* A shallow interrupt (from user mode or idle) leaves less than 64
+   * words above this frame before the interrupt stack's guard page: then
+   * fewer (a failed read leaves zeros, which match nothing). */
+  if (bpf_probe_read_kernel(s->ips, TIMER_SCAN_WORDS * sizeof(__u64),
+                            (void *)at) &&
+      bpf_probe_read_kernel(s->ips, TIMER_SCAN_WORDS / 2 * sizeof(__u64),
+                            (void *)at))
+    bpf_probe_read_kernel(s->ips, TIMER_SCAN_WORDS / 4 * sizeof(__u64),
+                          (void *)at);
   const __u64 h0 = ktext.timer_fn_start[0], h1 = ktext.timer_fn_end[0];
   const __u64 c0 = ktext.timer_fn_start[1], c1 = ktext.timer_fn_end[1];
   for (__u32 i = 0; i < TIMER_SCAN_WORDS; i++) {
