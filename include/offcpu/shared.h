@@ -172,7 +172,7 @@ struct offcpu_overflow_key {
  * wakers are not kept with their stacks, see waking.bpf.h). */
 #define OFFCPU_WAKER_TIMER 6ULL
 #define OFFCPU_WAKER_IRQ 7ULL
-#define OFFCPU_WAKER_FIRST_ID 16ULL     /* real ids are at least this */
+#define OFFCPU_WAKER_FIRST_ID 16ULL /* real ids are at least this */
 
 #define OFFCPU_WAKER_TASK 0u
 #define OFFCPU_WAKER_INTERRUPT 1u
