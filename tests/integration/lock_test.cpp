@@ -236,7 +236,10 @@ TEST_F(Lock, HoldersAndSlabCacheName) {
   // most of 2 s each; the holder releases it to one of them each time,
   // that one to the other.
   EXPECT_GT(waited, 1000000u) << r.err;
-  EXPECT_GT(woken_by_holder, waited / 8) << read_file(dir_ + "/out.folded");
+  // How often the holder wakes a waiter directly rather than through the
+  // other waiter is the scheduler's choice: 22-26% of the waited time on a
+  // quiet 2-CPU VM, 7.5% once in CI. A holder that is never seen would be 0.
+  EXPECT_GT(woken_by_holder, waited / 40) << read_file(dir_ + "/out.folded");
   EXPECT_GT(held_by_holder, waited * 7 / 10) << read_file(dir_ + "/out.folded");
   // The table names the cache and draws the row's distribution.
   std::string text = read_file(dir_ + "/out.txt");
