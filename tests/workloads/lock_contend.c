@@ -29,32 +29,24 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "raw_syscall.h"
+
 #define NOINLINE __attribute__((noinline))
 #define CHUNK (256 * 1024)
-
-static long raw_syscall4(long nr, long a, long b, long c, long d) {
-  long ret;
-  register long r10 __asm__("r10") = d;
-  __asm__ volatile("syscall"
-                   : "=a"(ret)
-                   : "a"(nr), "D"(a), "S"(b), "d"(c), "r"(r10)
-                   : "rcx", "r11", "memory");
-  return ret;
-}
 
 static int shared_fd = -1;
 static char dir_path[256];
 
 NOINLINE void read_shared_file(int fd, char *buf) {
-  long n = raw_syscall4(SYS_read, fd, (long)buf, CHUNK, 0);
+  long n = raw_syscall3(SYS_read, fd, (long)buf, CHUNK);
   if (n <= 0) // at the end: back to the start (also under f_pos_lock)
-    raw_syscall4(SYS_lseek, fd, 0, SEEK_SET, 0);
+    raw_syscall3(SYS_lseek, fd, 0, SEEK_SET);
   __asm__ volatile("" ::: "memory");
 }
 
 NOINLINE void make_and_remove(const char *path) {
-  raw_syscall4(SYS_mkdir, (long)path, 0700, 0, 0);
-  raw_syscall4(SYS_rmdir, (long)path, 0, 0, 0);
+  raw_syscall3(SYS_mkdir, (long)path, 0700, 0);
+  raw_syscall3(SYS_rmdir, (long)path, 0, 0);
   __asm__ volatile("" ::: "memory");
 }
 
@@ -68,13 +60,13 @@ static long page_size;
 // i_rwsem, then faults the page in (userfaultfd: the pager sleeps HOLD_MS
 // first) and writes, holding the lock all along.
 NOINLINE void hold_file_lock(void) {
-  raw_syscall4(SYS_pwrite64, held_fd, (long)missing_page, 1, 0);
+  raw_syscall3(SYS_pwrite64, held_fd, (long)missing_page, 1);
   madvise(missing_page, page_size, MADV_DONTNEED); // missing again
   __asm__ volatile("" ::: "memory");
 }
 
 NOINLINE void write_shared_file(const char *byte) {
-  raw_syscall4(SYS_pwrite64, held_fd, (long)byte, 1, 1);
+  raw_syscall6(SYS_pwrite64, held_fd, (long)byte, 1, 1, 0, 0);
   __asm__ volatile("" ::: "memory");
 }
 

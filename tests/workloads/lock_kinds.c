@@ -40,24 +40,9 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "raw_syscall.h"
+
 #define NOINLINE __attribute__((noinline))
-
-static long raw_syscall6(long nr, long a, long b, long c, long d, long e,
-                         long f) {
-  long ret;
-  register long r10 __asm__("r10") = d;
-  register long r8 __asm__("r8") = e;
-  register long r9 __asm__("r9") = f;
-  __asm__ volatile("syscall"
-                   : "=a"(ret)
-                   : "a"(nr), "D"(a), "S"(b), "d"(c), "r"(r10), "r"(r8), "r"(r9)
-                   : "rcx", "r11", "memory");
-  return ret;
-}
-
-static long raw_syscall3(long nr, long a, long b, long c) {
-  return raw_syscall6(nr, a, b, c, 0, 0, 0);
-}
 
 static void sleep_us(long us) {
   struct timespec ts = {us / 1000000, (us % 1000000) * 1000};

@@ -17,21 +17,10 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "raw_syscall.h"
+
 #define NOINLINE __attribute__((noinline))
 #define CHUNK (256 * 1024)
-
-static long raw_syscall6(long nr, long a, long b, long c, long d, long e,
-                         long f) {
-  long ret;
-  register long r10 __asm__("r10") = d;
-  register long r8 __asm__("r8") = e;
-  register long r9 __asm__("r9") = f;
-  __asm__ volatile("syscall"
-                   : "=a"(ret)
-                   : "a"(nr), "D"(a), "S"(b), "d"(c), "r"(r10), "r"(r8), "r"(r9)
-                   : "rcx", "r11", "memory");
-  return ret;
-}
 
 NOINLINE void churn_mappings(void) {
   long p = raw_syscall6(SYS_mmap, 0, CHUNK, PROT_READ | PROT_WRITE,
