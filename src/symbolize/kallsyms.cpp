@@ -16,6 +16,21 @@ bool is_data_type(char t) {
   return t == 'd' || t == 'D' || t == 'b' || t == 'B';
 }
 
+// A linker's section boundary (__start___bug_table, __init_begin), no
+// variable: a kernel without CONFIG_KALLSYMS_ALL lists only these among
+// its data symbols, and an address after one is not in it.
+bool is_section_marker(std::string_view name) {
+  for (std::string_view prefix : {"__start_", "__stop_", "__end_"})
+    if (name.substr(0, prefix.size()) == prefix)
+      return true;
+  for (std::string_view marker :
+       {"__init_begin", "__init_end", "__bss_start", "__bss_stop", "_sdata",
+        "_edata", "_end", "__per_cpu_start", "__per_cpu_end"})
+    if (name == marker)
+      return true;
+  return false;
+}
+
 } // namespace
 
 // Takes the file in chunks; lines may span chunk boundaries.
@@ -186,7 +201,10 @@ std::optional<KernelSymbol> KernelSymbols::find(uint64_t addr) const {
 }
 
 std::optional<KernelSymbol> KernelSymbols::find_data(uint64_t addr) const {
-  return view(data_, addr);
+  auto s = view(data_, addr);
+  if (s && is_section_marker(s->name))
+    return std::nullopt;
+  return s;
 }
 
 } // namespace offcpu

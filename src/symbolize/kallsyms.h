@@ -39,7 +39,8 @@ public:
 
   // The code symbol whose range holds addr (up to the next symbol).
   std::optional<KernelSymbol> find(uint64_t addr) const;
-  // The nearest data/bss symbol at or below addr, if kept.
+  // The nearest data/bss symbol at or below addr, if kept; none where that
+  // is a section's boundary marker (__start_*), not a variable.
   std::optional<KernelSymbol> find_data(uint64_t addr) const;
   std::size_t size() const { return code_.size(); }
   // kptr_restrict hides addresses as zeros: nothing can be named.

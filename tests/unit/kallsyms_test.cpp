@@ -1,11 +1,14 @@
 #include <gtest/gtest.h>
 
+#include "offcpu/shared.h"
 #include "support/fake_files.h"
 #include "symbolize/kallsyms.h"
 #include "symbolize/kernel_namer.h"
+#include "symbolize/name_samples.h"
 
 #include <unistd.h>
 
+#include <cstdio>
 #include <map>
 
 namespace offcpu {
@@ -39,6 +42,58 @@ TEST(Kallsyms, DataSymbolsForLockNames) {
   EXPECT_FALSE(ks.find_data(0xffffffff81001000));
   EXPECT_FALSE(
       KernelSymbols::parse(kFixture, false).find_data(0xffffffff81002010));
+}
+
+// offcpu lock's names for global locks, from /proc/kallsyms as read when
+// the BPF namer is unavailable. A kernel built with CONFIG_KALLSYMS_ALL
+// lists its variables: a lock is named by the one it lies in. Without it
+// (this project's VMs: 35 data symbols) only section markers are listed:
+// a lock after one is no part of it and is shown by its address.
+TEST(Kallsyms, GlobalLockNamesFromKallsyms) {
+  const char all[] = "ffffffff81000000 T _stext\n"
+                     "ffffffff82a00000 D __start___bug_table\n"
+                     "ffffffff82a10000 d console_sem\n"
+                     "ffffffff82a10028 D uts_sem\n"
+                     "ffffffff82a10100 b big_table\n"
+                     "ffffffffc0005000 d ext4_li_mtx\t[ext4]\n";
+  auto ks = KernelSymbols::parse(all);
+  EXPECT_EQ(describe_lock(0xffffffff82a10000, 0, ks, true), "console_sem");
+  EXPECT_EQ(describe_lock(0xffffffff82a10030, 0, ks, true), "uts_sem+0x8");
+  EXPECT_EQ(describe_lock(0xffffffffc0005008, 0, ks, true),
+            "ext4_li_mtx+0x8 [ext4]");
+  // Past any variable's plausible end (4 KiB): by address.
+  EXPECT_EQ(describe_lock(0xffffffff82a20000, 0, ks, true),
+            "[lock 0xffffffff82a20000]");
+  // After a section marker: not in it.
+  EXPECT_EQ(describe_lock(0xffffffff82a00040, 0, ks, true),
+            "[lock 0xffffffff82a00040]");
+  // offcpu rwsem's layout: the bare address.
+  EXPECT_EQ(describe_lock(0xffffffff82a00040, 0, ks, false),
+            "0xffffffff82a00040");
+  // The waiter's own mmap_lock needs no symbol.
+  EXPECT_EQ(describe_lock(0xffff888012345678, RWSEM_LOCK_IS_MMAP, ks, true),
+            "mmap_lock");
+  // No CONFIG_KALLSYMS_ALL: markers only, as on Linux 6.18 here.
+  const char markers[] = "ffffffff81000000 T _stext\n"
+                         "ffffffff82860960 D __start_ro_after_init\n"
+                         "ffffffff83000000 D __start_init_stack\n"
+                         "ffffffff83229a08 D __start_once\n"
+                         "ffffffff83780000 B __init_begin\n";
+  auto bare = KernelSymbols::parse(markers);
+  for (uint64_t lock : {0xffffffff82860968ull, 0xffffffff83000100ull,
+                        0xffffffff83229a10ull, 0xffffffff83780010ull}) {
+    char want[64];
+    snprintf(want, sizeof(want), "[lock 0x%llx]",
+             static_cast<unsigned long long>(lock));
+    EXPECT_EQ(describe_lock(lock, 0, bare, true), want);
+  }
+  // The same names come from the kernel's own printing (the BPF namer).
+  auto printed = KernelSymbols::from_printed(
+      {{0xffffffff82a10000, "console_sem+0x0/0x28", true},
+       {0xffffffff83229a10, "__start_once+0x8/0x10", true}});
+  EXPECT_EQ(describe_lock(0xffffffff82a10000, 0, printed, true), "console_sem");
+  EXPECT_EQ(describe_lock(0xffffffff83229a10, 0, printed, true),
+            "[lock 0xffffffff83229a10]");
 }
 
 TEST(Kallsyms, KeepsModuleNames) {
