@@ -232,7 +232,6 @@ static __always_inline void wait_begin(void *ctx, __u64 lock, __u32 kind,
   if (!open && !passes_task_filters(task, pid, tgid, false))
     return;
 
-  rec.start_ns = bpf_ktime_get_ns();
   rec.lock = lock;
   rec.tgid = tgid;
   rec.kind = kind;
@@ -250,6 +249,10 @@ static __always_inline void wait_begin(void *ctx, __u64 lock, __u32 kind,
   bpf_get_current_comm(&rec.comm, sizeof(rec.comm));
   if (!open)
     take_stacks(ctx, task, tgid, &rec);
+  /* The wait's time starts once this program's own work (the stack walks,
+   * microseconds) is done: a spinning wait is often shorter than that,
+   * and charging it would report offcpu's cost as the lock's. */
+  rec.start_ns = bpf_ktime_get_ns();
   open_new_wait(&rec, pid);
 }
 

@@ -198,6 +198,7 @@ RwsemSession::load(const RwsemConfig &opts, const std::vector<RwsemPlan> &plans,
       auto session = std::unique_ptr<RwsemSession>(
           new RwsemSession(std::move(skel), plan, floor));
       session->wakers_ = opts.wakers;
+      session->max_wait_ns_ = opts.max_wait_us * 1000;
       try {
         session->attach();
       } catch (const FatalError &e) {
@@ -522,14 +523,16 @@ RawLockWaits RwsemSession::stop_and_drain() {
   links_.clear(); // waits for programs in flight
   RawLockWaits out = drain();
   // Waits still open: the thread is blocked on the lock right now. Charge
-  // them up to the end, or the worst one would vanish from the report.
+  // them up to the end, or the worst one would vanish from the report;
+  // one already past -M can only end longer, so it is not.
   std::vector<uint64_t> ids, waker_ids;
+  auto counts = [this](uint64_t delta) {
+    return delta >= min_wait_ns_ && delta <= max_wait_ns_;
+  };
   for (const auto &[tid, rec] : open_waits()) {
-    if (rec.start_ns >= now)
+    if (rec.start_ns >= now || !counts(now - rec.start_ns))
       continue;
     uint64_t delta = now - rec.start_ns;
-    if (delta < min_wait_ns_)
-      continue;
     rwsem_key key = rwsem_key_of(&rec, tid);
     if (wakers_ && !key.waker)
       key.waker = OFFCPU_WAKER_STILL_WAITING;
@@ -538,7 +541,7 @@ RawLockWaits RwsemSession::stop_and_drain() {
   // Futex waiters asleep now: charged up to the end too.
   if (bpf_program__autoload(skel_->progs.futex_open))
     for (const offcpu_futex_start &w : futex_asleep())
-      if (w.since_ns < now && now - w.since_ns >= min_wait_ns_)
+      if (w.since_ns < now && counts(now - w.since_ns))
         add_open_wait(out, offcpu_futex_key_of(&w, OFFCPU_WAKER_STILL_WAITING),
                       now - w.since_ns, ids, waker_ids);
   read_wakers(bpf_map__fd(skel_->maps.wakers), waker_ids, out.wakers, ids);

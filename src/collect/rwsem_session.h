@@ -68,6 +68,7 @@ private:
   std::unique_ptr<rwsem_bpf, SkelDeleter> skel_;
   RwsemPlan plan_;
   uint64_t min_wait_ns_;
+  uint64_t max_wait_ns_ = UINT64_MAX; // -M: also for waits open at stop
   bool wakers_ = false; // --wakers: waits still open get [still waiting]
   std::vector<BpfLink> links_;
   std::unique_ptr<Announcements> announcements_;

@@ -301,10 +301,62 @@ static void fill_dir(void) {
   }
 }
 
+// ---- siglock: a spinlock ----
+
+// Sets the thread's blocked signals to `mask` (rt_sigprocmask SIG_SETMASK):
+// a change takes the process's sighand->siglock, shared by its threads
+// (and moves shared pending signals under it).
+NOINLINE void set_blocked(const uint64_t *mask) {
+  raw_syscall6(SYS_rt_sigprocmask, SIG_SETMASK, (long)mask, 0, 8, 0, 0);
+  __asm__ volatile("" ::: "memory");
+}
+
+static void *siglock_thread(void *arg) {
+  (void)arg;
+  pthread_setname_np(pthread_self(), "sigmask");
+  // Two masks in turn: setting the mask a thread already has takes no lock.
+  static const uint64_t masks[2] = {0, 1ull << (SIGUSR2 - 1)};
+  for (unsigned i = 0;; i++)
+    set_blocked(&masks[i & 1]);
+  return NULL;
+}
+
+// ---- fowner: a rwlock ----
+
+static int owned_fd = -1;
+
+NOINLINE void set_owner(long pid) {
+  raw_syscall3(SYS_fcntl, owned_fd, F_SETOWN, pid);
+  __asm__ volatile("" ::: "memory");
+}
+
+NOINLINE void get_owner(void) {
+  raw_syscall3(SYS_fcntl, owned_fd, F_GETOWN, 0);
+  __asm__ volatile("" ::: "memory");
+}
+
+static void *setowner_thread(void *arg) {
+  (void)arg;
+  pthread_setname_np(pthread_self(), "setowner");
+  long pid = getpid();
+  for (;;)
+    set_owner(pid);
+  return NULL;
+}
+
+static void *getowner_thread(void *arg) {
+  (void)arg;
+  pthread_setname_np(pthread_self(), "getowner");
+  for (;;)
+    get_owner();
+  return NULL;
+}
+
 static int usage(void) {
   fprintf(stderr, "usage: lock_kinds console [THREADS] | uprobe [REGISTRARS "
                   "[FORKERS]] | pi [THREADS [HOLD_US]] | readdir DIR "
-                  "[THREADS]\n");
+                  "[THREADS] | siglock [THREADS] | fowner [WRITERS "
+                  "[READERS]]\n");
   return 2;
 }
 
@@ -345,6 +397,24 @@ int main(int argc, char **argv) {
       pthread_create(&t, NULL, lister_thread, NULL);
       pthread_create(&t, NULL, maker_thread, (void *)i);
     }
+  } else if (!strcmp(mode, "siglock")) {
+    int threads = argc > 2 ? atoi(argv[2]) : 4;
+    for (int i = 0; i < threads; i++)
+      pthread_create(&t, NULL, siglock_thread, NULL);
+  } else if (!strcmp(mode, "fowner")) {
+    int writers = argc > 2 ? atoi(argv[2]) : 2;
+    int readers = argc > 3 ? atoi(argv[3]) : 2;
+    int fds[2];
+    if (pipe(fds)) {
+      perror("pipe");
+      return 1;
+    }
+    owned_fd = fds[0];
+    set_owner(getpid()); // the owner struct exists before the readers run
+    for (int i = 0; i < writers; i++)
+      pthread_create(&t, NULL, setowner_thread, NULL);
+    for (int i = 0; i < readers; i++)
+      pthread_create(&t, NULL, getowner_thread, NULL);
   } else {
     return usage();
   }
