@@ -421,8 +421,10 @@ int run_rwsem(const RwsemOptions &given) {
       config, rwsem_plans(features, opts.attach, opts.lock_command),
       opts.verbose);
   if (opts.lock_command && session->plan().mechanism != RwsemAttach::Tracepoint)
-    note("no lock:contention tracepoints (Linux 5.19+) in use: only rwsem "
-         "waits are seen, through " +
+    note(std::string("no lock:contention tracepoints (Linux 5.19+) in use: "
+                     "only rwsem ") +
+         (session->plan().mutex_target.empty() ? "" : "and mutex ") +
+         "waits are seen (spinning and sleeping as one), through " +
          session->plan().describe());
   if (session->unwind_tables()) {
     unwinder.attach(session->unwind_maps(), config.unwind_sizes);

@@ -5,6 +5,7 @@
 // bpftrace script of our own on the same tracepoints over the same window.
 #include <gtest/gtest.h>
 
+#include <dirent.h>
 #include <sys/stat.h>
 #include <sys/vfs.h>
 #include <unistd.h>
@@ -12,8 +13,11 @@
 #include <algorithm>
 #include <fstream>
 #include <iterator>
+#include <map>
+#include <optional>
 #include <regex>
 #include <set>
+#include <sstream>
 
 #include "support/bpftrace_total.h"
 #include "support/folded_parse.h"
@@ -84,6 +88,105 @@ uint64_t total_of_kind(const std::vector<test::FoldedLine> &lines,
       t += l.value;
   return t;
 }
+
+// The workload under another name (its comm): a run of the same test
+// elsewhere on the machine does not share it.
+std::string renamed(const std::string &dir, const std::string &name) {
+  const std::string path = dir + "/" + name;
+  if (symlink(WORKLOAD_LOCK_CONTEND, path.c_str()) != 0 && errno != EEXIST)
+    throw std::runtime_error("symlink " + path + " failed");
+  return path;
+}
+
+// The BPF links `pid` holds; offcpu lock attaches its waits' begins last.
+int bpf_links(int pid) {
+  const std::string fds = "/proc/" + std::to_string(pid) + "/fd";
+  int n = 0;
+  if (DIR *d = opendir(fds.c_str())) {
+    while (dirent *e = readdir(d)) {
+      char target[64] = {};
+      if (readlink((fds + "/" + e->d_name).c_str(), target,
+                   sizeof(target) - 1) > 0 &&
+          std::string(target) == "anon_inode:bpf_link")
+        n++;
+    }
+    closedir(d);
+  }
+  return n;
+}
+
+// Until offcpu (`pid`) holds `links` BPF links: tracing from then on.
+bool wait_attached(int pid, int links) {
+  for (double t0 = test::now_seconds(); test::now_seconds() - t0 < 90;
+       test::sleep_seconds(0.05))
+    if (bpf_links(pid) >= links)
+      return true;
+  return false;
+}
+
+// The text report's rows with --by thread: thread id -> total us.
+std::map<int, uint64_t> rows_by_thread(const std::string &text) {
+  std::map<int, uint64_t> rows;
+  const std::regex row("\n +\\d+ +(\\d+) us +\\d+ us +\\d+ us  [^\n]* "
+                       "\\((\\d+)\\)(?=\n)");
+  for (auto it = std::sregex_iterator(text.begin(), text.end(), row);
+       it != std::sregex_iterator(); ++it)
+    rows[std::stoi((*it)[2])] += std::stoull((*it)[1]);
+  return rows;
+}
+
+// True for a kernel thread (PF_KTHREAD in /proc/TID/stat); nullopt once
+// the thread is gone.
+std::optional<bool> kernel_thread(int tid) {
+  std::ifstream in("/proc/" + std::to_string(tid) + "/stat");
+  std::string stat((std::istreambuf_iterator<char>(in)),
+                   std::istreambuf_iterator<char>());
+  size_t paren = stat.rfind(')');
+  if (paren == std::string::npos)
+    return std::nullopt;
+  std::istringstream rest(stat.substr(paren + 2));
+  std::string field;
+  for (int i = 3; i <= 9 && rest >> field; i++) {
+  }
+  return (std::stoul(field) & 0x00200000) != 0;
+}
+
+// The threads of process `pid`.
+std::set<int> threads_of(int pid) {
+  std::set<int> tids;
+  if (DIR *d = opendir(("/proc/" + std::to_string(pid) + "/task").c_str())) {
+    while (dirent *e = readdir(d))
+      if (e->d_name[0] != '.')
+        tids.insert(std::stoi(e->d_name));
+    closedir(d);
+  }
+  return tids;
+}
+
+// A cgroup v2 of the test's own, removed at the end (after the processes
+// in it, declared later, are gone). Empty path without cgroup v2.
+struct TestCgroup {
+  std::string path;
+  explicit TestCgroup(const std::string &name) {
+    for (const char *p : {"/sys/fs/cgroup", "/sys/fs/cgroup/unified"}) {
+      struct statfs fs {};
+      if (path.empty() && statfs(p, &fs) == 0 &&
+          static_cast<unsigned long>(fs.f_type) == 0x63677270)
+        path = std::string(p) + "/" + name + "-" + std::to_string(getpid());
+    }
+    if (!path.empty() && mkdir(path.c_str(), 0755) != 0)
+      path.clear();
+  }
+  ~TestCgroup() {
+    if (path.empty())
+      return;
+    test::sleep_seconds(0.2);
+    rmdir(path.c_str());
+  }
+  void add(int pid) const {
+    std::ofstream(path + "/cgroup.procs") << pid << "\n";
+  }
+};
 
 // One file description read through dup'ed fds by four threads: its
 // f_pos_lock, a mutex, is contended. Sleeping waits only by default, in
@@ -275,36 +378,139 @@ TEST_F(Lock, CommandAndItsChildren) {
 // --by cgroup: one row per cgroup of the waiters, named by its path (or
 // systemd unit); the workload's own cgroup made for the test.
 TEST_F(Lock, ByCgroup) {
-  std::string root;
-  for (const char *p : {"/sys/fs/cgroup", "/sys/fs/cgroup/unified"}) {
-    struct statfs fs {};
-    if (root.empty() && statfs(p, &fs) == 0 &&
-        static_cast<unsigned long>(fs.f_type) == 0x63677270)
-      root = p;
-  }
-  if (root.empty())
+  TestCgroup cg("offcpu-lock-test");
+  if (cg.path.empty())
     GTEST_SKIP() << "no cgroup v2 hierarchy";
-  const std::string name = "offcpu-lock-test-" + std::to_string(getpid());
-  ASSERT_EQ(mkdir((root + "/" + name).c_str(), 0755), 0);
-  struct Remove { // once the workload (declared after) is gone
-    std::string dir;
-    ~Remove() {
-      test::sleep_seconds(0.2);
-      rmdir(dir.c_str());
-    }
-  } remove{root + "/" + name};
-  {
-    Contender w({WORKLOAD_LOCK_CONTEND, "dir", dir_, "4"});
-    std::ofstream(root + "/" + name + "/cgroup.procs") << w.pid() << "\n";
-    auto r = test::run({OFFCPU_BIN, "lock", "-p", std::to_string(w.pid()), "-Y",
-                        "rwsem", "--by", "cgroup", "2"},
-                       60);
+  const std::string name = cg.path.substr(cg.path.rfind('/') + 1);
+  Contender w({WORKLOAD_LOCK_CONTEND, "dir", dir_, "4"});
+  cg.add(w.pid());
+  auto r = test::run({OFFCPU_BIN, "lock", "-p", std::to_string(w.pid()), "-Y",
+                      "rwsem", "--by", "cgroup", "2"},
+                     60);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_TRUE(std::regex_search(
+      r.out, std::regex("\n +\\d+ +\\d+ us +\\d+ us +\\d+ us  "
+                        "rwsem:write +/" +
+                        name + " +\\w+\n")))
+      << r.out;
+}
+
+// --cgroup: the tasks in that cgroup only, whatever their process: the
+// workload moved into the test's cgroup is traced, its twin outside is
+// not (no -p: the whole machine, filtered in BPF).
+TEST_F(Lock, CgroupFilter) {
+  TestCgroup cg("offcpu-lock-cg");
+  if (cg.path.empty())
+    GTEST_SKIP() << "no cgroup v2 hierarchy";
+  const std::string in = "lkin" + std::to_string(getpid() % 100000),
+                    out = "lkout" + std::to_string(getpid() % 100000);
+  ASSERT_EQ(mkdir((dir_ + "/in").c_str(), 0755), 0);
+  ASSERT_EQ(mkdir((dir_ + "/out").c_str(), 0755), 0);
+  Contender inside({renamed(dir_, in), "dir", dir_ + "/in", "2"});
+  cg.add(inside.pid());
+  Contender outside({renamed(dir_, out), "dir", dir_ + "/out", "2"});
+  auto r = test::run(
+      {OFFCPU_BIN, "lock", "--cgroup", cg.path, "-Y", "rwsem", "-f", "2"}, 60);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto totals = test::totals_by_comm(test::parse_folded(r.out));
+  EXPECT_GT(totals[in], 100000u) << r.out;
+  EXPECT_EQ(totals.count(out), 0u) << r.out;
+  EXPECT_EQ(totals.size(), 1u) << r.out;
+}
+
+// -t: that thread's waits only, one row with --by thread.
+TEST_F(Lock, OneThread) {
+  Contender w({WORKLOAD_LOCK_CONTEND, "dir", dir_, "4"});
+  std::set<int> tids = threads_of(w.pid());
+  tids.erase(w.pid()); // the main thread only waits in pause()
+  ASSERT_EQ(tids.size(), 4u);
+  const int tid = *tids.rbegin();
+  auto r = test::run({OFFCPU_BIN, "lock", "-t", std::to_string(tid), "-Y",
+                      "rwsem", "--by", "thread", "2"},
+                     60);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto rows = rows_by_thread(r.out);
+  ASSERT_EQ(rows.size(), 1u) << r.out;
+  EXPECT_EQ(rows.begin()->first, tid) << r.out;
+  EXPECT_GT(rows.begin()->second, 100000u) << r.out;
+}
+
+// -n NAME for a process that starts after tracing did: traced from its
+// start, and only it.
+TEST_F(Lock, NamedProcessStartedLater) {
+  const std::string name = "lklate" + std::to_string(getpid() % 100000);
+  const std::string path = renamed(dir_, name);
+  test::Subprocess tracer(
+      {OFFCPU_BIN, "lock", "-n", name, "-Y", "rwsem", "-f", "4"});
+  ASSERT_TRUE(wait_attached(tracer.pid(), 2)) << "offcpu did not attach";
+  Contender late({path, "dir", dir_, "4"});
+  auto r = tracer.wait(60);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.err.find("no process named '" + name + "' yet"),
+            std::string::npos)
+      << r.err;
+  auto lines = test::parse_folded(r.out);
+  ASSERT_FALSE(lines.empty()) << r.err;
+  uint64_t in_function = 0;
+  for (const auto &l : lines) {
+    EXPECT_EQ(l.frames[0], name) << l.text;
+    if (has_frame(l, "make_and_remove"))
+      in_function += l.value;
+  }
+  EXPECT_GT(in_function, 500000u) << r.out;
+}
+
+// --children with -p: the processes the traced one forks from then on are
+// traced (a shell's child started once tracing runs), a process outside
+// that family is not.
+TEST_F(Lock, ChildrenOfATracedProcess) {
+  const std::string other = "lkother" + std::to_string(getpid() % 100000);
+  ASSERT_EQ(mkdir((dir_ + "/other").c_str(), 0755), 0);
+  Contender unrelated({renamed(dir_, other), "dir", dir_ + "/other", "2"});
+  const std::string go = dir_ + "/go";
+  test::Subprocess parent(
+      {"/bin/sh", "-c",
+       "echo ready $$; while [ ! -e " + go + " ]; do sleep 0.05; done; " +
+           WORKLOAD_LOCK_CONTEND + " dir " + dir_ + " 4 >/dev/null & wait"});
+  auto ready = parent.read_line(10);
+  ASSERT_TRUE(ready && ready->rfind("ready ", 0) == 0);
+  test::Subprocess tracer({OFFCPU_BIN, "lock", "-p",
+                           std::to_string(parent.pid()), "--children", "-Y",
+                           "rwsem", "-f", "4"});
+  // contention_end, fork, exit, then contention_begin.
+  ASSERT_TRUE(wait_attached(tracer.pid(), 4)) << "offcpu did not attach";
+  std::ofstream(go) << "\n";
+  auto r = tracer.wait(60);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto totals = test::totals_by_comm(test::parse_folded(r.out));
+  EXPECT_GT(totals["lock_contend"], 500000u) << r.out;
+  EXPECT_EQ(totals.count(other), 0u) << r.out;
+}
+
+// -u: user threads only (the workload's among them, no kernel thread);
+// -k: kernel threads only (none of the workload's). The whole machine,
+// each thread checked in /proc while it lives.
+TEST_F(Lock, UserOrKernelThreadsOnly) {
+  Contender w({WORKLOAD_LOCK_CONTEND, "dir", dir_, "4"});
+  const std::set<int> workload = threads_of(w.pid());
+  for (const char *only : {"-u", "-k"}) {
+    const bool user = std::string(only) == "-u";
+    auto r = test::run({OFFCPU_BIN, "lock", only, "--by", "thread", "2"}, 60);
     ASSERT_EQ(r.exit_code, 0) << r.err;
-    EXPECT_TRUE(std::regex_search(
-        r.out, std::regex("\n +\\d+ +\\d+ us +\\d+ us +\\d+ us  "
-                          "rwsem:write +/" +
-                          name + " +\\w+\n")))
-        << r.out;
+    auto rows = rows_by_thread(r.out);
+    uint64_t ours = 0;
+    for (const auto &[tid, us] : rows) {
+      if (workload.count(tid))
+        ours += us;
+      if (auto k = kernel_thread(tid)) {
+        EXPECT_EQ(*k, !user) << only << ": thread " << tid << "\n" << r.out;
+      }
+    }
+    if (user) {
+      EXPECT_GT(ours, 500000u) << r.out;
+    } else {
+      EXPECT_EQ(ours, 0u) << r.out;
+    }
   }
 }
 
