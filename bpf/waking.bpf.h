@@ -37,6 +37,23 @@ current_waker_memos(bool trusted) {
  * function's return address: the tracepoint's frames and try_to_wake_up's
  * lie between (about 300 bytes on 6.x). */
 #define TIMER_SCAN_WORDS 64
+#define TIMER_SCAN_BYTES (TIMER_SCAN_WORDS * 8)
+
+/* Whether one of the first n words at w is a return address into a timer
+ * function (ktext.timer_fn_*); a function's start (a pointer to it) is
+ * not. */
+static __always_inline bool has_timer_return(const __u64 *w, __u32 n) {
+  const __u64 h0 = ktext.timer_fn_start[0], h1 = ktext.timer_fn_end[0];
+  const __u64 c0 = ktext.timer_fn_start[1], c1 = ktext.timer_fn_end[1];
+  for (__u32 i = 0; i < TIMER_SCAN_WORDS; i++) {
+    if (i >= n)
+      break;
+    __u64 v = w[i];
+    if ((v > h0 && v < h1) || (v > c0 && v < c1))
+      return true;
+  }
+  return false;
+}
 
 /* For the timeline alone: a wakeup made in an interrupt gets a mark,
  * OFFCPU_WAKER_TIMER or _IRQ, and no stacks; 0 when the current task made
@@ -46,9 +63,8 @@ current_waker_memos(bool trusted) {
  * never on the task's. A timer's, by a return address into a timer
  * function (ktext.timer_fn_*) among the words above the tracepoint's
  * frame, which hold the callers of try_to_wake_up: a read and a scan, where
- * a kernel stack walk costs as much as the rest of the hook. The words
- * searched may hold a stale value of an earlier call too; the timer
- * functions' starts (a pointer to the function) never count. */
+ * a kernel stack walk costs as much as the rest of the hook. Only the words
+ * read are searched (none left in the buffer by an earlier use). */
 static __always_inline __u64 interrupt_waker(void *ctx) {
   if (!kwalk_orc || !ktext.text_start)
     return 0; /* no ORC (and no live frame): the stack walk says */
@@ -62,22 +78,31 @@ static __always_inline __u64 interrupt_waker(void *ctx) {
   struct offcpu_stack *s = scratch_stack(SCRATCH_HOOK);
   if (!s)
     return OFFCPU_WAKER_IRQ;
-  /* A shallow interrupt (from user mode or idle) leaves less than 64
-   * words above this frame before the interrupt stack's guard page: then
-   * fewer (a failed read leaves zeros, which match nothing). */
-  if (bpf_probe_read_kernel(s->ips, TIMER_SCAN_WORDS * sizeof(__u64),
-                            (void *)at) &&
-      bpf_probe_read_kernel(s->ips, TIMER_SCAN_WORDS / 2 * sizeof(__u64),
-                            (void *)at))
-    bpf_probe_read_kernel(s->ips, TIMER_SCAN_WORDS / 4 * sizeof(__u64),
-                          (void *)at);
-  const __u64 h0 = ktext.timer_fn_start[0], h1 = ktext.timer_fn_end[0];
-  const __u64 c0 = ktext.timer_fn_start[1], c1 = ktext.timer_fn_end[1];
-  for (__u32 i = 0; i < TIMER_SCAN_WORDS; i++) {
-    __u64 w = s->ips[i];
-    if ((w > h0 && w < h1) || (w > c0 && w < c1))
-      return OFFCPU_WAKER_TIMER;
-  }
+  /* The words up to the end of this frame's page first, which is mapped:
+   * a read past the interrupt stack's top faults into its guard page, and
+   * a fault costs more than the rest of the hook. A shallow interrupt (from
+   * user mode or idle) ends in that page, whose last word then holds the
+   * stack pointer the interrupt left (x86-64's call_on_irqstack), one in
+   * the task's stack: only otherwise is the next page read. */
+  __u64 first = 4096 - (at & 4095);
+  if (first > TIMER_SCAN_BYTES)
+    first = TIMER_SCAN_BYTES;
+  same_register(first); /* the size the verifier saw bounded */
+  if (first > TIMER_SCAN_BYTES)
+    return OFFCPU_WAKER_IRQ;
+  if (!bpf_probe_read_kernel(s->ips, first, (void *)at) &&
+      has_timer_return(s->ips, first / sizeof(__u64)))
+    return OFFCPU_WAKER_TIMER;
+  __u64 last = s->ips[(first / sizeof(__u64) - 1) & (TIMER_SCAN_WORDS - 1)];
+  if (first < TIMER_SCAN_BYTES && last >= lo && last < hi)
+    return OFFCPU_WAKER_IRQ; /* the interrupt stack's top: nothing above */
+  __u64 rest = TIMER_SCAN_BYTES - first;
+  same_register(rest);
+  if (rest == 0 || rest > TIMER_SCAN_BYTES)
+    return OFFCPU_WAKER_IRQ;
+  if (!bpf_probe_read_kernel(s->ips, rest, (void *)(at + first)) &&
+      has_timer_return(s->ips, rest / sizeof(__u64)))
+    return OFFCPU_WAKER_TIMER;
   return OFFCPU_WAKER_IRQ;
 }
 
