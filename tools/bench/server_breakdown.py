@@ -14,6 +14,13 @@ Variants (each leaves out or forces one part of the work):
   -o trace.json      the timeline (issue 29) at its default threshold:
                      what its events, wakers and hops add (budget 1.3x
                      the default)
+  trace -U, trace -K the timeline with user stacks only or kernel stacks
+                     only, beside -U and -K: -K takes no waker user stack;
+                     -U still walks the waker's kernel stack (take_waker
+                     walks it whatever -U says)
+  trace floor        -o trace.json with --events-min 10 s: the timeline's
+                     hooks with no event, waker or hop: what the wakers
+                     and events cost is -o trace.json - trace floor
 
 Several tracers on every switch make each switch slower for all of them
 (colder caches), so compare within one run, not with bench.py's figures.
@@ -43,10 +50,29 @@ VARIANTS = {
     "-U": ["-U"],
     "--no-stack-reuse": ["--no-stack-reuse"],
     "-o trace.json": ["-o", "/tmp/offcpu-breakdown-trace.json"],
+    "trace -U": ["-U", "-o", "/tmp/offcpu-breakdown-trace-U.json"],
+    "trace -K": ["-K", "-o", "/tmp/offcpu-breakdown-trace-K.json"],
+    "trace floor": ["-o", "/tmp/offcpu-breakdown-floor.json", "--events-min", "10000000"],
 }
 
 
-class Sleepers:
+class OneProcessLoad:
+    """A load that is one process of ours, killed to stop it (start_load
+    sets self.proc); stop_load reports no rate."""
+
+    proc = None
+
+    def stop_load(self):
+        self.proc.kill()
+        self.proc.wait()
+        return 0
+
+    def close(self):
+        if self.proc and self.proc.poll() is None:
+            self.stop_load()
+
+
+class Sleepers(OneProcessLoad):
     """bench.py's scaling row "1,000 threads waking every 10 ms"
     (tools/bench/scale_load.c busy 1000), here with both tools attached in
     the same seconds rather than in turns."""
@@ -56,7 +82,6 @@ class Sleepers:
         subprocess.run(["cc", "-O0", "-fno-omit-frame-pointer", "-fno-optimize-sibling-calls",
                         "-pthread", "-o", self.exe,
                         os.path.join(src_dir, "tools", "bench", "scale_load.c")], check=True)
-        self.proc = None
 
     def describe(self):
         return "1,000 threads waking every 10 ms (scale_load busy 1000)"
@@ -67,22 +92,10 @@ class Sleepers:
         if self.proc.stdout.readline().strip() != "ready":
             raise RuntimeError("scale_load busy 1000 did not start")
 
-    def stop_load(self):
-        self.proc.kill()
-        self.proc.wait()
-        return 0
 
-    def close(self):
-        if self.proc and self.proc.poll() is None:
-            self.stop_load()
-
-
-class Pipe:
+class Pipe(OneProcessLoad):
     """bench.py's pipe load, `perf bench sched pipe`, run until stopped, with
     every tracer attached in the same seconds."""
-
-    def __init__(self):
-        self.proc = None
 
     def describe(self):
         return "perf bench sched pipe"
@@ -90,15 +103,6 @@ class Pipe:
     def start_load(self):
         self.proc = subprocess.Popen(["perf", "bench", "sched", "pipe", "-l", "1000000000"],
                                      stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-
-    def stop_load(self):
-        self.proc.kill()
-        self.proc.wait()
-        return 0
-
-    def close(self):
-        if self.proc and self.proc.poll() is None:
-            self.stop_load()
 
 
 def causes(stderr):
@@ -211,7 +215,13 @@ def main():
         ns = sl.median_of([r[name]["ns"] for r in runs])
         ratio = sl.median_of([r[name]["ns"] / r["libbpf-tools"]["ns"] for r in runs])
         cpu = sl.median_of([r[name]["cpu"] for r in runs])
-        print(f"  {name:18} {ns:8.0f} ns/switch  {ratio:5.2f}x  CPU {cpu:5.2f} s")
+        # The timeline's budget is against the same build's default, run by
+        # run.
+        own, ref = "", "base build" if name.startswith("base build") else "default"
+        if ref in variants and name not in (ref, "libbpf-tools"):
+            own = f"  {sl.median_of([r[name]['ns'] / r[ref]['ns'] for r in runs]):5.2f}x " \
+                  f"its {ref}"
+        print(f"  {name:18} {ns:8.0f} ns/switch  {ratio:5.2f}x  CPU {cpu:5.2f} s{own}")
         mid = sorted(runs, key=lambda r: r[name]["ns"])[len(runs) // 2][name]
         parts = [f"{p} {c} x {n / c:.0f}" for p, (n, c) in sorted(mid["per_prog"].items()) if c]
         print("      " + "; ".join(parts))
