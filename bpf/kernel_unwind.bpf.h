@@ -736,6 +736,14 @@ static __always_inline void live_calibrate(void *ctx, struct task_struct *t) {
     live_state = LIVE_CANNOT;
     return;
   }
+  /* j holds a different constant on each way out of its loop, and a
+   * branch on a known constant makes the verifier track it exactly: the
+   * rest of this function (the 128-word search below) would be checked
+   * once per way out. Read back from the per-CPU buffer, it is just a
+   * number in range. The same for `found` after its loop. */
+  __u64 *forget = (__u64 *)&buf->b[LIVE_SCAN_WORDS * sizeof(__u64)];
+  forget[0] = j;
+  j = load_u64(&forget[0]);
   __u64 c = address_of(ctx);
   __u64 below = c - LIVE_SCAN_WORDS * sizeof(__u64);
   if (bpf_probe_read_kernel(buf->b, LIVE_SCAN_WORDS * sizeof(__u64),
@@ -758,15 +766,7 @@ static __always_inline void live_calibrate(void *ctx, struct task_struct *t) {
     live_state = LIVE_CANNOT;
     return;
   }
-  /* j and found hold a different constant on each way out of their loops,
-   * and a branch on a known constant makes the verifier track it exactly:
-   * the rest of this function would be checked once per way out (230,000
-   * instructions with --wakers, a second of start-up). Read back from the
-   * per-CPU buffer, they are just numbers in range. */
-  __u64 *forget = (__u64 *)&buf->b[LIVE_SCAN_WORDS * sizeof(__u64)];
-  forget[0] = j;
   forget[1] = found;
-  j = load_u64(&forget[0]);
   found = load_u64(&forget[1]);
   if (found < 1 || found >= LIVE_SCAN_WORDS) {
     live_state = LIVE_CANNOT;

@@ -165,8 +165,9 @@ static __always_inline __u64 mix64(__u64 h) {
 
 struct hash_loop {
   struct offcpu_stack *s;
-  __u64 h;
+  __u64 h; /* the hash so far; for find_irq_entry, the frames to keep */
   __u32 nr;
+  __u32 find_irq_entry; /* search for interrupt entry code instead */
 };
 
 /* Keeps the compiler from bounds-checking one copy of an index and then
@@ -185,8 +186,26 @@ static __always_inline long hash_step(__u32 i, struct hash_loop *c) {
   return 0;
 }
 
+/* A frame of a waker's stack checked for interrupt entry code: c->h becomes
+ * the frames to keep, through the first such frame (0: none is). */
+static __always_inline long irq_entry_step(__u32 i, struct hash_loop *c) {
+  __u64 idx = i;
+  same_register(idx);
+  if (idx >= c->nr || idx >= OFFCPU_MAX_STACK_DEPTH)
+    return 1;
+  __u64 ip = c->s->ips[idx];
+  if (ip >= irqentry_start && ip < irqentry_end) {
+    c->h = idx + 1;
+    return 1;
+  }
+  return 0;
+}
+
+/* One bpf_loop body for both loops over a stack's frames: each callback
+ * counts against the light loader's 32 functions (see bpf_objects_test). */
 static long hash_step_cb(__u32 i, void *data) {
-  return hash_step(i, data);
+  struct hash_loop *c = data;
+  return c->find_irq_entry ? irq_entry_step(i, c) : hash_step(i, c);
 }
 
 /* Stores the `bytes` of frames in *s, with `flags` (OFFCPU_STACK_*);
