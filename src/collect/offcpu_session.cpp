@@ -468,6 +468,9 @@ void OffcpuSession::attach(double duration_s) {
     planned_stop_ns_ = start_ns_ + static_cast<uint64_t>(duration_s * 1e9);
     bss_of(h_)->stop_ns = planned_stop_ns_;
   }
+}
+
+void OffcpuSession::seed_open_waits() {
   // Waits in progress: opened at once, user stacks filled in after, with
   // the map room kept for the window's edges (see window_stack_limit).
   if (plan_.seed_open_waits) {

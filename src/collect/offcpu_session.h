@@ -36,11 +36,14 @@ public:
   OffcpuSession(const OffcpuSession &) = delete;
   OffcpuSession &operator=(const OffcpuSession &) = delete;
 
-  // Attaches to sched_switch, then opens waits for tasks already off CPU.
-  // The window opens at the attach and, with a duration (seconds, < 0:
-  // none), closes exactly that much later in the kernel, however long
-  // seeding or user space take.
+  // Attaches to sched_switch: the window opens then and, with a duration
+  // (seconds, < 0: none), closes exactly that much later in the kernel,
+  // however long seeding or user space take.
   void attach(double duration_s);
+  // Opens waits for the tasks already off CPU at the attach (the hooks see
+  // every later one), then fills in their user stacks. After attach; the
+  // start-up banner need not wait for it.
+  void seed_open_waits();
   // When the window opened and when it is planned to close (0: at stop()),
   // CLOCK_MONOTONIC ns.
   uint64_t window_start_ns() const { return start_ns_; }

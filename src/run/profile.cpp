@@ -217,9 +217,7 @@ std::unique_ptr<OffcpuSession> start_session(const ProfileOptions &opts,
          ms_between(t_start, t_probed) + ", load " +
          ms_between(t_probed, t_loaded) + ", unwind tables " +
          ms_between(t_loaded, t_tables) + ", attach " +
-         ms_between(t_tables, opened) +
-         "; window opened then; waits already in progress seeded in " +
-         ms_between(opened, monotonic_ns()) + " ms");
+         ms_between(t_tables, opened) + "; window opened then");
   }
   return session;
 }
@@ -712,7 +710,14 @@ int run_profile(const ProfileOptions &given) {
   WindowEndOnSignal window_end(session->window_end_word());
   cost.watch(session->hook_programs());
   cost.start();
+  // Tracing from the attach on: the waits already in progress are opened
+  // after the banner, as every later one is by the hooks.
   announce_tracing(opts);
+  const uint64_t t_seed = monotonic_ns();
+  session->seed_open_waits();
+  if (opts.verbose)
+    note("waits already in progress seeded in " +
+         ms_between(t_seed, monotonic_ns()) + " ms");
   const int64_t wall_start = wall_clock_ns();
   Symbolizer symbolizer(system_files(), KernelSymbols{});
   symbolizer.add_debug_dirs(opts.output.debug_dirs);
