@@ -233,6 +233,17 @@ void announce_tracing(const ProfileOptions &opts) {
                                : "... Hit Ctrl-C to end."));
 }
 
+// The banner, then the waits already in progress opened: tracing runs from
+// the attach on, and the hooks see every later wait.
+void start_tracing(OffcpuSession &session, const ProfileOptions &opts) {
+  announce_tracing(opts);
+  const uint64_t t_seed = monotonic_ns();
+  session.seed_open_waits();
+  if (opts.verbose)
+    note("waits already in progress seeded in " +
+         ms_between(t_seed, monotonic_ns()) + " ms");
+}
+
 void show_progress(const OffcpuSession &session, const SelfCost &cost,
                    double total) {
   const uint64_t elapsed_ns = monotonic_ns() - session.window_start_ns();
@@ -710,14 +721,7 @@ int run_profile(const ProfileOptions &given) {
   WindowEndOnSignal window_end(session->window_end_word());
   cost.watch(session->hook_programs());
   cost.start();
-  // Tracing from the attach on: the waits already in progress are opened
-  // after the banner, as every later one is by the hooks.
-  announce_tracing(opts);
-  const uint64_t t_seed = monotonic_ns();
-  session->seed_open_waits();
-  if (opts.verbose)
-    note("waits already in progress seeded in " +
-         ms_between(t_seed, monotonic_ns()) + " ms");
+  start_tracing(*session, opts);
   const int64_t wall_start = wall_clock_ns();
   Symbolizer symbolizer(system_files(), KernelSymbols{});
   symbolizer.add_debug_dirs(opts.output.debug_dirs);
