@@ -22,6 +22,14 @@ namespace {
 constexpr size_t kMaxWarmPerFile = size_t{1} << 16;
 // Addresses looked up per turn before the queue is looked at again.
 constexpr size_t kWarmBatch = 64;
+// A file whose sections were let go is opened again to warm its addresses
+// only once this many wait, four times more after each such reopening:
+// reading the sections again (inflating them) was a third of offcpu's CPU
+// on a whole-system server load, 78 reopenings of 10 files as stacks came
+// in (issue #27). What is left is looked up by the taker, in one reading.
+constexpr size_t kReopenBatch = 256;
+constexpr unsigned kReopenGrowthShift = 2;
+constexpr unsigned kMaxReopenShift = 40;
 } // namespace
 
 struct DwarfLoader::Shared {
@@ -35,6 +43,9 @@ struct DwarfLoader::Shared {
     bool busy = false;              // the thread is using it
     std::atomic<bool> taken{false}; // asked for: the thread lets go of it
     bool abandoned = false;         // its taker gave up waiting
+    // Out of to_warm until enough addresses wait (worth_reopening).
+    bool deferred = false;
+    unsigned warm_reopens = 0; // sections read again to warm it
   };
   std::mutex mu;
   std::condition_variable cv;
@@ -131,10 +142,43 @@ void let_go(Shared &s, std::unique_lock<std::mutex> &lock,
   e.busy = false;
 }
 
+// Whether warming `e` now is worth it: its sections are held, or enough
+// addresses wait to pay for reading them again (kReopenBatch).
+bool worth_reopening(const Shared::Entry &e) {
+  if (!e.file || !e.file->released())
+    return true;
+  const unsigned shift =
+      std::min(e.warm_reopens * kReopenGrowthShift, kMaxReopenShift);
+  return e.warm.size() - e.warmed >= (kReopenBatch << shift);
+}
+
+// Takes out of to_warm the files not worth reopening yet (warm() puts them
+// back once enough addresses wait).
+void defer_released(Shared &s) {
+  for (auto it = s.to_warm.begin(); it != s.to_warm.end();) {
+    auto found = s.entries.find(*it);
+    if (found == s.entries.end()) { // taken since: nothing to warm
+      it = s.to_warm.erase(it);
+      continue;
+    }
+    Shared::Entry &e = found->second;
+    if (*it == s.current || worth_reopening(e) || e.taken) {
+      ++it;
+      continue;
+    }
+    e.deferred = true;
+    it = s.to_warm.erase(it);
+  }
+}
+
 // The next work: a file someone waits for, else more addresses of the
 // file held (no reopening), else another file's addresses, else a file
-// to open. Files are opened before their addresses are known to warm.
+// to open; 0 if none. Files are opened before their addresses are known
+// to warm.
 DwarfLoader::Ticket next_work(Shared &s, bool *open) {
+  defer_released(s);
+  if (s.to_open.empty() && s.to_warm.empty())
+    return 0;
   *open = !s.to_open.empty() &&
           (s.to_warm.empty() || s.entries.at(s.to_open.front()).taken);
   std::deque<DwarfLoader::Ticket> &q = *open ? s.to_open : s.to_warm;
@@ -142,6 +186,10 @@ DwarfLoader::Ticket next_work(Shared &s, bool *open) {
   if (!*open) {
     auto held = std::find(q.begin(), q.end(), s.current);
     it = held != q.end() ? held : it;
+    // defer_released left only tickets with entries in to_warm.
+    Shared::Entry &e = s.entries.at(*it);
+    if (e.file && e.file->released())
+      e.warm_reopens++;
   }
   const DwarfLoader::Ticket t = *it;
   q.erase(it);
@@ -161,6 +209,8 @@ void serve(const std::shared_ptr<Shared> &sp) {
       return;
     bool open = false;
     const DwarfLoader::Ticket t = next_work(s, &open);
+    if (!t)
+      continue; // only deferred files: wait for more addresses
     let_go(s, lock, t);
     if (open)
       open_one(s, lock, t);
@@ -219,9 +269,13 @@ void DwarfLoader::warm(Ticket ticket, uint64_t vaddr) {
   Shared::Entry &e = it->second;
   const bool idle = e.opened && e.warmed == e.warm.size();
   e.warm.push_back(vaddr);
-  if (idle && e.file) {
-    shared_->to_warm.push_back(ticket);
-    shared_->cv.notify_all();
+  if ((idle || e.deferred) && e.file) {
+    // Busy: the thread holds its sections now (and may be changing them).
+    e.deferred = !e.busy && !worth_reopening(e);
+    if (!e.deferred) {
+      shared_->to_warm.push_back(ticket);
+      shared_->cv.notify_all();
+    }
   }
 }
 
@@ -292,8 +346,8 @@ size_t DwarfLoader::pending() const {
   std::lock_guard<std::mutex> lock(shared_->mu);
   size_t n = 0;
   for (const auto &[t, e] : shared_->entries)
-    n +=
-        !e.opened || e.busy || (e.file && !e.taken && e.warmed < e.warm.size());
+    n += !e.opened || e.busy ||
+         (e.file && !e.taken && !e.deferred && e.warmed < e.warm.size());
   return n;
 }
 

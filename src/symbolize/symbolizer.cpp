@@ -983,9 +983,24 @@ DwarfFile *Symbolizer::dwarf_for(FileEntry &f) {
     if (f.dwarf->loss() == DwarfLoss::Time) // its time spent warming
       stats_.dwarf_losses[static_cast<size_t>(DwarfLoss::Time)]++;
     stats_.dwarf_read_ahead += dwarf_loader_.read_ahead() - ahead;
+    finish_warming(f);
     stats_.dwarf_reopens += f.dwarf->reopens(); // by the loader's thread
   }
   return f.dwarf.get();
+}
+
+// The addresses of the file's stacks the loader left (it reads a file let
+// go again only for many of them): looked up now, in one reading, and its
+// sections freed again. Naming then finds them cached, and the end of the
+// run holds one file's sections at a time, not every file its samples
+// touch (their peaks coincide with the profile's).
+void Symbolizer::finish_warming(FileEntry &f) {
+  if (!f.elf)
+    return;
+  for (uint64_t offset : f.warm_offsets)
+    if (auto vaddr = f.elf->file_offset_to_vaddr(offset))
+      f.dwarf->frames_at(*vaddr, deadline_ns_);
+  f.dwarf->release();
 }
 
 const std::vector<SourceFrame> &

@@ -224,6 +224,7 @@ private:
                     const std::vector<uint64_t> &ips);
   const std::string *kernel_vdso();
   std::unique_ptr<ElfFile> read_elf(int fd);
+  void finish_warming(FileEntry &f);
   DwarfFile *dwarf_for(FileEntry &f);
   std::unique_ptr<ElfFile> read_elf_image(std::string image);
   void count_loss(const ElfFile *elf);
