@@ -7,8 +7,10 @@
 #include "run/profile.h"
 #include "run/rwsem.h"
 #include "util/error.h"
+#include "util/memory.h"
 
 int main(int argc, char **argv) {
+  offcpu::limit_heap_growth();
   try {
     offcpu::CommandLine cl = offcpu::parse_command_line(argc, argv);
     if (cl.action == offcpu::Action::PrintedHelp) {
