@@ -77,12 +77,13 @@ struct {
   __uint(max_entries, 64 * 1024);
 } uw_requests SEC(".maps");
 
-/* map_count each process was last asked about: one request per change. */
+/* What each process was last asked about, and the walks made without its
+ * tables since (struct uw_demand). */
 struct {
   __uint(type, BPF_MAP_TYPE_LRU_HASH);
   __uint(max_entries, 8192);
   __type(key, __u32);
-  __type(value, __u64);
+  __type(value, struct uw_demand);
 } uw_asked SEC(".maps");
 
 /* Where a looked-up address is. */
@@ -875,13 +876,17 @@ static __always_inline __u64 uw_map_key(struct mm_struct *mm) {
   return mm->map_count ^ (mm->start_stack << 16);
 }
 
-/* Asks user space for the process's tables, once per map_count. */
+/* Asks user space for the process's tables, once per map_count; later
+ * walks without them are counted as its demand. */
 static __always_inline void uw_request(__u32 tgid, __u64 map_count,
                                        struct uw_stats *st) {
-  __u64 *asked = bpf_map_lookup_elem(&uw_asked, &tgid);
-  if (asked && *asked == map_count)
+  struct uw_demand *asked = bpf_map_lookup_elem(&uw_asked, &tgid);
+  if (asked && asked->map_count == map_count) {
+    asked->walks++;
     return;
-  if (bpf_map_update_elem(&uw_asked, &tgid, &map_count, BPF_ANY))
+  }
+  struct uw_demand fresh = {.map_count = map_count, .walks = 1};
+  if (bpf_map_update_elem(&uw_asked, &tgid, &fresh, BPF_ANY))
     return;
   struct uw_request *r = bpf_ringbuf_reserve(&uw_requests, sizeof(*r), 0);
   if (!r) {

@@ -151,6 +151,15 @@ struct uw_request {
   __u32 pad;
 };
 
+/* uw_asked's value: the map_count a process was last asked about (one
+ * request per change), and the walks its threads made since without its
+ * tables: user space serves the processes walked most lately first. Not
+ * atomic (a lost count only moves a process in the queue). */
+struct uw_demand {
+  __u64 map_count;
+  __u64 walks;
+};
+
 /* A thread's stack memo is walked again after this many reuses, and a walk
  * that disagrees is counted (UW_STAT_REUSE_MISMATCH, reported as a bug): a
  * thread that blocks at one place for a whole run reused its first walk

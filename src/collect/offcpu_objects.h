@@ -43,6 +43,7 @@
   X(uw_procs)                                                                  \
   X(uw_file_ids)                                                               \
   X(uw_requests)                                                               \
+  X(uw_asked)                                                                  \
   X(uw_stat_map)                                                               \
   X(py_procs)                                                                  \
   X(py_threads)                                                                \

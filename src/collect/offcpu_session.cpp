@@ -346,8 +346,9 @@ void OffcpuSession::set_handles(const offcpu_fds &fds, void *bss) {
   h_.switch_prog = btf ? fds.offcpu_switch_btf : fds.offcpu_switch_raw;
   h_.waking_prog = btf ? fds.offcpu_waking_btf : fds.offcpu_waking_raw;
   h_.fork_prog = btf ? fds.offcpu_fork_btf : fds.offcpu_fork_raw;
-  h_.unwind = {fds.uw_procs, fds.uw_files,          fds.uw_pages,   fds.uw_rows,
-               fds.uw_rules, &bss_of(h_)->uw_epoch, fds.uw_file_ids};
+  h_.unwind = {fds.uw_procs,    fds.uw_files, fds.uw_pages,
+               fds.uw_rows,     fds.uw_rules, &bss_of(h_)->uw_epoch,
+               fds.uw_file_ids, fds.uw_asked};
 }
 
 std::unique_ptr<OffcpuSession>

@@ -19,6 +19,9 @@ struct UnwindMapFds {
   // Files with tables by identity, for walks of processes not installed
   // yet (-1: none).
   int file_ids = -1;
+  // What each process was asked about and the walks made since without
+  // its tables (struct uw_demand), for the order of the queue (-1: none).
+  int asked = -1;
 };
 
 // Sizes of the walker's arrays (entries), fixed when the object is loaded.

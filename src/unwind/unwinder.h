@@ -208,6 +208,20 @@ private:
 
   std::deque<uint32_t> queue_;
   std::set<uint32_t> queued_;
+  // Walks made without tables per queued process (uw_asked), as last read,
+  // its recent demand (halved at each reading, plus the walks since) and
+  // when it was asked for.
+  struct Demand {
+    uint64_t walks = 0;
+    uint64_t recent = 0;
+    uint64_t asked_ns = 0;
+  };
+  std::unordered_map<uint32_t, Demand> demand_;
+  uint64_t ordered_ns_ = 0;
+  // The queue ordered by recent demand, the most walked first (see
+  // order_by_demand): the processes switching now before those that asked
+  // once and went quiet.
+  void order_by_demand();
   // Requested since the last work(): tried once in its quick pass first.
   std::deque<uint32_t> fresh_;
   // (device, inode) already published in the file_ids map.
