@@ -215,13 +215,17 @@ def main():
         ns = sl.median_of([r[name]["ns"] for r in runs])
         ratio = sl.median_of([r[name]["ns"] / r["libbpf-tools"]["ns"] for r in runs])
         cpu = sl.median_of([r[name]["cpu"] for r in runs])
+        cpu_ratio = sl.median_of([r[name]["cpu"] / r["libbpf-tools"]["cpu"] for r in runs])
+        rss = sl.median_of([r[name]["rss_kb"] for r in runs]) / 1024
+        rss_ratio = sl.median_of([r[name]["rss_kb"] / r["libbpf-tools"]["rss_kb"] for r in runs])
         # The timeline's budget is against the same build's default, run by
         # run.
         own, ref = "", "base build" if name.startswith("base build") else "default"
         if ref in variants and name not in (ref, "libbpf-tools"):
             own = f"  {sl.median_of([r[name]['ns'] / r[ref]['ns'] for r in runs]):5.2f}x " \
                   f"its {ref}"
-        print(f"  {name:18} {ns:8.0f} ns/switch  {ratio:5.2f}x  CPU {cpu:5.2f} s{own}")
+        print(f"  {name:18} {ns:8.0f} ns/switch  {ratio:5.2f}x  CPU {cpu:5.2f} s "
+              f"({cpu_ratio:4.2f}x)  peak RSS {rss:6.1f} MiB ({rss_ratio:4.2f}x){own}")
         mid = sorted(runs, key=lambda r: r[name]["ns"])[len(runs) // 2][name]
         parts = [f"{p} {c} x {n / c:.0f}" for p, (n, c) in sorted(mid["per_prog"].items()) if c]
         print("      " + "; ".join(parts))
