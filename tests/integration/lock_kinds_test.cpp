@@ -7,7 +7,6 @@
 // intervals, --by rows, the formats, the lock's owner in pprof.
 #include <gtest/gtest.h>
 
-#include <dirent.h>
 #include <signal.h>
 #include <sys/mount.h>
 #include <unistd.h>
@@ -62,19 +61,7 @@ private:
 
 // The perf events a process holds open (bpftrace: one per attached probe).
 int perf_events(int pid) {
-  const std::string fds = "/proc/" + std::to_string(pid) + "/fd";
-  int n = 0;
-  if (DIR *d = opendir(fds.c_str())) {
-    while (dirent *e = readdir(d)) {
-      char target[64] = {};
-      if (readlink((fds + "/" + e->d_name).c_str(), target,
-                   sizeof(target) - 1) > 0 &&
-          std::string(target) == "anon_inode:[perf_event]")
-        n++;
-    }
-    closedir(d);
-  }
-  return n;
+  return test::fds_linking_to(pid, "anon_inode:[perf_event]");
 }
 
 bool ensure_tracefs() {

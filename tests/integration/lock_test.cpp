@@ -100,19 +100,7 @@ std::string renamed(const std::string &dir, const std::string &name) {
 
 // The BPF links `pid` holds; offcpu lock attaches its waits' begins last.
 int bpf_links(int pid) {
-  const std::string fds = "/proc/" + std::to_string(pid) + "/fd";
-  int n = 0;
-  if (DIR *d = opendir(fds.c_str())) {
-    while (dirent *e = readdir(d)) {
-      char target[64] = {};
-      if (readlink((fds + "/" + e->d_name).c_str(), target,
-                   sizeof(target) - 1) > 0 &&
-          std::string(target) == "anon_inode:bpf_link")
-        n++;
-    }
-    closedir(d);
-  }
-  return n;
+  return test::fds_linking_to(pid, "anon_inode:bpf_link");
 }
 
 // Until offcpu (`pid`) holds `links` BPF links: tracing from then on.

@@ -1,5 +1,6 @@
 #include "support/process.h"
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <grp.h>
 #include <poll.h>
@@ -182,6 +183,22 @@ RunResult run(const std::vector<std::string> &argv, double timeout_s,
               Subprocess::Options opts) {
   Subprocess p(argv, opts);
   return p.wait(timeout_s);
+}
+
+int fds_linking_to(int pid, const std::string &target) {
+  const std::string fds = "/proc/" + std::to_string(pid) + "/fd";
+  int n = 0;
+  if (DIR *d = opendir(fds.c_str())) {
+    while (dirent *e = readdir(d)) {
+      char link[64] = {};
+      if (readlink((fds + "/" + e->d_name).c_str(), link, sizeof(link) - 1) >
+              0 &&
+          link == target)
+        n++;
+    }
+    closedir(d);
+  }
+  return n;
 }
 
 } // namespace offcpu::test

@@ -58,4 +58,8 @@ RunResult run(const std::vector<std::string> &argv, double timeout_s,
 double now_seconds();
 void sleep_seconds(double s);
 
+// How many of `pid`'s open fds link to `target` (e.g.
+// "anon_inode:bpf_link", "anon_inode:[perf_event]"): a tracer's attachments.
+int fds_linking_to(int pid, const std::string &target);
+
 } // namespace offcpu::test
