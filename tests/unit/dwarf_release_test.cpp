@@ -44,6 +44,27 @@ uint64_t file_vaddr(void *fn) {
              : addr - reinterpret_cast<uintptr_t>(info.dli_fbase);
 }
 
+// This test binary's two probes as the file numbers them, and a loader fed
+// the binary itself.
+struct LoaderOfThisBinary {
+  const uint64_t first =
+      file_vaddr(reinterpret_cast<void *>(&release_probe_first));
+  const uint64_t second =
+      file_vaddr(reinterpret_cast<void *>(&release_probe_second));
+  DwarfLoader loader;
+
+  DwarfLoader::Ticket submit() {
+    return loader.submit(
+        UniqueFd(open("/proc/self/exe", O_RDONLY | O_CLOEXEC)));
+  }
+  // Until the loader's thread has served every address asked (30 s at most).
+  bool settle() {
+    for (int i = 0; i < 3000 && loader.pending() > 0; i++)
+      usleep(10000);
+    return loader.pending() == 0;
+  }
+};
+
 std::string holder(const std::vector<SourceFrame> &chain) {
   return chain.empty() || !chain.front().function ? std::string()
                                                   : *chain.front().function;
@@ -97,22 +118,15 @@ TEST(DwarfRelease, FreesLibdwKeepsAnswersAndReopensForNewAddresses) {
 // its warmed answers and opens again for a new address.
 TEST(DwarfRelease, LoaderHoldsOneFileAtATime) {
   ASSERT_EQ(release_probe_first(2) + release_probe_second(2), 19);
-  const uint64_t first =
-      file_vaddr(reinterpret_cast<void *>(&release_probe_first));
-  const uint64_t second =
-      file_vaddr(reinterpret_cast<void *>(&release_probe_second));
-  DwarfLoader loader;
-  auto submit = [&] {
-    return loader.submit(
-        UniqueFd(open("/proc/self/exe", O_RDONLY | O_CLOEXEC)));
-  };
+  LoaderOfThisBinary p;
+  DwarfLoader &loader = p.loader;
+  const uint64_t first = p.first, second = p.second;
+  auto submit = [&] { return p.submit(); };
   const DwarfLoader::Ticket a = submit();
   loader.warm(a, first);
   const DwarfLoader::Ticket b = submit();
   loader.warm(b, second);
-  for (int i = 0; i < 3000 && loader.pending() > 0; i++)
-    usleep(10000);
-  ASSERT_EQ(loader.pending(), 0u) << "the loader did not finish in 30 s";
+  ASSERT_TRUE(p.settle()) << "the loader did not finish in 30 s";
   DwarfLoss why = DwarfLoss::None;
   auto fa = loader.take(a, 0, &why);
   ASSERT_TRUE(fa) << static_cast<int>(why);
@@ -135,19 +149,12 @@ TEST(DwarfRelease, LoaderHoldsOneFileAtATime) {
 // enough of them (256) pay for one reopening by the thread.
 TEST(DwarfRelease, LoaderReopensALetGoFileOnlyForManyAddresses) {
   ASSERT_EQ(release_probe_first(2) + release_probe_second(2), 19);
-  const uint64_t first =
-      file_vaddr(reinterpret_cast<void *>(&release_probe_first));
-  const uint64_t second =
-      file_vaddr(reinterpret_cast<void *>(&release_probe_second));
-  DwarfLoader loader;
-  auto submit = [&] {
-    return loader.submit(
-        UniqueFd(open("/proc/self/exe", O_RDONLY | O_CLOEXEC)));
-  };
+  LoaderOfThisBinary p;
+  DwarfLoader &loader = p.loader;
+  const uint64_t first = p.first, second = p.second;
+  auto submit = [&] { return p.submit(); };
   auto settle = [&] {
-    for (int i = 0; i < 3000 && loader.pending() > 0; i++)
-      usleep(10000);
-    ASSERT_EQ(loader.pending(), 0u) << "the loader did not finish in 30 s";
+    ASSERT_TRUE(p.settle()) << "the loader did not finish in 30 s";
   };
   const DwarfLoader::Ticket a = submit();
   loader.warm(a, first);
@@ -183,20 +190,13 @@ TEST(DwarfRelease, LoaderReopensALetGoFileOnlyForManyAddresses) {
 // file (it once threw std::out_of_range there and took offcpu down).
 TEST(DwarfRelease, LoaderGoesOnAfterAFileIsTakenMidWarming) {
   ASSERT_EQ(release_probe_first(2) + release_probe_second(2), 19);
-  const uint64_t first =
-      file_vaddr(reinterpret_cast<void *>(&release_probe_first));
-  const uint64_t second =
-      file_vaddr(reinterpret_cast<void *>(&release_probe_second));
-  DwarfLoader loader;
-  auto submit = [&] {
-    return loader.submit(
-        UniqueFd(open("/proc/self/exe", O_RDONLY | O_CLOEXEC)));
-  };
+  LoaderOfThisBinary p;
+  DwarfLoader &loader = p.loader;
+  const uint64_t first = p.first, second = p.second;
+  auto submit = [&] { return p.submit(); };
   const DwarfLoader::Ticket a = submit();
   loader.warm(a, first);
-  for (int i = 0; i < 3000 && loader.pending() > 0; i++)
-    usleep(10000);
-  ASSERT_EQ(loader.pending(), 0u) << "the loader did not finish in 30 s";
+  ASSERT_TRUE(p.settle()) << "the loader did not finish in 30 s";
   for (uint64_t i = 1; i < 60000; i++) // opened: warmed in batches
     loader.warm(a, first + i);
   DwarfLoss why = DwarfLoss::None;
