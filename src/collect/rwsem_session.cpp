@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <map>
 #include <string>
@@ -15,6 +16,7 @@
 #include "collect/bpf_setup.h"
 #include "collect/load_fallback.h"
 #include "collect/offcpu_objects.h"
+#include "rwsem.direct.skel.h"
 #include "rwsem.skel.h"
 #include "util/error.h"
 #include "util/fd.h"
@@ -34,6 +36,34 @@ uint32_t lock_kinds(const RwsemConfig &o) {
 // offcpu lock --futex (or -Y futex): the futex programs too.
 bool futex(const RwsemConfig &o) {
   return (lock_kinds(o) & OFFCPU_LOCK_FUTEXES) != 0;
+}
+
+// The object with plain loads has the same maps, programs and globals as
+// the one with probe reads (one source, one define): it is opened through
+// the same skeleton, with its own bytes.
+static_assert(sizeof(*rwsem_bpf().rodata) ==
+                  sizeof(*rwsem_direct_bpf().rodata) &&
+              sizeof(*rwsem_bpf().bss) == sizeof(*rwsem_direct_bpf().bss) &&
+              sizeof(rwsem_bpf().maps) == sizeof(rwsem_direct_bpf().maps) &&
+              sizeof(rwsem_bpf().progs) == sizeof(rwsem_direct_bpf().progs));
+
+rwsem_bpf *open_rwsem(bool direct) {
+  if (!direct)
+    return rwsem_bpf__open();
+  auto *obj = static_cast<rwsem_bpf *>(calloc(1, sizeof(rwsem_bpf)));
+  if (!obj)
+    return nullptr;
+  int err = rwsem_bpf__create_skeleton(obj);
+  if (!err) {
+    obj->skeleton->data = rwsem_direct_bpf__elf_bytes(&obj->skeleton->data_sz);
+    err = bpf_object__open_skeleton(obj->skeleton, nullptr);
+  }
+  if (err) {
+    rwsem_bpf__destroy(obj);
+    errno = -err;
+    return nullptr;
+  }
+  return obj;
 }
 
 bool unwind_tables(const RwsemConfig &o, const RwsemPlan &p) {
@@ -64,6 +94,8 @@ int try_load(rwsem_bpf *skel, const RwsemConfig &o, const RwsemPlan &p,
   s.lock_slab_caches = o.slab_caches && p.mechanism != RwsemAttach::Kprobe;
   s.key_cgroup = o.key_cgroup;
   s.use_task_storage = p.task_storage;
+  s.uw_direct_base = p.direct_loads ? p.direct_map_base : 0;
+  s.uw_pt_levels = p.direct_loads ? p.page_table_levels : 0;
   // Tables need the walk from the task's registers and bpf_loop (5.17+).
   const bool tables = unwind_tables(o, p);
   s.uw_tables = tables;
@@ -184,7 +216,7 @@ RwsemSession::load(const RwsemConfig &opts, const std::vector<RwsemPlan> &plans,
   std::string failures;
   LoadFallbacks fallbacks;
   for (const RwsemPlan &plan : plans) {
-    std::unique_ptr<rwsem_bpf, SkelDeleter> skel(rwsem_bpf__open());
+    std::unique_ptr<rwsem_bpf, SkelDeleter> skel(open_rwsem(plan.direct_loads));
     if (!skel)
       throw runtime_error("cannot open the BPF object: " + errno_text(errno));
     uint64_t floor = plan.entry_point_only

@@ -261,6 +261,13 @@ RwsemFeatures probe_rwsem_features() {
         b->enum_has("bpf_func_id", "BPF_FUNC_get_current_task_btf");
     f.slab_caches = b->find("bpf_get_kmem_cache", BTF_KIND_FUNC) >= 0 &&
                     b->find("bpf_iter__kmem_cache", BTF_KIND_STRUCT) >= 0;
+#if defined(__x86_64__)
+    // As probe_kernel_features: the kfunc, and 6.8+ for the argument tags.
+    if (b->find("bpf_rdonly_cast", BTF_KIND_FUNC) >= 0 &&
+        kernel_at_least(6, 8) &&
+        offcpu_find_direct_map(&f.direct_map_base, &f.page_table_levels) != 0)
+      f.direct_map_base = f.page_table_levels = 0;
+#endif
   }
   return f;
 }
@@ -309,10 +316,30 @@ std::vector<RwsemPlan> rwsem_plans(const RwsemFeatures &f, RwsemAttach choice,
     p.task_storage = f.task_storage;
     plans.insert(all_kinds ? plans.begin() : plans.end(), p);
   }
+  // Each plan that walks user stacks from the task's registers is tried
+  // first with plain loads where the kernel has them: a memo's check is
+  // then a few loads through the page tables, not a probe read of user
+  // memory (~200 ns here) at every wait.
+  if (f.direct_map_base)
+    for (size_t i = 0; i < plans.size(); i++) {
+      if (!plans[i].user_fp_walk || !plans[i].bpf_loop)
+        continue;
+      RwsemPlan d = plans[i];
+      d.direct_loads = true;
+      d.direct_map_base = f.direct_map_base;
+      d.page_table_levels = f.page_table_levels;
+      plans.insert(plans.begin() + i, d);
+      i++;
+    }
   return plans;
 }
 
 std::string RwsemPlan::describe() const {
+  return describe_mechanism() +
+         (direct_loads ? " (kernel memory by plain loads)" : "");
+}
+
+std::string RwsemPlan::describe_mechanism() const {
   switch (mechanism) {
   case RwsemAttach::Fentry:
     return "fentry/fexit on " + write_target +

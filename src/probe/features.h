@@ -109,6 +109,11 @@ struct RwsemFeatures {
   bool task_storage = false;
   bool user_walk_current = false;
   bool bpf_loop = false;
+  // The kernel's direct map and page-table depth (as KernelFeatures'):
+  // the object with plain loads then checks user stack memos through the
+  // page tables, not by a probe read of user memory; 0: unknown.
+  uint64_t direct_map_base = 0;
+  uint32_t page_table_levels = 0;
 };
 
 RwsemFeatures probe_rwsem_features();
@@ -126,7 +131,15 @@ struct RwsemPlan {
   bool bpf_loop = true;
   // Waits' starts in task storage (BTF programs, 5.11+), else a hash map.
   bool task_storage = false;
+  // The object with plain loads (6.8+), user stacks read through the page
+  // tables at direct_map_base; else the one with probe reads.
+  bool direct_loads = false;
+  uint64_t direct_map_base = 0;
+  uint32_t page_table_levels = 0;
   std::string describe() const;
+
+private:
+  std::string describe_mechanism() const;
 };
 
 // Best first. An explicit choice yields that plan only, or none. With

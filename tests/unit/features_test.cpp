@@ -165,6 +165,33 @@ TEST(RwsemPlans, LockPrefersTheTracepoints) {
     EXPECT_TRUE(p.mutex_target.empty()) << p.describe();
 }
 
+// Where the kernel has plain loads and its direct map was found, each plan
+// that walks user stacks is tried first with them, then with probe reads
+// (the fallback, as the main program's light objects); kprobes walk none.
+TEST(RwsemPlans, PlainLoadsFirstWhereFound) {
+  RwsemFeatures f = production_kernel();
+  f.bpf_loop = f.task_storage = true;
+  f.direct_map_base = 0xffff888000000000ull;
+  f.page_table_levels = 4;
+  auto plans = rwsem_plans(f, RwsemAttach::Auto, true);
+  ASSERT_EQ(plans.size(), 5u);
+  EXPECT_EQ(plans[0].mechanism, RwsemAttach::Tracepoint);
+  EXPECT_TRUE(plans[0].direct_loads);
+  EXPECT_EQ(plans[0].direct_map_base, f.direct_map_base);
+  EXPECT_EQ(plans[0].page_table_levels, 4u);
+  EXPECT_NE(plans[0].describe().find("plain loads"), std::string::npos);
+  EXPECT_EQ(plans[1].mechanism, RwsemAttach::Tracepoint);
+  EXPECT_FALSE(plans[1].direct_loads);
+  EXPECT_EQ(plans[1].describe().find("plain loads"), std::string::npos);
+  EXPECT_TRUE(plans[2].direct_loads);
+  EXPECT_EQ(plans[2].mechanism, RwsemAttach::Fentry);
+  EXPECT_FALSE(plans[3].direct_loads);
+  EXPECT_EQ(plans[4].mechanism, RwsemAttach::Kprobe);
+  EXPECT_FALSE(plans[4].direct_loads);
+  f.direct_map_base = 0; // not found: probe reads only
+  EXPECT_EQ(rwsem_plans(f, RwsemAttach::Auto, true).size(), 3u);
+}
+
 TEST(RwsemPlans, OldKernelsUseOldNamesOrDownWrite) {
   RwsemFeatures f;
   f.btf = true;
