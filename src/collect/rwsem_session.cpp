@@ -266,9 +266,16 @@ RwsemSession::load(const RwsemConfig &opts, const std::vector<RwsemPlan> &plans,
     fprintf(stderr, "%s", log.c_str());
   // We hold the capabilities (checked before), so a refusal here is the
   // kernel's policy for this kind of program (lockdown, no trampolines).
-  if (plans.size() == 1 && (last_err == -EPERM || last_err == -EACCES))
-    throw runtime_error("the kernel refused " + plans[0].describe() + " (" +
+  // One mechanism asked for (tried with plain loads, then probe reads).
+  bool one = std::all_of(plans.begin(), plans.end(), [&](const RwsemPlan &p) {
+    return p.mechanism == plans[0].mechanism;
+  });
+  if (one && (last_err == -EPERM || last_err == -EACCES)) {
+    RwsemPlan refused = plans[0];
+    refused.direct_loads = false; // the mechanism, whichever object
+    throw runtime_error("the kernel refused " + refused.describe() + " (" +
                         errno_text(last_err) + "); try --attach tracepoint");
+  }
   throw runtime_error("cannot trace rwsem waits" + failures);
 }
 
