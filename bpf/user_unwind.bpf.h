@@ -600,7 +600,12 @@ __noinline int uw_frame_end(struct uw_frame *f) {
 /* Two per thread: a thread often leaves the CPU at two places in turn
  * (blocked in read, preempted in the write that woke its peer). */
 #define UW_MEMO_WAYS 2
-/* A memo is walked again after UW_MEMO_RECHECK reuses (offcpu/unwind.h). */
+/* A memo is walked again after UW_MEMO_RECHECK reuses (offcpu/unwind.h),
+ * twice as many after each walk again that agreed with it, up to
+ * UW_MEMO_RECHECK << UW_MEMO_RECHECK_DOUBLINGS: a thread blocking at one
+ * place for a whole run is still walked now and then, and a walk each
+ * 64 waits was a tenth of a futex wait's cost (offcpu lock --futex). */
+#define UW_MEMO_RECHECK_DOUBLINGS 4
 
 struct uw_memo {
   __u64 ip, sp, bp;
@@ -612,7 +617,8 @@ struct uw_memo {
   __u16 any_bp; /* the walk did not use the register's rbp: bp not checked */
   __u16 uses;   /* reuses since it was walked (see UW_MEMO_RECHECK) */
   __u32 nr;     /* words; 0: nothing to reuse */
-  __u32 span;   /* bytes from sp that hold them */
+  __u16 span;   /* bytes from sp that hold them (at most UW_MEMO_SPAN) */
+  __u16 agreed; /* walks again in a row that agreed (up to the doublings) */
   /* The signature of the Python chain stored after the native frames
    * (python.bpf.h); 0: the process was not a Python one. */
   __u64 py_sig;
@@ -994,6 +1000,14 @@ __noinline int uw_memo_holds(const struct uw_memo *m, __u64 pgd, __u32 frozen) {
   return 1;
 }
 
+/* The reuses after which memo m is walked again. */
+static __always_inline __u32 uw_memo_recheck(const struct uw_memo *m) {
+  __u32 a = m->agreed;
+  return UW_MEMO_RECHECK << (a < UW_MEMO_RECHECK_DOUBLINGS
+                                 ? a
+                                 : UW_MEMO_RECHECK_DOUBLINGS);
+}
+
 /* Memo c was walked with these registers, address space and tables. */
 static __always_inline bool uw_memo_matches(const struct uw_memo *c, __u64 pc,
                                             __u64 sp, __u64 bp, __u64 mm,
@@ -1062,12 +1076,13 @@ uw_memo_pick(struct uw_memo_set *ms, const struct uw_start *r, bool frozen,
   if (m) {
     ms->last = *way;
     *memo_stack = m->stack;
-    if (++m->uses < UW_MEMO_RECHECK && !reuse_verify) {
+    __u32 due = uw_memo_recheck(m);
+    if (++m->uses < due && !reuse_verify) {
       uw_count(st, UW_STAT_REUSED);
       return m;
     }
     /* Due for a fresh walk: compared with the memo's stack below. */
-    if (m->uses >= UW_MEMO_RECHECK)
+    if (m->uses >= due)
       uw_count(st, UW_STAT_MEMO_RECHECKED);
     else
       uw_count(st, UW_STAT_REUSED);
@@ -1075,6 +1090,8 @@ uw_memo_pick(struct uw_memo_set *ms, const struct uw_start *r, bool frozen,
   m = &ms->way[*way & (UW_MEMO_WAYS - 1)];
   /* Noted afresh by this walk; kept only if it completes. */
   m->nr = 0;
+  if (*memo_stack == OFFCPU_STACK_MISSED)
+    m->agreed = 0; /* a new memo in this way: checked after the first 64 */
   return m;
 }
 
@@ -1153,12 +1170,13 @@ static __always_inline void uw_walk_counted(struct uw_stats *st,
 
 /* Keeps the memo the walk `w` from `r` noted in way `way` of `ms`, if the
  * walk was whole and stored (`id`): the next walk from the same registers
- * may reuse it. */
+ * may reuse it. `memo_stack`: the stack of the memo this walk checked
+ * (OFFCPU_STACK_MISSED: none). */
 static __always_inline void uw_memo_keep(struct uw_memo_set *ms, __u32 way,
                                          struct uw_memo *m,
                                          const struct uw_walk *w,
                                          const struct uw_start *r, __u64 id,
-                                         __u64 py_sig) {
+                                         __u64 py_sig, __u64 memo_stack) {
   if (!m || py_sig == PY_SIG_UNSURE || w->note.bad || w->f->partial ||
       w->f->end == UW_STAT_READ_FAULT || !stack_stored(id) || !w->note.nr)
     return;
@@ -1181,6 +1199,11 @@ static __always_inline void uw_memo_keep(struct uw_memo_set *ms, __u32 way,
   m->map_count = r->map_count;
   m->epoch = r->epoch;
   m->stack = id;
+  /* A walk again that agreed: the next one comes twice as late. */
+  if (memo_stack == id && m->agreed < UW_MEMO_RECHECK_DOUBLINGS)
+    m->agreed++;
+  else if (memo_stack != id)
+    m->agreed = 0;
   m->span = w->note.span;
   m->py_sig = py_sig;
   m->nr = w->note.nr;
@@ -1321,7 +1344,7 @@ static __always_inline __u64 walk_user_stack_memo(struct task_struct *t,
           (f->end == UW_STAT_TRUNCATED ? OFFCPU_STACK_TRUNCATED : 0));
   if (memo_stack != OFFCPU_STACK_MISSED && memo_stack != id && stack_stored(id))
     uw_count(st, UW_STAT_REUSE_MISMATCH);
-  uw_memo_keep(ms, way, m, &w, &r, id, py_sig);
+  uw_memo_keep(ms, way, m, &w, &r, id, py_sig, memo_stack);
   return id;
 }
 
@@ -1410,7 +1433,8 @@ static __always_inline __u64 uw_deferred_memo(struct uw_memo_set *ms,
   way &= UW_MEMO_WAYS - 1;
   struct uw_memo *m = &ms->way[way];
   /* Due for a fresh walk: the walk's uw_memo_pick counts it and checks. */
-  if (!m->nr || m->uses + 1 >= UW_MEMO_RECHECK || !uw_memo_holds(m, m->pgd, 1))
+  if (!m->nr || m->uses + 1 >= uw_memo_recheck(m) ||
+      !uw_memo_holds(m, m->pgd, 1))
     return OFFCPU_STACK_MISSED;
   m->uses++;
   ms->last = way;

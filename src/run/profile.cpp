@@ -441,7 +441,8 @@ std::string reuse_summary(const std::array<uint64_t, UW_STAT_NR> &w) {
          " taken there: the rest were shorter "
          "than -m), " +
          n(w[UW_STAT_MEMO_RECHECKED]) + " walked again after " +
-         std::to_string(UW_MEMO_RECHECK) + " reuses, " +
+         std::to_string(UW_MEMO_RECHECK) +
+         " reuses (twice as many after each that agreed), " +
          n(w[UW_STAT_MEMO_REFUSED]) +
          " whole walks not kept (they did not reach an end of the stack), " +
          n(w[UW_STAT_REUSE_MISMATCH]) + " disagreed; kernel " +
