@@ -209,6 +209,9 @@ enum uw_stat {
   UW_STAT_MEMO_RECHECKED, /* memos walked again after UW_MEMO_RECHECK uses */
   UW_STAT_MEMO_REFUSED,   /* whole walks not kept as memos: they did not end
                              at an end of stack (outside, bad frame...) */
+  UW_STAT_KMEMO_UNKEPT,   /* kernel walks not kept as memos: too many words
+                             read, or too far from the stack pointer */
+  UW_STAT_KWALKS,         /* kernel stacks walked where memos are kept */
   UW_STAT_NR,
 };
 

@@ -628,7 +628,10 @@ void report_details(const RawProfile &raw, const Symbolizer &symbolizer,
          " stacks finished by the kernel's walk, " +
          std::to_string(k[OFFCPU_KUNWIND_ORC_LOOKUPS]) +
          " ORC table searches, " + std::to_string(k[OFFCPU_KUNWIND_MISMATCH]) +
-         " mismatches" +
+         " mismatches, " + std::to_string(walker[UW_STAT_KWALKS]) +
+         " walks by the hooks that keep memos, " +
+         std::to_string(walker[UW_STAT_KMEMO_UNKEPT]) +
+         " of them not kept as one (more words than a memo holds)" +
          (opts.verify_kernel_unwind
               ? ", " + std::to_string(k[OFFCPU_KUNWIND_VERIFIED]) +
                     " verified against the kernel's walk"
