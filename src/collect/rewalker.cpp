@@ -6,8 +6,10 @@
 #include <sys/eventfd.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstring>
+#include <ctime>
 #include <system_error>
 #include <utility>
 
@@ -26,6 +28,21 @@ namespace {
 // thread was walked once already, partially).
 constexpr uint64_t kRequestGapNs = 1000000;
 constexpr uint64_t kInstallGapNs = 3000000;
+// Each pass visits every task of the host: with thousands (a whole-system
+// run beside a build) one took milliseconds of CPU, and at a pass per
+// request gap it was most of offcpu's CPU (issue #27). The gap after a
+// pass is at least this many times its CPU time, so that passes take at
+// most a tenth of a CPU; a few hundred tasks keep the 1 ms gap. Capped, so
+// that a huge host still gets its stacks walked again while they sleep.
+constexpr uint64_t kGapPerPassCpu = 9;
+constexpr uint64_t kMaxGapNs = 50000000;
+
+uint64_t thread_cpu_ns() {
+  timespec ts{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return static_cast<uint64_t>(ts.tv_sec) * 1000000000u +
+         static_cast<uint64_t>(ts.tv_nsec);
+}
 
 int on_request_event(void *ctx, void *data, size_t size) {
   if (size >= sizeof(uw_request)) {
@@ -127,13 +144,15 @@ std::vector<uint32_t> Rewalker::take_requests() {
 
 void Rewalker::run() {
   PriorityBoost boost(kBurstNice);
-  uint64_t last = 0;
+  uint64_t last = 0, pass_cpu = 0;
   // After a stop signal no pass is due: the window is closed.
   while (!stopping_ && !stop_requested()) {
     // Due: now, or once the gap since the last pass is over.
-    const uint64_t gap = request_due_   ? kRequestGapNs
-                         : install_due_ ? kInstallGapNs
-                                        : 0;
+    uint64_t gap = request_due_   ? kRequestGapNs
+                   : install_due_ ? kInstallGapNs
+                                  : 0;
+    if (gap)
+      gap = std::max(gap, std::min(kMaxGapNs, pass_cpu * kGapPerPassCpu));
     int timeout_ms = -1;
     if (gap) {
       const uint64_t now = monotonic_ns();
@@ -142,8 +161,12 @@ void Rewalker::run() {
         install_due_ = false;
         // Threads left for later: their processes' maps change for a few
         // ms (an exit, an exec), so after the longer gap.
+        const uint64_t cpu0 = thread_cpu_ns();
         if (pass_())
           install_due_ = true;
+        pass_cpu = thread_cpu_ns() - cpu0;
+        passes_++;
+        cpu_ns_ += pass_cpu;
         last = monotonic_ns();
         continue;
       }

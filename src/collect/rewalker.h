@@ -50,6 +50,14 @@ public:
   // For the ring's C callback.
   void on_request(uint32_t tgid);
 
+  // Passes run so far and the CPU time they took (the iterator's kernel
+  // work is this thread's), for -v.
+  struct Stats {
+    uint64_t passes = 0;
+    uint64_t cpu_ns = 0;
+  };
+  Stats stats() const { return {passes_.load(), cpu_ns_.load()}; }
+
 private:
   struct RingDeleter {
     void operator()(ring_buffer *r) const { ring_buffer__free(r); }
@@ -65,6 +73,7 @@ private:
   std::vector<uint32_t> requests_; // guarded by mutex_
   std::atomic<bool> install_due_{false}, stopping_{false};
   bool request_due_ = false; // the thread's own
+  std::atomic<uint64_t> passes_{0}, cpu_ns_{0};
   std::thread thread_;
 };
 

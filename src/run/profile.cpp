@@ -348,19 +348,24 @@ void collect(OffcpuSession &session, const ProfileOptions &opts,
       !opts.output.quiet && isatty(STDERR_FILENO) && (total < 0 || total >= 2);
   if (!progress) {
     session.wait(deadline, remember, parse, finished);
-    return;
+  } else {
+    for (;;) {
+      uint64_t now = monotonic_ns();
+      uint64_t step_end = now + 1000000000;
+      if (deadline && step_end > deadline)
+        step_end = deadline;
+      if ((deadline && now >= deadline) ||
+          session.wait(step_end, remember, parse, finished))
+        break;
+      show_progress(session, cost, total);
+    }
+    fputs("\r\033[K", stderr);
   }
-  for (;;) {
-    uint64_t now = monotonic_ns();
-    uint64_t step_end = now + 1000000000;
-    if (deadline && step_end > deadline)
-      step_end = deadline;
-    if ((deadline && now >= deadline) ||
-        session.wait(step_end, remember, parse, finished))
-      break;
-    show_progress(session, cost, total);
+  if (rewalker && opts.verbose) {
+    const Rewalker::Stats st = rewalker->stats();
+    note("rewalk: " + std::to_string(st.passes) + " passes, " +
+         std::to_string(st.cpu_ns / 1000000) + " ms CPU");
   }
-  fputs("\r\033[K", stderr);
 }
 
 // Names every frame of what the session collected.

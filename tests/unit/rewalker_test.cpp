@@ -4,6 +4,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <ctime>
 #include <thread>
 
 namespace offcpu {
@@ -55,6 +56,39 @@ TEST(Rewalker, InstallsCloseTogetherShareAPass) {
                   .count();
   // At most one pass per 3 ms gap after the first.
   EXPECT_LE(passes.load(), 2 + static_cast<int>(ms / 3) + 1);
+}
+
+// Burns `ms` of this thread's CPU time (a pass over thousands of tasks).
+void burn_cpu_ms(double ms) {
+  timespec t0{}, t{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t0);
+  do
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+  while (static_cast<double>(t.tv_sec - t0.tv_sec) * 1e3 +
+             static_cast<double>(t.tv_nsec - t0.tv_nsec) / 1e6 <
+         ms);
+}
+
+// Costly passes asked for all the time (installs every ms) are spaced by
+// nine times their CPU: a tenth of a CPU at most, not one pass per 3 ms.
+TEST(Rewalker, CostlyPassesAreSpacedByTheirCost) {
+  std::atomic<int> passes{0};
+  Rewalker r(
+      -1, [&] { return burn_cpu_ms(5), ++passes, false; }, true);
+  auto t0 = std::chrono::steady_clock::now();
+  for (int i = 0; i < 400; i++) {
+    r.installed();
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  r.stop();
+  double ms = std::chrono::duration<double, std::milli>(
+                  std::chrono::steady_clock::now() - t0)
+                  .count();
+  EXPECT_GE(passes.load(), 2) << "passes still run";
+  // Each pass is 5 ms of CPU, then a 45 ms gap (3 ms without the bound).
+  EXPECT_LE(passes.load(), static_cast<int>(ms / 50) + 2)
+      << "in " << ms << " ms";
+  EXPECT_GE(r.stats().cpu_ns, uint64_t{5000000} * passes.load());
 }
 
 TEST(Rewalker, NoPassAfterStop) {
