@@ -672,12 +672,12 @@ RawProfile OffcpuSession::drain() const {
     out.missed_switches = info.recursion_misses;
 
   int counts_fd = h_.fd.counts;
-  for (const offcpu_key &key : map_keys<offcpu_key>(counts_fd)) {
-    offcpu_value val{};
-    // Empty: entered for a wait a thread held, lost with it (counted).
-    if (bpf_map_lookup_elem(counts_fd, &key, &val) == 0 && val.count)
-      out.counts.emplace_back(key, val);
-  }
+  for_each_entry<offcpu_key, offcpu_value>(
+      counts_fd, [&out](const offcpu_key &key, const offcpu_value &val) {
+        // Empty: entered for a wait a thread held, lost with it (counted).
+        if (val.count)
+          out.counts.emplace_back(key, val);
+      });
   add_overflow(h_.fd.counts_overflow, out);
   // Waits whose stack found the storage full: their time, as a loss.
   for (const auto &[key, val] : out.counts)

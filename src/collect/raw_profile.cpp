@@ -4,21 +4,46 @@
 
 #include <algorithm>
 
+#include "collect/bpf_util.h"
+
 namespace offcpu {
+namespace {
+
+// Stacks wanted from which the whole map is read in batches, and the
+// stacks a batch (a kilobyte each).
+constexpr size_t kBatchedFrom = 256;
+constexpr uint32_t kStacksPerBatch = 256;
+
+} // namespace
 
 void read_stacks(int stacks_map_fd, const std::vector<uint64_t> &ids,
                  StackTable &out) {
-  offcpu_stack stack{};
-  for (uint64_t id : ids) {
-    if (id < OFFCPU_STACK_FIRST_ID || out.count(id))
-      continue;
-    if (bpf_map_lookup_elem(stacks_map_fd, &id, &stack) != 0)
-      continue;
+  auto keep = [&out](uint64_t id, const offcpu_stack &stack) {
     uint32_t nr = std::min<uint32_t>(stack.nr, OFFCPU_MAX_STACK_DEPTH);
     out.emplace(id, std::vector<uint64_t>(stack.ips, stack.ips + nr));
     if (stack.flags & OFFCPU_STACK_TRUNCATED)
       out.truncated.insert(id);
+  };
+  std::unordered_set<uint64_t> wanted;
+  for (uint64_t id : ids)
+    if (id >= OFFCPU_STACK_FIRST_ID && !out.count(id))
+      wanted.insert(id);
+  // Most of the map wanted (the end of a run): read it in batches rather
+  // than a system call per stack.
+  if (wanted.size() >= kBatchedFrom) {
+    for_each_entry<uint64_t, offcpu_stack>(
+        stacks_map_fd,
+        [&](uint64_t id, const offcpu_stack &stack) {
+          if (wanted.count(id))
+            keep(id, stack);
+        },
+        kStacksPerBatch);
+    return;
   }
+  offcpu_stack stack{};
+  for (uint64_t id : wanted)
+    if (bpf_map_lookup_elem(stacks_map_fd, &id, &stack) == 0)
+      keep(id, stack);
 }
 
 void read_wakers(int wakers_map_fd, const std::vector<uint64_t> &ids,
