@@ -32,10 +32,11 @@ constexpr uint64_t kInstallGapNs = 3000000;
 // run beside a build) one took milliseconds of CPU, and at a pass per
 // request gap it was most of offcpu's CPU (issue #27). The gap after a
 // pass is at least this many times its CPU time, so that passes take at
-// most a tenth of a CPU; a few hundred tasks keep the 1 ms gap. Capped, so
-// that a huge host still gets its stacks walked again while they sleep.
+// most a tenth of a CPU; a few hundred tasks keep the 1 ms gap. Capped at
+// 20 ms: an exec storm's children sleep ~10 ms, and a huge host still gets
+// its stacks walked again while they sleep.
 constexpr uint64_t kGapPerPassCpu = 9;
-constexpr uint64_t kMaxGapNs = 50000000;
+constexpr uint64_t kMaxGapNs = 20000000;
 
 uint64_t thread_cpu_ns() {
   timespec ts{};
