@@ -58,9 +58,12 @@ static __always_inline __u64 pgd_of(struct mm_struct *mm) {
  * locks, as the kernel's lockless get_user_pages walks: with interrupts off
  * (the switch hook), the tables cannot be freed meanwhile; a page remapped
  * since reads as whatever it holds, which the caller compares with what it
- * expects, as it does a probe read's result. */
-static __always_inline __u64 pt_lookup(__u64 base, __u32 levels, __u64 pgd,
-                                       __u64 addr, bool user) {
+ * expects, as it does a probe read's result. A global function: verified
+ * once per program, where inlined it was verified at each use and on each
+ * path to it (11,000 instructions of uw_walk_hook's, in the switch and the
+ * waking hooks alike); a call costs a few ns, once per page walked. */
+__noinline __u64 pt_lookup(__u64 base, __u32 levels, __u64 pgd, __u64 addr,
+                           __u32 user) {
   const __u64 need = PT_PRESENT | (user ? PT_USER : 0);
   __u64 table = pgd, e;
   if (levels == 5) {

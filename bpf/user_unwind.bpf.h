@@ -144,15 +144,21 @@ struct uw_query {
   __u32 pad;
 };
 
-struct uw_msearch {
-  struct uw_proc *p;
-  __u64 pc;
-  __u32 lo, hi;
-  __s32 found;
+/* A binary search by bpf_loop: of a process's mappings for the one holding
+ * pc (p set), or of a page's rows for the last at or below off (p NULL).
+ * One callback for both: each counts against the light loader's 32
+ * functions (see bpf_objects_test), and p, a map value or NULL on the
+ * caller's stack, leaves the verifier one way through it. */
+struct uw_search {
+  struct uw_proc *p; /* the mappings' process; NULL: a page's rows */
+  __u64 pc;          /* mappings: the address */
+  __u32 first;       /* rows: the page's first row */
+  __u32 off;         /* rows: the offset in the page */
+  __u32 lo, hi;      /* [lo, hi) still candidates */
+  __s64 found;       /* the mapping's index, or the row; -1: none */
 };
 
-static long uw_msearch_step(__u32 i, void *data) {
-  struct uw_msearch *c = data;
+static __always_inline long uw_msearch_step(struct uw_search *c) {
   if (c->lo >= c->hi)
     return 1;
   __u64 mid = c->lo + (c->hi - c->lo) / 2;
@@ -168,15 +174,7 @@ static long uw_msearch_step(__u32 i, void *data) {
   return 0;
 }
 
-struct uw_rsearch {
-  __u32 first;  /* the page's first row */
-  __u32 lo, hi; /* rows [lo, hi) of the page still candidates */
-  __u32 off;    /* offset in the page */
-  __s64 found;  /* the last row at or below off, or -1 */
-};
-
-static long uw_rsearch_step(__u32 i, void *data) {
-  struct uw_rsearch *c = data;
+static __always_inline long uw_rsearch_step(struct uw_search *c) {
   if (c->lo >= c->hi)
     return 1;
   __u32 mid = c->lo + (c->hi - c->lo) / 2;
@@ -199,6 +197,11 @@ static long uw_rsearch_step(__u32 i, void *data) {
     c->hi = mid;
   }
   return 0;
+}
+
+static long uw_search_step(__u32 i, void *data) {
+  struct uw_search *c = data;
+  return c->p ? uw_msearch_step(c) : uw_rsearch_step(c);
 }
 
 /* The rule for q->pc in file fidx's table, placed at `base` in the
@@ -228,14 +231,15 @@ static __always_inline void uw_rule_in(struct uw_query *q, __u32 fidx,
   __u64 *pg = bpf_map_lookup_elem(&uw_pages, &pidx);
   if (!pg)
     return;
-  struct uw_rsearch rs = {
+  struct uw_search rs = {
+      .p = NULL,
       .first = (__u32)*pg,
       .lo = uw_unknown_zero,
       .hi = (__u32)(*pg >> 32),
       .off = rel & (UW_PAGE_SIZE - 1),
       .found = -1,
   };
-  bpf_loop(14, uw_rsearch_step, &rs, 0);
+  bpf_loop(14, uw_search_step, &rs, 0);
   if (rs.found < 0)
     return;
   __u32 rule_id = (__u32)rs.found & UW_ROW_RULE_MASK;
@@ -347,14 +351,14 @@ static __always_inline int uw_lookup(struct uw_query *q) {
   struct uw_proc *p = bpf_map_lookup_elem(&uw_procs, &owner);
   if (!p)
     return 0;
-  struct uw_msearch ms = {
+  struct uw_search ms = {
       .p = p,
       .pc = q->pc,
       .lo = uw_unknown_zero,
       .hi = p->nr < UW_MAX_MAPPINGS ? p->nr : UW_MAX_MAPPINGS,
       .found = -1,
   };
-  bpf_loop(10, uw_msearch_step, &ms, 0);
+  bpf_loop(10, uw_search_step, &ms, 0);
   __s64 m = ms.found;
   if (m < 0 || m >= UW_MAX_MAPPINGS)
     goto out;
