@@ -200,7 +200,7 @@ int BPF_PROG(futex_waking, struct task_struct *p) {
   if (!ft || ft->w.holder)
     return 0;
   ft->w.holder =
-      want_wakers ? take_waker(ctx, NULL, false) : futex_light_holder(ft);
+      want_wakers ? take_waker(ctx, NULL, false, true) : futex_light_holder(ft);
   return 0;
 }
 

@@ -262,7 +262,7 @@ SEC("tp_btf/sched_waking")
 int BPF_PROG(rwsem_waking, struct task_struct *p) {
   struct rwsem_start *rec = open_wait(p, p->pid);
   if (rec && !rec->waker)
-    rec->waker = take_waker(ctx, NULL, false);
+    rec->waker = take_waker(ctx, NULL, false, true);
   return 0;
 }
 

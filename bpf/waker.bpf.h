@@ -157,12 +157,15 @@ static __always_inline unsigned int current_waker(struct offcpu_waker *w,
  * once per distinct waker; returns its id or an OFFCPU_WAKER_* marker.
  * `wm`: the waker's stack memos (NULL: none), kept apart from those of its
  * own switch-outs: a thread wakes others from other places than it blocks
- * at. */
+ * at. `kernel`: walk its kernel stack; false where none is shown (-U) and
+ * the caller knows the current task made the wakeup (the walk is what
+ * tells an interrupt apart otherwise). */
 static __always_inline __u64 take_waker(void *ctx, struct waker_memo_set *wm,
-                                        bool trusted) {
+                                        bool trusted, bool kernel) {
   struct offcpu_waker w = {};
   w.kind = OFFCPU_WAKER_TASK;
-  w.kernel_stack = waking_kernel_stack(ctx, &w.kind, wm);
+  if (kernel)
+    w.kernel_stack = waking_kernel_stack(ctx, &w.kind, wm);
   struct uw_memo_set *ms = wm ? &wm->user : NULL;
   if (w.kind == OFFCPU_WAKER_TASK) {
     unsigned int flags = current_waker(&w, trusted);

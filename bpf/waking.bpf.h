@@ -64,8 +64,13 @@ static __always_inline bool has_timer_return(const __u64 *w, __u32 n) {
  * function (ktext.timer_fn_*) among the words above the tracepoint's
  * frame, which hold the callers of try_to_wake_up: a read and a scan, where
  * a kernel stack walk costs as much as the rest of the hook. Only the words
- * read are searched (none left in the buffer by an earlier use). */
-static __always_inline __u64 interrupt_waker(void *ctx) {
+ * read are searched (none left in the buffer by an earlier use).
+ * Except from user mode: an interrupt taken there runs on the task's stack.
+ * *task is set where the current task surely made the wakeup: on its stack
+ * in a system call or an exception with an error code (orig_ax >= 0;
+ * interrupts and the other exceptions save a negative one); else 0 is
+ * returned unsure, and the waker's kernel stack walk tells. */
+static __always_inline __u64 interrupt_waker(void *ctx, bool *task) {
   if (!kwalk_orc || !ktext.text_start)
     return 0; /* no ORC (and no live frame): the stack walk says */
   struct task_struct *t = bpf_get_current_task_btf();
@@ -73,8 +78,10 @@ static __always_inline __u64 interrupt_waker(void *ctx) {
   __u64 lo = (__u64)BPF_CORE_READ(t, stack);
   __u64 hi = (__u64)top + bpf_core_type_size(struct pt_regs);
   __u64 at = address_of(ctx);
-  if (!top || (at >= lo && at < hi))
+  if (!top || (at >= lo && at < hi)) {
+    *task = top && (long)BPF_CORE_READ(top, orig_ax) >= 0;
     return 0;
+  }
   struct offcpu_stack *s = scratch_stack(SCRATCH_HOOK);
   if (!s)
     return OFFCPU_WAKER_IRQ;
@@ -139,15 +146,21 @@ static __always_inline void on_waking(void *ctx, struct task_struct *p,
       return;
     }
   }
-  if (!key_wakers) {
+  /* For the timeline alone, or with no kernel stacks shown (-U): an
+   * interrupt is told apart without walking a stack, where it can be. */
+  bool task = false; /* the current task surely made the wakeup */
+  if (!key_wakers || !want_kernel_stacks) {
     /* No hop either: the current task is whichever the interrupt hit. */
-    __u64 mark = interrupt_waker(ctx);
+    __u64 mark = interrupt_waker(ctx, &task);
     if (mark) {
       rec->waker = mark;
       return;
     }
   }
-  rec->waker = take_waker(ctx, current_waker_memos(trusted), trusted);
+  /* With -U the kernel stack is walked only where it tells an interrupt
+   * apart (its frames are not shown). */
+  rec->waker = take_waker(ctx, current_waker_memos(trusted), trusted,
+                          want_kernel_stacks || !task);
   copy_hop(task_of(rec, trusted));
 }
 

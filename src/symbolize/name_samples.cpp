@@ -324,7 +324,10 @@ Waker name_waker(Profile &p, uint64_t id,
   }
   const offcpu_waker &rw = it->second;
   const auto *kips = find_stack(stacks, rw.kernel_stack);
-  if (show.kernel && kips)
+  // An interrupt's frames tell a timer from another interrupt, also where
+  // no kernel frames are shown (-U: then walked for that alone).
+  const bool frames = show.kernel || rw.kind == OFFCPU_WAKER_INTERRUPT;
+  if (frames && kips)
     w.kernel =
         kernel_frames(p, *kips, stacks.truncated.count(rw.kernel_stack), sym);
   auto entry =
@@ -338,7 +341,7 @@ Waker name_waker(Profile &p, uint64_t id,
     bool timer = has_frame(w.kernel, "hrtimer_wakeup") ||
                  has_frame(w.kernel, "process_timeout");
     w.kind = timer ? Waker::Kind::Timer : Waker::Kind::Interrupt;
-    if (timer)
+    if (timer || !show.kernel)
       w.kernel.clear();
     return w;
   }

@@ -129,6 +129,42 @@ TEST_F(Wakeups, WakerStacksWalkedInBpfAreTheKernels) {
   }
 }
 
+// With -U (user stacks only) a waker's kernel stack is not walked where the
+// hook can tell the wakeup was the task's own (in a system call): the ORC
+// walk from the tracepoint, which serves only those, never runs. Only an
+// interrupt taken in user mode, which runs on the task's stack, is still
+// walked (by the kernel), to be told apart. The wakers are still named:
+// the writer thread from its user stack, a timed sleep's timer as
+// "[timer]" (it read "[interrupt]": the frames that tell a timer were
+// hidden by -U).
+TEST_F(Wakeups, UserStacksOnlyWalkNoWakerKernelStack) {
+  test::Subprocess w({WORKLOAD_BLOCKER, "--no-spinner"});
+  int pid = wait_ready(w)[0];
+  test::sleep_seconds(0.3);
+  auto r =
+      offcpu({"-v", "-U", "-p", std::to_string(pid), "--wakers", "-f", "2"});
+  std::smatch m;
+  std::regex counts("waker kernel stacks: (\\d+) by the ORC walk from the "
+                    "tracepoint \\(or reused\\), (\\d+) by the kernel's walk");
+  if (!std::regex_search(r.err, m, counts))
+    GTEST_SKIP() << "no ORC walker on this kernel (the walk tells interrupts)";
+  EXPECT_EQ(std::stoull(m[1]), 0u) << r.err;
+
+  auto lines = test::parse_folded(r.out);
+  const auto *pipe = heaviest(lines, "piperd", "block_in_pipe_read");
+  ASSERT_NE(pipe, nullptr);
+  auto waker = waker_part(*pipe);
+  ASSERT_FALSE(waker.empty()) << pipe->text;
+  EXPECT_EQ(waker.back(), "pipewr") << pipe->text;
+  EXPECT_TRUE(contains(waker, "pipe_writer_main")) << pipe->text;
+  EXPECT_FALSE(contains(waker, "try_to_wake_up")) << pipe->text;
+
+  const auto *sleep = heaviest(lines, "sleeper", "block_in_nanosleep");
+  ASSERT_NE(sleep, nullptr);
+  EXPECT_EQ(waker_part(*sleep), std::vector<std::string>{"[timer]"})
+      << sleep->text;
+}
+
 TEST_F(Wakeups, TextAndPprofCarryTheWaker) {
   test::Subprocess w({WORKLOAD_BLOCKER, "--no-spinner"});
   int pid = wait_ready(w)[0];
