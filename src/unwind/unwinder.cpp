@@ -12,6 +12,7 @@
 #include <cstdio>
 #include <cstring>
 
+#include "unwind/demand.h"
 #include "util/clock.h"
 #include "util/debug_file.h"
 #include "util/parse.h"
@@ -425,7 +426,7 @@ bool Unwinder::take_installed() {
 // long the process has waited with it: one that has been walking for
 // seconds will likely go on (a server), while a burst just asked may end
 // before its tables are built (a compiler). Read at most every
-// kOrderGapNs (one lookup per queued process).
+// kOrderGapNs, in a bounded number of system calls (read_demand).
 void Unwinder::order_by_demand() {
   if (fds_.asked < 0 || queue_.size() < 2)
     return;
@@ -433,15 +434,16 @@ void Unwinder::order_by_demand() {
   if (now - ordered_ns_ < kOrderGapNs)
     return;
   ordered_ns_ = now;
+  const DemandReading read = read_demand(fds_.asked, queue_);
   std::unordered_map<uint32_t, double> score;
   for (uint32_t tgid : queue_) {
-    uw_demand d{};
     Demand &mine = demand_[tgid];
     mine.recent /= 2;
-    if (bpf_map_lookup_elem(fds_.asked, &tgid, &d) == 0) {
-      if (d.walks >= mine.walks)
-        mine.recent += d.walks - mine.walks;
-      mine.walks = d.walks;
+    auto it = read.walks.find(tgid);
+    if (it != read.walks.end()) {
+      if (it->second >= mine.walks)
+        mine.recent += it->second - mine.walks;
+      mine.walks = it->second;
     }
     const uint64_t waited = now > mine.asked_ns ? now - mine.asked_ns : 0;
     score[tgid] = static_cast<double>(mine.recent) *
