@@ -16,8 +16,8 @@ Variants (each leaves out or forces one part of the work):
                      the default)
   trace -U, trace -K the timeline with user stacks only or kernel stacks
                      only, beside -U and -K: -K takes no waker user stack;
-                     -U still walks the waker's kernel stack (take_waker
-                     walks it whatever -U says)
+                     -U walks the waker's kernel stack only to tell an
+                     interrupt taken in user mode from the task
   trace floor        -o trace.json with --events-min 10 s: the timeline's
                      hooks with no event, waker or hop: what the wakers
                      and events cost is -o trace.json - trace floor
@@ -30,6 +30,7 @@ Several tracers on every switch make each switch slower for all of them
         [--base BIN [--base-variants default,-o trace.json]]
     --load sleepers: bench.py's row "1,000 threads waking every 10 ms",
     both tools in the same seconds; --load pipe: its pipe load
+    --alone: each tracer alone on the load in turns (no shared cache)
 """
 import argparse
 import os
@@ -167,6 +168,49 @@ def run_once(server, offcpu, variants, seconds, base=None, base_variants=("defau
                 p.wait()
 
 
+def run_alone(server, offcpu, variants, seconds, base=None, base_variants=("default",),
+              turn=0):
+    """As run_once, but each tracer alone on the load, one after the other
+    (the order reversed every other round). Attached together, tracers
+    share the cache: the one that runs second at a switch finds what the
+    first read (a thread's stack) already there, which decided an A/B of
+    two builds on the 1,000-thread load."""
+    tracers = {name: (variant_cmd(offcpu, name), "offcpu_switch") for name in variants}
+    for name in (base_variants if base else ()):
+        label = "base build" + ("" if name == "default" else " " + name)
+        tracers[label] = (variant_cmd(base, name, "-base"), "offcpu_switch")
+    tracers["libbpf-tools"] = ([sl.LIBBPF_TOOLS, "3600"], "sched_switch")
+    order = list(tracers.items())
+    if turn % 2:
+        order.reverse()
+    out = {}
+    server.start_load()
+    try:
+        time.sleep(1.0)
+        for name, (cmd, prefix) in order:
+            err = tempfile.TemporaryFile("w+")
+            proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=err)
+            try:
+                ids = sl.wait_progs(proc, prefix)
+                time.sleep(0.5)
+                p0 = sl.bpf_progs()
+                time.sleep(seconds)
+                p1 = sl.bpf_progs()
+                proc.send_signal(signal.SIGINT)
+                cpu, rss = sl.wait_rusage(proc)
+            finally:
+                if proc.poll() is None:
+                    proc.kill()
+                    proc.wait()
+            err.seek(0)
+            r = sl.bpf_cost(ids, prefix, p0, p1)
+            r.update(cpu=cpu, rss_kb=rss, stderr=err.read())
+            out[name] = r
+    finally:
+        server.stop_load()
+    return out
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--build", default=os.path.join(os.path.dirname(__file__), "..", "..",
@@ -179,6 +223,8 @@ def main():
     ap.add_argument("--base-variants", default="default",
                     help="the variants the base build runs (comma separated)")
     ap.add_argument("--stderr", action="store_true", help="print each variant's -v stderr")
+    ap.add_argument("--alone", action="store_true",
+                    help="each tracer alone on the load, in turns, not all attached at once")
     args = ap.parse_args()
     variants = args.variants.split(",")
     base_variants = args.base_variants.split(",")
@@ -200,14 +246,19 @@ def main():
         server = sl.Postgres(pg)
     runs = []
     try:
-        for _ in range(args.repeat):
-            runs.append(run_once(server, offcpu, variants, args.seconds, args.base,
-                                 base_variants))
+        for turn in range(args.repeat):
+            if args.alone:
+                runs.append(run_alone(server, offcpu, variants, args.seconds, args.base,
+                                      base_variants, turn))
+            else:
+                runs.append(run_once(server, offcpu, variants, args.seconds, args.base,
+                                     base_variants))
     finally:
         server.close()
         subprocess.run(["sysctl", "-qw", "kernel.bpf_stats_enabled=0"])
-    print(f"{server.describe()}: {len(variants)} offcpu variants and libbpf-tools in the "
-          f"same {args.seconds} s, median of {len(runs)}; load average "
+    together = "in turns, each alone for" if args.alone else "in the same"
+    print(f"{server.describe()}: {len(variants)} offcpu variants and libbpf-tools {together} "
+          f"{args.seconds} s, median of {len(runs)}; load average "
           f"{os.getloadavg()[0]:.1f}")
     if args.base:
         variants += ["base build" + ("" if v == "default" else " " + v) for v in base_variants]
