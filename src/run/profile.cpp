@@ -328,15 +328,22 @@ void collect(OffcpuSession &session, const ProfileOptions &opts,
         session.unwind_requests_fd(),
         [&session] { return session.rewalk_user_stacks(); },
         session.plan().find_vma);
+  // A process asked for is alive now: its maps are read for naming at
+  // once too. Its stacks may be walked through its files' tables before
+  // its own are installed, and it may exit before any of them reaches
+  // user space (short-lived processes on a loaded host, issue 27).
+  auto asked = [&unwinder, &symbolizer](uint32_t tgid) {
+    unwinder.request(tgid);
+    symbolizer.note_process(tgid);
+  };
   if (rewalker && !rewalker->reads_requests()) // it could not start
-    session.on_unwind_request(
-        [&unwinder](uint32_t tgid) { unwinder.request(tgid); });
+    session.on_unwind_request(asked);
   else if (rewalker) // its requests handled at once, not at the next poll
     session.wake_on(rewalker->requests_event());
   auto parse = [&](uint64_t deadline) {
     if (rewalker)
       for (uint32_t tgid : rewalker->take_requests())
-        unwinder.request(tgid);
+        asked(tgid);
     bool tables_done = unwinder.work(deadline);
     if (unwinder.take_installed() && rewalker)
       rewalker->installed();

@@ -197,6 +197,12 @@ public:
   // frames are whole, without their inlined calls) is a detail for -v.
   std::string describe_losses(bool verbose = true) const;
 
+  // A process known to be alive a moment ago (announced by the kernel):
+  // its maps read and its files opened now if they were not, so that its
+  // frames are named even when it exits before its first stack reaches
+  // user space (a short-lived process on a loaded host).
+  void note_process(uint32_t tgid) { process(tgid); }
+
 private:
   using RootRef = std::shared_ptr<const UniqueFd>;
   struct Process;
