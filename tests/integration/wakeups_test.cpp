@@ -249,6 +249,16 @@ void expect_runqueue_time_of_the_kernel(
       ours_us += l.value;
   }
   ASSERT_GT(kernel_us, 100000) << "the victim waited for the CPU";
+  // One thread cannot wait for a CPU longer than the window; on a loaded
+  // machine the kernel's run_delay did (4.3 s in a 3 s window, 6.18), so
+  // it is no reference there. Nor when the logger's samples, starved, do
+  // not reach both ends of the window.
+  const double window_us = (to - from) / 1000;
+  if (kernel_us > window_us * 1.01 || samples.size() < 2 ||
+      samples.front().first > from || samples.back().first < to)
+    GTEST_SKIP() << "the kernel's run_delay is no reference in this run: "
+                 << kernel_us << " us in a " << window_us << " us window, "
+                 << samples.size() << " samples";
   EXPECT_NEAR(static_cast<double>(ours_us), kernel_us, kernel_us * 0.10)
       << "offcpu " << ours_us << " us, kernel run_delay " << kernel_us << " us";
   EXPECT_NEAR(static_cast<double>(total_us), 3e6, 3e6 * 0.05)
