@@ -5,9 +5,33 @@
 
 namespace offcpu {
 
+void Latency::add_to_bucket(size_t b, uint64_t n) {
+  if (n == 0 || b >= kBuckets)
+    return;
+  if (lo_ == hi_) {
+    lo_ = static_cast<uint8_t>(b);
+    hi_ = static_cast<uint8_t>(b + 1);
+    one_ = n;
+    return;
+  }
+  if (b >= lo_ && b < hi_) {
+    (hi_ - lo_ == 1 ? one_ : many_[b - lo_]) += n;
+    return;
+  }
+  const size_t lo = std::min<size_t>(lo_, b), hi = std::max<size_t>(hi_, b + 1);
+  std::vector<uint64_t> wider(hi - lo);
+  for (size_t i = lo_; i < hi_; i++)
+    wider[i - lo] = bucket(i);
+  wider[b - lo] += n;
+  many_ = std::move(wider);
+  one_ = 0;
+  lo_ = static_cast<uint8_t>(lo);
+  hi_ = static_cast<uint8_t>(hi);
+}
+
 void Latency::add(const Latency &other) {
-  for (size_t b = 0; b < kBuckets; b++)
-    buckets[b] += other.buckets[b];
+  for (size_t b = other.lo_; b < other.hi_; b++)
+    add_to_bucket(b, other.bucket(b));
   waits += other.waits;
   max_ns = std::max(max_ns, other.max_ns);
 }
@@ -15,21 +39,34 @@ void Latency::add(const Latency &other) {
 Latency Latency::from_buckets(const uint32_t *hist, uint64_t count,
                               uint64_t max_ns) {
   Latency l;
-  size_t fullest = 0;
+  size_t fullest = 0, first = kBuckets, last = 0;
   for (size_t b = 0; b < kBuckets; b++) {
-    l.buckets[b] = hist[b];
     l.waits += hist[b];
     if (hist[b] > hist[fullest])
       fullest = b;
-  }
-  // Only wraps make the buckets fall short of the count, by whole 2^32s,
-  // and the bucket that wrapped is all but surely the fullest.
-  if (l.waits && count > l.waits &&
-      (count - l.waits) % (uint64_t{1} << 32) == 0) {
-    l.buckets[fullest] += count - l.waits;
-    l.waits = count;
+    if (hist[b]) {
+      first = std::min(first, b);
+      last = b;
+    }
   }
   l.max_ns = max_ns;
+  if (first == kBuckets)
+    return l;
+  // Only wraps make the buckets fall short of the count, by whole 2^32s,
+  // and the bucket that wrapped is all but surely the fullest.
+  uint64_t wrapped = 0;
+  if (count > l.waits && (count - l.waits) % (uint64_t{1} << 32) == 0) {
+    wrapped = count - l.waits;
+    l.waits = count;
+  }
+  l.lo_ = static_cast<uint8_t>(first);
+  l.hi_ = static_cast<uint8_t>(last + 1);
+  if (first == last) {
+    l.one_ = uint64_t{hist[first]} + wrapped;
+  } else {
+    l.many_.assign(hist + first, hist + last + 1);
+    l.many_[fullest - first] += wrapped;
+  }
   return l;
 }
 
@@ -49,7 +86,7 @@ uint64_t Latency::quantile_ns(double q) const {
       1, static_cast<uint64_t>(std::ceil(q * static_cast<double>(waits))));
   uint64_t before = 0;
   for (size_t b = 0; b < kBuckets; b++) {
-    const uint64_t n = buckets[b];
+    const uint64_t n = bucket(b);
     if (before + n < rank) {
       before += n;
       continue;

@@ -12,6 +12,7 @@
 #include <utility>
 #include <vector>
 
+#include "model/boxed.h"
 #include "model/latency.h"
 
 namespace offcpu {
@@ -139,8 +140,8 @@ struct Sample {
   Latency latency;
   char state = 0;     // --show-state: R, S, D, I or T
   std::string cgroup; // --per-cgroup: its systemd unit or cgroup path
-  std::optional<Waker> waker;
-  std::optional<LockWait> lock;
+  Boxed<Waker> waker;
+  Boxed<LockWait> lock;
 };
 
 struct Timeline; // model/timeline.h

@@ -184,13 +184,13 @@ std::string latency_text(const Latency &l) {
            us_text(l.quantile_ns(0.99));
   out += "\nus:";
   for (size_t b = 0; b < Latency::kBuckets; b++) {
-    if (!l.buckets[b])
+    if (!l.bucket(b))
       continue;
     const uint64_t high = Latency::high_ns(b);
     out += " [" + std::to_string(Latency::low_ns(b) / 1000) + "," +
            (high == UINT64_MAX ? std::string("inf")
                                : std::to_string(high / 1000)) +
-           ") " + std::to_string(l.buckets[b]);
+           ") " + std::to_string(l.bucket(b));
   }
   return out;
 }

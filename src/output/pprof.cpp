@@ -199,10 +199,10 @@ public:
       label("wait_p99", nullptr, s.latency.quantile_ns(0.99), "nanoseconds");
       std::string hist;
       for (size_t b = 0; b < Latency::kBuckets; b++)
-        if (s.latency.buckets[b])
+        if (s.latency.bucket(b))
           hist += (hist.empty() ? "" : " ") +
                   std::to_string(Latency::low_ns(b) / 1000) +
-                  "us:" + std::to_string(s.latency.buckets[b]);
+                  "us:" + std::to_string(s.latency.bucket(b));
       label("wait_histogram", &hist, 0);
     }
     sample_msgs_.push_back(w.data());

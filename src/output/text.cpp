@@ -56,10 +56,10 @@ std::string histogram_lines(const Latency &l) {
   size_t first = Latency::kBuckets, last = 0;
   uint64_t most = 0;
   for (size_t b = 0; b < Latency::kBuckets; b++)
-    if (l.buckets[b]) {
+    if (l.bucket(b)) {
       first = std::min(first, b);
       last = b;
-      most = std::max(most, l.buckets[b]);
+      most = std::max(most, l.bucket(b));
     }
   if (first == Latency::kBuckets)
     return {};
@@ -75,7 +75,7 @@ std::string histogram_lines(const Latency &l) {
            "us", "waits", kBar, "distribution");
   std::string out = line;
   for (size_t b = first; b <= last; b++) {
-    const uint64_t n = l.buckets[b];
+    const uint64_t n = l.bucket(b);
     int stars = static_cast<int>((n * kBar + most / 2) / most);
     if (n && stars == 0)
       stars = 1;

@@ -18,7 +18,7 @@ constexpr uint64_t kUs = 1000, kMs = 1000000;
 Latency of(const std::vector<std::pair<uint64_t, uint64_t>> &lengths_ns) {
   Latency l;
   for (const auto &[ns, n] : lengths_ns) {
-    l.buckets[offcpu_hist_bucket(ns)] += n;
+    l.add_to_bucket(offcpu_hist_bucket(ns), n);
     l.waits += n;
     l.max_ns = std::max(l.max_ns, ns);
   }
@@ -71,9 +71,30 @@ TEST(LatencyMerge, AddsBucketsAndKeepsTheLargerMax) {
   a.add(b);
   EXPECT_EQ(a.waits, 16u);
   EXPECT_EQ(a.max_ns, 6 * kMs);
-  EXPECT_EQ(a.buckets[10], 10u);
-  EXPECT_EQ(a.buckets[12], 5u);
-  EXPECT_EQ(a.buckets[1], 1u);
+  EXPECT_EQ(a.bucket(10), 10u);
+  EXPECT_EQ(a.bucket(12), 5u);
+  EXPECT_EQ(a.bucket(1), 1u);
+}
+
+TEST(LatencyMerge, BucketsKeptFromFirstToLastWidenEitherWay) {
+  Latency l;
+  l.add_to_bucket(12, 3); // one bucket, held inline
+  l.add_to_bucket(12, 2);
+  EXPECT_EQ(l.bucket(12), 5u);
+  l.add_to_bucket(20, 1); // wider above
+  l.add_to_bucket(2, 4);  // and below
+  l.add_to_bucket(0, 0);  // nothing added: no wider
+  const Latency copy = l;
+  for (size_t b = 0; b < Latency::kBuckets; b++) {
+    const uint64_t want = b == 12 ? 5 : b == 20 ? 1 : b == 2 ? 4 : 0;
+    EXPECT_EQ(copy.bucket(b), want) << b;
+  }
+  Latency merged;
+  merged.add(copy);
+  merged.add(copy);
+  EXPECT_EQ(merged.bucket(2), 8u);
+  EXPECT_EQ(merged.bucket(20), 2u);
+  EXPECT_EQ(merged.bucket(Latency::kBuckets), 0u); // past the last
 }
 
 TEST(LatencyMerge, BpfBucketsThatWrappedGetTheirWaitsBack) {
@@ -83,12 +104,12 @@ TEST(LatencyMerge, BpfBucketsThatWrappedGetTheirWaitsBack) {
   const uint64_t count = 7 + (uint64_t{1} << 32) + 100;
   Latency l = Latency::from_buckets(hist, count, 2 * kMs);
   EXPECT_EQ(l.waits, count);
-  EXPECT_EQ(l.buckets[3], 7u);
-  EXPECT_EQ(l.buckets[10], (uint64_t{1} << 32) + 100);
+  EXPECT_EQ(l.bucket(3), 7u);
+  EXPECT_EQ(l.bucket(10), (uint64_t{1} << 32) + 100);
   // Buckets that add up to the count stay as they are.
   Latency same = Latency::from_buckets(hist, 107, 2 * kMs);
   EXPECT_EQ(same.waits, 107u);
-  EXPECT_EQ(same.buckets[10], 100u);
+  EXPECT_EQ(same.bucket(10), 100u);
 }
 
 Sample mixed_sample() {

@@ -183,10 +183,11 @@ Profile build(ProfileKind kind) {
     // The waits' lengths: the longest, the rest alike.
     s.latency.max_ns = spec.max_ns;
     s.latency.waits = spec.count;
-    s.latency.buckets[offcpu_hist_bucket(spec.max_ns)]++;
+    s.latency.add_to_bucket(offcpu_hist_bucket(spec.max_ns), 1);
     if (spec.count > 1)
-      s.latency.buckets[offcpu_hist_bucket((spec.total_ns - spec.max_ns) /
-                                           (spec.count - 1))] += spec.count - 1;
+      s.latency.add_to_bucket(
+          offcpu_hist_bucket((spec.total_ns - spec.max_ns) / (spec.count - 1)),
+          spec.count - 1);
     if (kind == ProfileKind::LockWaits)
       s.lock = LockWait{spec.max_ns, spec.write, spec.lock};
     p.samples.push_back(s);
