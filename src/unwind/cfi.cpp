@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cstring>
-#include <deque>
 #include <map>
 #include <memory>
 #include <optional>
@@ -340,16 +339,16 @@ struct FdeRows {
   std::vector<Row> rows;
 };
 
-// Every FDE's rows, one after another, and where each FDE's are: no heap
-// block per FDE (a vector's header and slack were a third of a large
-// file's parse), no copy when the store grows (a deque).
-struct FdeSpan {
+// Where an FDE is: its range and its entry in the section. The entries are
+// found first and run in address order, each FDE's rows merged into the
+// result as they come: no store of every FDE's rows before sorting (a
+// large file's was tens of MiB, the peak of offcpu's memory at the start
+// of a whole-system run, issue #27).
+struct FdeRef {
   uint64_t begin = 0, end = 0;
-  size_t first = 0, count = 0;
-};
-struct ParsedFdes {
-  std::vector<FdeSpan> spans;
-  std::deque<Row> rows;
+  uint64_t cie_at = 0;
+  size_t body = 0, end_pos = 0; // the entry's body, after its length
+  bool dwarf64 = false;
 };
 
 // Runs CFA instructions from `state`, appending a row at each location
@@ -620,12 +619,11 @@ public:
   Parser(const CfiSection &s, CfiStats &st, Meter &meter)
       : sec_(s), st_(st), meter_(meter) {}
 
-  ParsedFdes run() {
-    ParsedFdes fdes;
-    FdeRows rows; // one FDE's, reused
+  // Every FDE entry of the section, in section order.
+  std::vector<FdeRef> entries() {
+    std::vector<FdeRef> refs;
     Reader r(sec_.data);
     while (!r.at_end() && meter_.step()) { // an entry costs a step
-      size_t start = r.pos();
       uint64_t len = r.fixed<uint32_t>();
       bool dwarf64 = len == 0xffffffffu;
       if (dwarf64)
@@ -653,27 +651,51 @@ public:
         uint64_t cie_at = sec_.eh_frame ? body - id : id;
         if (sec_.eh_frame && id > body)
           cie_at = UINT64_MAX;
-        rows.begin = rows.end = 0;
-        rows.rows.clear();
-        if (parse_fde(e, cie_at, rows)) {
-          st_.fdes++;
-          if (rows.end > rows.begin && rows.begin != 0) {
-            fdes.spans.push_back(
-                {rows.begin, rows.end, fdes.rows.size(), rows.rows.size()});
-            fdes.rows.insert(fdes.rows.end(), rows.rows.begin(),
-                             rows.rows.end());
-          }
-        } else {
+        FdeRef f;
+        f.cie_at = cie_at;
+        f.body = body;
+        f.end_pos = end;
+        f.dwarf64 = dwarf64;
+        if (fde_range(f))
+          refs.push_back(f);
+        else
           st_.bad_entries++;
-        }
       }
-      (void)start;
       r = Reader(sec_.data, end);
     }
-    return fdes;
+    return refs;
+  }
+
+  // One FDE's rows (its range already read by fde_range); false if bad.
+  bool rows_of(const FdeRef &f, FdeRows &out) {
+    out.begin = out.end = 0;
+    out.rows.clear();
+    Reader e(sec_.data, f.body);
+    e.set_end(f.end_pos);
+    if (f.dwarf64)
+      e.fixed<uint64_t>();
+    else
+      e.fixed<uint32_t>();
+    return parse_fde(e, f.cie_at, out);
   }
 
 private:
+  // The range an FDE covers, from its header (no instruction run).
+  bool fde_range(FdeRef &f) {
+    FdeRows none;
+    Reader e(sec_.data, f.body);
+    e.set_end(f.end_pos);
+    if (f.dwarf64)
+      e.fixed<uint64_t>();
+    else
+      e.fixed<uint32_t>();
+    if (!fde_header(e, f.cie_at, none))
+      return false;
+    f.begin = none.begin;
+    f.end = none.end;
+    return true;
+  }
+
   Cie *cie_at(uint64_t off) {
     auto it = cies_.find(off);
     if (it != cies_.end())
@@ -744,22 +766,31 @@ private:
     return &*slot;
   }
 
-  bool parse_fde(Reader &e, uint64_t cie_off, FdeRows &out) {
+  // The FDE's CIE and range; `e` left at its instructions.
+  Cie *fde_header(Reader &e, uint64_t cie_off, FdeRows &out) {
     Cie *cie = cie_at(cie_off);
     if (!cie)
-      return false;
+      return nullptr;
     uint8_t enc = sec_.eh_frame ? cie->fde_enc : 0x00;
     uint64_t begin = e.pointer(enc, sec_.vaddr);
     uint64_t range = e.pointer(enc & 0x0f, sec_.vaddr);
     if (cie->has_z)
       e.bytes(e.uleb());
     if (e.bad() || range > (uint64_t{1} << 32) || begin + range < begin)
+      return nullptr;
+    out.begin = begin;
+    out.end = begin + range;
+    return cie;
+  }
+
+  bool parse_fde(Reader &e, uint64_t cie_off, FdeRows &out) {
+    Cie *cie = fde_header(e, cie_off, out);
+    if (!cie)
       return false;
     // The rest of the entry (e was limited to the entry's end).
     size_t pos = e.pos();
     std::string_view code = sec_.data.substr(pos, e.limit() - pos);
-    out.begin = begin;
-    out.end = begin + range;
+    const uint64_t begin = out.begin;
 
     Interpreter in(*cie, sec_.vaddr, sec_.eh_frame, meter_);
     if (!cie->initial && !cie->initial_bad) {
@@ -805,16 +836,19 @@ std::vector<Row> parse_cfi(const CfiSection &section, CfiStats *stats,
   CfiStats local;
   CfiStats &st = stats ? *stats : local;
   Meter meter(budget, st);
-  ParsedFdes fdes = Parser(section, st, meter).run();
-  if (!meter.ok())
-    return {};
-  std::sort(
-      fdes.spans.begin(), fdes.spans.end(),
-      [](const FdeSpan &a, const FdeSpan &b) { return a.begin < b.begin; });
-  // Sized once (each FDE adds at most a gap row): a vector grown by
-  // doubling beside every FDE's rows was the peak of offcpu's memory.
+  Parser parser(section, st, meter);
+  std::vector<FdeRef> refs = parser.entries();
+  // In address order; of FDEs that begin together, the first in the
+  // section is kept.
+  std::stable_sort(
+      refs.begin(), refs.end(),
+      [](const FdeRef &a, const FdeRef &b) { return a.begin < b.begin; });
+  // Room for the rows at once (large files hold about a row per 3.5 bytes
+  // of .eh_frame: libLLVM 1.44M rows in 5 MB): reserved pages never
+  // written cost no memory, and growing by doubling held two copies.
   std::vector<Row> out;
-  out.reserve(fdes.rows.size() + fdes.spans.size() + 1);
+  out.reserve(std::min<uint64_t>(section.data.size() / 2, budget.max_rows) +
+              refs.size() + 1);
   uint64_t covered_to = 0;
   auto push = [&](const Row &r) {
     if (!out.empty() && out.back().pc == r.pc)
@@ -822,25 +856,36 @@ std::vector<Row> parse_cfi(const CfiSection &section, CfiStats *stats,
     else if (out.empty() || out.back().rule != r.rule)
       out.push_back(r);
   };
-  for (const FdeSpan &f : fdes.spans) {
+  FdeRows rows; // one FDE's, reused
+  for (const FdeRef &f : refs) {
+    if (!meter.ok())
+      break;
+    if (!parser.rows_of(f, rows)) {
+      st.bad_entries++;
+      continue;
+    }
+    st.fdes++;
+    if (rows.end <= rows.begin || rows.begin == 0)
+      continue;
     if (f.begin < covered_to)
       continue; // overlaps the previous FDE: keep the first
     if (!out.empty() && f.begin > covered_to)
       push(Row{covered_to, Rule{}}); // a gap
-    for (size_t i = f.first; i < f.first + f.count; i++) {
-      const Row &r = fdes.rows[i];
+    for (const Row &r : rows.rows) {
       if (r.rule.kind == UW_RULE_UNSUPPORTED)
         st.unsupported_rows++;
       push(r);
     }
     covered_to = f.end;
   }
+  if (!meter.ok())
+    return {};
   if (!out.empty())
     push(Row{covered_to, Rule{}});
   return out;
 }
 
-std::vector<Row> clip_rows(const std::vector<Row> &rows,
+std::vector<Row> clip_rows(std::vector<Row> rows,
                            std::vector<std::pair<uint64_t, uint64_t>> ranges,
                            uint64_t *dropped) {
   std::sort(ranges.begin(), ranges.end());
@@ -853,6 +898,23 @@ std::vector<Row> clip_rows(const std::vector<Row> &rows,
     else
       merged.push_back(r);
   }
+  // Rows that all lie in one range, in order, each rule differing from the
+  // one before, begun by a rule and ended by a gap (as parse_cfi and
+  // merge_rows leave them): clipping would copy them as they are. Not
+  // copied: a large file's rows twice were the peak of its table's build.
+  auto as_clipped = [&rows] {
+    if (rows.empty() || rows.front().rule.kind == UW_RULE_NONE ||
+        rows.back().rule.kind != UW_RULE_NONE)
+      return false;
+    for (size_t i = 1; i < rows.size(); i++)
+      if (rows[i].pc <= rows[i - 1].pc || rows[i].rule == rows[i - 1].rule)
+        return false;
+    return true;
+  };
+  for (const auto &r : merged)
+    if (!rows.empty() && rows.front().pc >= r.first &&
+        rows.back().pc <= r.second && as_clipped())
+      return rows;
   std::vector<Row> out;
   auto push = [&](uint64_t pc, const Rule &rule) {
     if (!out.empty() && out.back().pc == pc)

@@ -72,7 +72,7 @@ std::vector<Row> parse_cfi(const CfiSection &section, CfiStats *stats,
 // `rows` restricted to `ranges` ([begin, end) file addresses, the file's
 // executable PT_LOAD segments): a rule never reaches outside them. Rules
 // that lie wholly outside are dropped and counted in `*dropped`.
-std::vector<Row> clip_rows(const std::vector<Row> &rows,
+std::vector<Row> clip_rows(std::vector<Row> rows,
                            std::vector<std::pair<uint64_t, uint64_t>> ranges,
                            uint64_t *dropped);
 

@@ -769,7 +769,8 @@ bool Unwinder::parse(const unwind::CfiSection &section, uint64_t deadline,
 bool Unwinder::build_and_store(File &f, std::vector<unwind::Row> rows,
                                uint64_t deadline) {
   uint64_t dropped = 0;
-  rows = unwind::clip_rows(rows, exec_ranges(f.cfi_headers.loads), &dropped);
+  rows = unwind::clip_rows(std::move(rows), exec_ranges(f.cfi_headers.loads),
+                           &dropped);
   stats_.rules_outside_code += dropped;
   if (rows.empty())
     return false;
