@@ -5,6 +5,7 @@
 #include <fcntl.h>
 #include <gelf.h>
 #include <libelf.h>
+#include <sys/stat.h>
 
 #include <algorithm>
 #include <cstring>
@@ -142,6 +143,23 @@ struct DwarfFile::Impl {
   }
 };
 
+namespace {
+
+// libelf over a file of ours: root's, written by no one else, is mapped
+// (ELF_C_READ_MMAP), so only the pages libdw touches are read in, not the
+// whole of every section (a RelWithDebInfo offcpu's own 39 MB of DWARF,
+// for a few lookups, was the peak of a whole-system run, issue #27). Any
+// other file is read with pread into memory of libelf's: its owner could
+// truncate a mapped file under us (SIGBUS).
+Elf *begin_elf(int fd) {
+  struct stat st {};
+  const bool ours = fstat(fd, &st) == 0 && S_ISREG(st.st_mode) &&
+                    st.st_uid == 0 && (st.st_mode & (S_IWGRP | S_IWOTH)) == 0;
+  return elf_begin(fd, ours ? ELF_C_READ_MMAP : ELF_C_READ, nullptr);
+}
+
+} // namespace
+
 DwarfFile::DwarfFile(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 DwarfFile::~DwarfFile() = default;
 
@@ -155,9 +173,7 @@ std::unique_ptr<DwarfFile> DwarfFile::open_fd(int fd, const DwarfLimits &limits,
   if (!impl->fd)
     return nullptr;
   elf_version(EV_CURRENT);
-  // ELF_C_READ: sections are read with pread into memory of libelf's, never
-  // mapped (a file its owner truncates cannot raise SIGBUS here).
-  impl->elf = elf_begin(impl->fd.get(), ELF_C_READ, nullptr);
+  impl->elf = begin_elf(impl->fd.get());
   return from_impl(std::move(impl), limits, run, deadline_ns, why);
 }
 
@@ -301,7 +317,7 @@ bool DwarfFile::reopen() {
   if (impl_->dwarf)
     return true;
   reopens_++;
-  impl_->elf = elf_begin(impl_->fd.get(), ELF_C_READ, nullptr);
+  impl_->elf = begin_elf(impl_->fd.get());
   if (impl_->elf && elf_kind(impl_->elf) == ELF_K_ELF) {
     SectionCheck c = check_sections(impl_->elf);
     if (c.has_info && !c.other_files && !c.unreadable &&
