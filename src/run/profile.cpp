@@ -766,6 +766,7 @@ int run_profile(const ProfileOptions &given) {
   if (opts.events)
     profile.timeline = std::make_shared<const Timeline>(build_timeline(
         events, raw, symbolizer, timeline_setup(opts, *session, raw)));
+  symbolizer.end_naming();
   const uint64_t t_named = monotonic_ns();
   if (outputs.write_all(profile) && profile.timeline && opts.top_waits)
     write_top_waits(*profile.timeline, opts.top_waits);

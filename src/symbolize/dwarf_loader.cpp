@@ -233,6 +233,27 @@ void serve(const std::shared_ptr<Shared> &sp) {
 
 DwarfLoader::DwarfLoader() : shared_(std::make_shared<Shared>()) {}
 
+void DwarfLoader::stop() {
+  std::vector<std::unique_ptr<DwarfFile>> gone;
+  {
+    std::lock_guard<std::mutex> lock(shared_->mu);
+    Shared &s = *shared_;
+    s.stop = true;
+    s.to_open.clear();
+    s.to_warm.clear();
+    for (auto it = s.entries.begin(); it != s.entries.end();) {
+      if (it->second.busy) { // the thread's until it is done
+        ++it;
+        continue;
+      }
+      gone.push_back(std::move(it->second.file));
+      it = s.entries.erase(it);
+    }
+    s.cv.notify_all();
+  }
+  gone.clear(); // outside the lock: libdw's sections go
+}
+
 DwarfLoader::~DwarfLoader() {
   std::lock_guard<std::mutex> lock(shared_->mu);
   shared_->stop = true;

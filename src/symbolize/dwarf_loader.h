@@ -43,6 +43,9 @@ public:
                                   DwarfLoss *why);
   // The end of the run: no file is begun past it, nor waited for.
   void set_deadline(uint64_t deadline_ns);
+  // Nothing more will be taken: the thread stops and the files not taken
+  // are freed (one it is reading is freed when it is done).
+  void stop();
 
   // What every file's DWARF may cost, together. Its cached-lookups share
   // is spent by the caller's thread (DwarfFile::frames_at), its bytes by

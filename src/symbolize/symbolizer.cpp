@@ -727,6 +727,14 @@ bool Symbolizer::debug_from_debuginfod(FileEntry &f) {
 
 // ---- naming ----
 
+void Symbolizer::end_naming() {
+  dwarf_loader_.stop();
+  for (auto &[key, f] : files_by_key_)
+    if (f->dwarf)
+      f->dwarf->release();
+  processes_.clear();
+}
+
 const std::vector<Mapping> &Symbolizer::maps_of(uint32_t tgid) {
   static const std::vector<Mapping> none;
   Process &p = process(tgid);
