@@ -64,7 +64,12 @@ class OneProcessLoad:
     proc = None
 
     def stop_load(self):
-        self.proc.kill()
+        # Its whole process group: perf bench's other side of the pipe is a
+        # child of its own, left blocked forever when only perf is killed.
+        try:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
         self.proc.wait()
         return 0
 
@@ -89,7 +94,7 @@ class Sleepers(OneProcessLoad):
 
     def start_load(self):
         self.proc = subprocess.Popen([self.exe, "busy", "1000"], stdout=subprocess.PIPE,
-                                     text=True)
+                                     text=True, start_new_session=True)
         if self.proc.stdout.readline().strip() != "ready":
             raise RuntimeError("scale_load busy 1000 did not start")
 
@@ -103,7 +108,8 @@ class Pipe(OneProcessLoad):
 
     def start_load(self):
         self.proc = subprocess.Popen(["perf", "bench", "sched", "pipe", "-l", "1000000000"],
-                                     stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                                     stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                                     start_new_session=True)
 
 
 def causes(stderr):
