@@ -38,6 +38,8 @@ char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
 SEC("tp_btf/sched_waking")
 int BPF_PROG(offcpu_waking_btf, struct task_struct *p) {
+  if (maps_only)
+    return 0;
   on_waking(ctx, p, true);
   return 0;
 }
@@ -54,6 +56,8 @@ int BPF_PROG(offcpu_waking_raw, struct task_struct *p) {
 SEC("tp_btf/sched_process_fork")
 int BPF_PROG(offcpu_fork_btf, struct task_struct *parent,
              struct task_struct *child) {
+  if (maps_only)
+    return 0;
   on_fork(parent->tgid, child->tgid);
   return 0;
 }
@@ -71,6 +75,8 @@ int BPF_PROG(offcpu_fork_raw, struct task_struct *parent,
 SEC("tp_btf/sched_switch")
 int BPF_PROG(offcpu_switch_btf, bool preempt, struct task_struct *prev,
              struct task_struct *next) {
+  if (maps_only)
+    return 0;
   unsigned int prev_state =
       has_prev_state_arg ? (unsigned int)ctx[3] : task_state(prev);
   on_switch(ctx, prev, next, prev_state, true);

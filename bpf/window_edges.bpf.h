@@ -34,7 +34,7 @@
 SEC("iter/task")
 int offcpu_seed_open(struct bpf_iter__task *ctx) {
   struct task_struct *task = ctx->task;
-  if (!task)
+  if (!task || maps_only)
     return 0;
   __u32 pid = task->pid;
   __u32 tgid = task->tgid;
@@ -87,7 +87,7 @@ static __always_inline bool mm_changing(struct task_struct *task) {
 SEC("iter.s/task")
 int offcpu_seed_stacks(struct bpf_iter__task *ctx) {
   struct task_struct *task = ctx->task;
-  if (!task)
+  if (!task || maps_only)
     return 0;
   __u32 pid = task->pid;
   struct offcpu_start *rec = find_start(task, pid, true);
@@ -152,7 +152,7 @@ int offcpu_seed_stacks(struct bpf_iter__task *ctx) {
 SEC("iter/task")
 int offcpu_flush(struct bpf_iter__task *ctx) {
   struct task_struct *task = ctx->task;
-  if (!task || !stop_ns)
+  if (!task || !stop_ns || maps_only)
     return 0;
   __u32 pid = task->pid;
   if (pid == 0)

@@ -93,6 +93,10 @@
   X(bool, use_bpf_loop, true)                                                  \
   /* New (process, user stack) pairs announced (ring buffer, 5.8+). */       \
   X(bool, announce_processes, true)                                            \
+  /* The split load's first object (collect/split_loader.h): it only        \
+   * creates the maps, so its programs return at once and are verified in  \
+   * no time; libbpf's objects verify the real ones against those maps.   */\
+  X(bool, maps_only, false)                                                    \
                                                                                \
   /* ---- Stack and key storage (stack_store.bpf.h, charge.bpf.h) ---- */     \
   /* Frames to keep (<= OFFCPU_MAX_STACK_DEPTH); --perf-max-stack-depth. */  \

@@ -8,6 +8,7 @@
 #include <cstdarg>
 #include <cstdio>
 #include <cstring>
+#include <mutex>
 
 #include "util/error.h"
 #include "util/fd.h"
@@ -17,6 +18,8 @@ namespace {
 
 std::string g_messages;
 bool g_echo = false;
+// The split load runs libbpf in two threads.
+std::mutex g_messages_lock;
 
 int on_libbpf_message(enum libbpf_print_level level, const char *fmt,
                       va_list args) {
@@ -32,6 +35,7 @@ int on_libbpf_message(enum libbpf_print_level level, const char *fmt,
   std::string buf(static_cast<size_t>(n) + 1, '\0');
   vsnprintf(buf.data(), buf.size(), fmt, args);
   buf.resize(static_cast<size_t>(n));
+  std::lock_guard<std::mutex> hold(g_messages_lock);
   if (g_messages.size() < (1u << 20))
     g_messages += buf;
   if (g_echo)
@@ -47,6 +51,7 @@ void capture_libbpf_messages(bool echo_to_stderr) {
 }
 
 std::string take_libbpf_messages() {
+  std::lock_guard<std::mutex> hold(g_messages_lock);
   std::string s;
   s.swap(g_messages);
   return s;

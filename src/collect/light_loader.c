@@ -88,6 +88,18 @@ int offcpu_light_load(struct offcpu_light *l, char *log, size_t log_size) {
   return err < 0 ? err : err ? -err : 0;
 }
 
+size_t offcpu_light_map_fds(struct offcpu_light *l, int *fds, size_t max) {
+  size_t n = 0;
+  /* The skeleton's maps are one bpf_map_desc each, in the object's order. */
+  SKEL_DO(l, {
+    const struct bpf_map_desc *m = (const struct bpf_map_desc *)&sk->maps;
+    n = sizeof(sk->maps) / sizeof(*m);
+    for (size_t i = 0; i < n && i < max; i++)
+      fds[i] = m[i].map_fd;
+  });
+  return n;
+}
+
 void offcpu_light_get_fds(struct offcpu_light *l, struct offcpu_fds *fds) {
 #define MAP_FD(name) fds->name = sk->maps.name.map_fd;
 #define PROG_FD(name) fds->name = sk->progs.name.prog_fd;

@@ -37,6 +37,10 @@ void offcpu_light_set_sizes(struct offcpu_light *l,
  * loader hands every program the same buffer; the kernel keeps a log's
  * tail when it is longer): how a failed load is explained under -v. */
 int offcpu_light_load(struct offcpu_light *l, char *log, size_t log_size);
+/* The descriptors of all the object's maps, its internal ones too, in the
+ * object's order (that of libbpf's bpf_object__for_each_map over the same
+ * object): at most `max` written; returns how many maps it has. */
+size_t offcpu_light_map_fds(struct offcpu_light *l, int *fds, size_t max);
 /* Every map's and program's descriptor (the raw_tp programs: -1, the
  * light objects have none). */
 void offcpu_light_get_fds(struct offcpu_light *l, struct offcpu_fds *fds);

@@ -234,13 +234,16 @@ const char *light_name(bool direct) {
   return direct ? "light" : "light-probe-reads";
 }
 
+// maps_only: the split load's first object, which creates the maps only.
 int try_load_light(offcpu_light *l, const OffcpuConfig &o, const OffcpuPlan &p,
-                   std::string *log = nullptr) {
+                   std::string *log = nullptr, bool maps_only = false) {
   size_t size = 0;
   void *ro = offcpu_light_rodata(l, &size);
   if (!ro || size != sizeof(Rodata))
     return -EINVAL;
-  write_settings(static_cast<Rodata *>(ro), settings_for(o, p));
+  offcpu_settings settings = settings_for(o, p);
+  settings.maps_only = maps_only;
+  write_settings(static_cast<Rodata *>(ro), settings);
   offcpu_map_sizes sizes = map_sizes(o, p);
   if (o.fails_load(light_name(p.direct_loads)))
     sizes_that_fail(&sizes);
@@ -331,8 +334,10 @@ void OffcpuSession::take(std::unique_ptr<offcpu_bpf, SkelDeleter> skel) {
   set_handles(fds, skel_->bss);
 }
 
-bool OffcpuSession::take(std::unique_ptr<offcpu_light, LightDeleter> light) {
+bool OffcpuSession::take(std::unique_ptr<offcpu_light, LightDeleter> light,
+                         std::unique_ptr<SplitPrograms> programs) {
   light_ = std::move(light);
+  split_ = std::move(programs);
   offcpu_light *l = light_.get();
   size_t size = 0;
   void *bss = offcpu_light_bss(l, &size);
@@ -340,6 +345,11 @@ bool OffcpuSession::take(std::unique_ptr<offcpu_light, LightDeleter> light) {
     return false;
   offcpu_fds fds{};
   offcpu_light_get_fds(l, &fds);
+  if (split_) {
+#define OFFCPU_SPLIT_PROG(name) fds.name = split_->name.get();
+    OFFCPU_PROGS(OFFCPU_SPLIT_PROG)
+#undef OFFCPU_SPLIT_PROG
+  }
   set_handles(fds, bss);
   return true;
 }
@@ -387,13 +397,24 @@ OffcpuSession::load(const OffcpuConfig &opts,
     take_libbpf_messages();
     return s;
   };
+  // The light object with plain loads failed in the split load: not tried
+  // again alone.
+  bool direct_failed = false;
+  if (opts.loader == Loader::Auto && light_can_serve(plans[0]) &&
+      plans[0].direct_loads) {
+    if (auto s = load_split(opts, plans[0], verbose, fallbacks, direct_failed))
+      return loaded(std::move(s),
+                    "in parallel (maps by the kernel's light skeleton, the "
+                    "programs by libbpf in two threads)",
+                    "the split load");
+  }
   if (opts.loader != Loader::Libbpf && light_can_serve(plans[0])) {
     // The object with plain loads where the kernel has them, else (or if
     // it fails) the one with probe reads.
     int err = -ENOENT;
     for (bool direct : {true, false}) {
-      if (direct &&
-          (!plans[0].direct_loads || opts.loader == Loader::LightProbeReads))
+      if (direct && (!plans[0].direct_loads || direct_failed ||
+                     opts.loader == Loader::LightProbeReads))
         continue;
       std::unique_ptr<offcpu_light, LightDeleter> light(
           offcpu_light_open(direct));
@@ -446,6 +467,59 @@ OffcpuSession::load(const OffcpuConfig &opts,
   if (verbose && !log.empty())
     fprintf(stderr, "%s", log.c_str());
   throw runtime_error(load_failure(last_err));
+}
+
+std::unique_ptr<OffcpuSession>
+OffcpuSession::load_split(const OffcpuConfig &opts, const OffcpuPlan &plan,
+                          bool verbose, LoadFallbacks &fallbacks,
+                          bool &direct_failed) {
+  const uint64_t t0 = monotonic_ns();
+  std::unique_ptr<offcpu_light, LightDeleter> light(offcpu_light_open(true));
+  int err =
+      light ? try_load_light(light.get(), opts, plan, nullptr, true) : -ENOMEM;
+  if (err != 0) {
+    // The maps of the light object alone would fail the same way.
+    direct_failed = true;
+    light_failed(fallbacks, true, err, opts, plan, verbose);
+    return nullptr;
+  }
+  const uint64_t maps_ns = monotonic_ns() - t0;
+  auto programs = std::make_unique<SplitPrograms>();
+  SplitWant want;
+  want.waking = wants_waking_hook(opts, plan);
+  want.fork = opts.follow_children;
+  want.fail = opts.fails_load("split");
+  SplitTimes times;
+  err = load_split_programs(light.get(), settings_for(opts, plan), want,
+                            programs.get(), &times);
+  if (verbose)
+    fprintf(stderr,
+            "offcpu: split load: maps %llu ms, then the programs in %llu and "
+            "%llu ms at once\n",
+            static_cast<unsigned long long>(maps_ns / 1000000),
+            static_cast<unsigned long long>(times.first_ns / 1000000),
+            static_cast<unsigned long long>(times.second_ns / 1000000));
+  if (err == 0) {
+    std::unique_ptr<OffcpuSession> s(new OffcpuSession(plan, verbose));
+    if (s->take(std::move(light), std::move(programs)))
+      return s;
+    err = -EINVAL; // a .bss that is not the object's: never seen
+  }
+  fallbacks.failed("the split load (the light object's maps, the programs "
+                   "by libbpf in two threads)",
+                   err,
+                   "the programs verified one after the other (a "
+                   "slower start)");
+  if (verbose) {
+    std::string log = take_libbpf_messages();
+    if (log.size() > 4000)
+      log.erase(0, log.size() - 4000);
+    fprintf(stderr,
+            "%soffcpu: the split load failed (%s); loading the light "
+            "object alone\n",
+            log.c_str(), errno_text(err).c_str());
+  }
+  return nullptr;
 }
 
 void OffcpuSession::attach(double duration_s) {

@@ -12,6 +12,7 @@
 #include "collect/bpf_util.h"
 #include "collect/offcpu_objects.h"
 #include "collect/raw_profile.h"
+#include "collect/split_loader.h"
 #include "collect/timeline_events.h"
 #include "collect/trace_config.h"
 #include "offcpu/python.h"
@@ -24,6 +25,8 @@ struct offcpu_bpf;
 struct offcpu_light;
 
 namespace offcpu {
+
+class LoadFallbacks;
 
 class OffcpuSession {
 public:
@@ -133,13 +136,21 @@ private:
     void operator()(offcpu_light *l) const;
   };
   OffcpuSession(OffcpuPlan plan, bool verbose);
+  // The split load (collect/split_loader.h); nullptr where it failed, said
+  // in `fallbacks` (direct_failed: the light object with plain loads did).
+  static std::unique_ptr<OffcpuSession>
+  load_split(const OffcpuConfig &opts, const OffcpuPlan &plan, bool verbose,
+             LoadFallbacks &fallbacks, bool &direct_failed);
   void take(std::unique_ptr<offcpu_bpf, SkelDeleter> skel);
-  bool take(std::unique_ptr<offcpu_light, LightDeleter> light);
+  // With `programs`, the split load's: the light object holds the maps only.
+  bool take(std::unique_ptr<offcpu_light, LightDeleter> light,
+            std::unique_ptr<SplitPrograms> programs = nullptr);
   // The handles from either skeleton's descriptors and mapped .bss.
   void set_handles(const offcpu_fds &fds, void *bss);
 
   std::unique_ptr<offcpu_bpf, SkelDeleter> skel_;
   std::unique_ptr<offcpu_light, LightDeleter> light_;
+  std::unique_ptr<SplitPrograms> split_; // the split load's programs
   Handles h_;
   OffcpuPlan plan_;
   bool verbose_;

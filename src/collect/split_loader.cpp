@@ -1,0 +1,138 @@
+#include "collect/split_loader.h"
+
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+#include <fcntl.h>
+
+#include <cerrno>
+#include <memory>
+#include <system_error>
+#include <thread>
+#include <vector>
+
+#include "collect/bpf_setup.h"
+#include "collect/light_loader.h"
+#include "offcpu.dsplit.skel.h"
+#include "util/clock.h"
+
+namespace offcpu {
+
+namespace {
+
+using Skel = offcpu_dsplit_bpf;
+
+struct SkelDeleter {
+  void operator()(Skel *s) const { offcpu_dsplit_bpf__destroy(s); }
+};
+
+// The programs one libbpf object loads.
+struct Share {
+#define OFFCPU_SHARE_FIELD(name) bool name = false;
+  OFFCPU_PROGS(OFFCPU_SHARE_FIELD)
+#undef OFFCPU_SHARE_FIELD
+};
+
+// Gives every map of `skel` the light object's, in the object's order (both
+// skeletons list the same object's maps), but .rodata: this object's own
+// settings, where the light one's cut every program short.
+int reuse_light_maps(Skel *skel, const std::vector<int> &fds, bool fail) {
+  size_t i = 0;
+  bpf_map *m = nullptr;
+  bpf_object__for_each_map(m, skel->obj) {
+    if (i >= fds.size())
+      return -EINVAL;
+    const int fd = fds[i++];
+    if (m == skel->maps.rodata)
+      continue;
+    if (fail && m == skel->maps.counts) {
+      bpf_map__set_max_entries(m, UINT32_MAX);
+      continue;
+    }
+    bpf_map_info info{};
+    __u32 len = sizeof(info);
+    if (bpf_obj_get_info_by_fd(fd, &info, &len) != 0)
+      return -errno;
+    // Not the same object after all: never reuse a map of another shape.
+    if (info.type != bpf_map__type(m) ||
+        info.key_size != bpf_map__key_size(m) ||
+        info.value_size != bpf_map__value_size(m))
+      return -EINVAL;
+    if (int err = bpf_map__reuse_fd(m, fd); err != 0)
+      return err;
+  }
+  return i == fds.size() ? 0 : -EINVAL;
+}
+
+// Opens, loads and lets go one libbpf object with `share`'s programs,
+// keeping their descriptors in `out` (each share fills its own).
+int load_share(const std::vector<int> &fds, const offcpu_settings &settings,
+               const Share &share, bool fail, SplitPrograms *out) {
+  std::unique_ptr<Skel, SkelDeleter> skel(offcpu_dsplit_bpf__open());
+  if (!skel)
+    return errno ? -errno : -ENOMEM;
+  write_settings(skel->rodata, settings);
+#define OFFCPU_SET_LOAD(name)                                                  \
+  bpf_program__set_autoload(skel->progs.name, share.name);
+  OFFCPU_PROGS(OFFCPU_SET_LOAD)
+#undef OFFCPU_SET_LOAD
+  int err = reuse_light_maps(skel.get(), fds, fail);
+  if (err == 0)
+    err = offcpu_dsplit_bpf__load(skel.get());
+  if (err != 0)
+    return err < 0 ? err : -err;
+#define OFFCPU_KEEP_FD(name)                                                   \
+  if (share.name) {                                                            \
+    int fd = fcntl(bpf_program__fd(skel->progs.name), F_DUPFD_CLOEXEC, 0);     \
+    if (fd < 0)                                                                \
+      return -errno;                                                           \
+    out->name.reset(fd);                                                       \
+  }
+  OFFCPU_PROGS(OFFCPU_KEEP_FD)
+#undef OFFCPU_KEEP_FD
+  return 0;
+}
+
+} // namespace
+
+int load_split_programs(offcpu_light *light, const offcpu_settings &settings,
+                        const SplitWant &want, SplitPrograms *out,
+                        SplitTimes *times) {
+  std::vector<int> fds(64, -1);
+  const size_t maps = offcpu_light_map_fds(light, fds.data(), fds.size());
+  if (maps > fds.size())
+    return -E2BIG;
+  fds.resize(maps);
+  // Two shares of about the same verifier time (log_level 4 here, with
+  // --wakers): the switch hook (~130 ms) and the stop pass's iterator (~23)
+  // against the waking hook (~105) and the iterators that open the waits
+  // in progress (~35); without the waking hook, the switch hook against
+  // the three iterators.
+  Share first, second;
+  first.offcpu_switch_btf = true;
+  first.offcpu_fork_btf = want.fork;
+  first.offcpu_flush = want.waking;
+  first.offcpu_seed_open = !want.waking;
+  second.offcpu_waking_btf = want.waking;
+  second.offcpu_seed_stacks = true;
+  second.offcpu_seed_open = want.waking;
+  second.offcpu_flush = !want.waking;
+  int second_err = 0;
+  const uint64_t t0 = monotonic_ns();
+  auto load_second = [&] {
+    second_err = load_share(fds, settings, second, false, out);
+    times->second_ns = monotonic_ns() - t0;
+  };
+  std::thread other;
+  try {
+    other = std::thread(load_second);
+  } catch (const std::system_error &) {
+    load_second(); // no thread to be had: one after the other
+  }
+  int err = load_share(fds, settings, first, want.fail, out);
+  times->first_ns = monotonic_ns() - t0;
+  if (other.joinable())
+    other.join();
+  return err != 0 ? err : second_err;
+}
+
+} // namespace offcpu
