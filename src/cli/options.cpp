@@ -542,7 +542,8 @@ void add_profile_limits(CLI::App &app, ProfileOptions &o, ProfileArgs &a) {
                  "who loads the BPF programs: light (the kernel, nothing "
                  "parsed here), light-probe-reads (the same without plain "
                  "loads of kernel memory, as before 6.8), libbpf, or auto "
-                 "(light where possible)")
+                 "(where possible the light object's maps and the programs "
+                 "verified by libbpf in two threads at once, else light)")
       ->check(CLI::IsMember({"auto", "light", "light-probe-reads", "libbpf"}))
       ->group("Limits");
   app.add_option_function<std::string>(
@@ -575,8 +576,9 @@ void add_profile_limits(CLI::App &app, ProfileOptions &o, ProfileArgs &a) {
       ->check([](const std::string &v) {
         std::string bad;
         for (const std::string &w : CLI::detail::split(v, ','))
-          if (w != "light" && w != "light-probe-reads" && w != "tp_btf")
-            bad = "not one of light, light-probe-reads, tp_btf: " + w;
+          if (w != "split" && w != "light" && w != "light-probe-reads" &&
+              w != "tp_btf")
+            bad = "not one of split, light, light-probe-reads, tp_btf: " + w;
         return bad;
       })
       ->group("");

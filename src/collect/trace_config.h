@@ -60,7 +60,8 @@ struct OffcpuConfig {
   Loader loader = Loader::Auto;
   // Test knob (--fail-load): the loads named are made to fail in the
   // kernel (a map too large to create), to exercise the fallbacks after
-  // them: "light" (plain loads), "light-probe-reads", "tp_btf" (libbpf's).
+  // them: "split" (its libbpf objects), "light" (plain loads; the split
+  // load's maps too), "light-probe-reads", "tp_btf" (libbpf's).
   std::string fail_load; // comma list
   bool fails_load(const std::string &what) const {
     const std::string list = "," + fail_load + ",";

@@ -316,9 +316,11 @@ TEST_F(Profile, OrcWalkAgreesWithTheKernelAndHandsOverCleanly) {
   }
 }
 
-// The light skeleton with plain loads of kernel memory (the default here),
-// the one with probe reads (kernels before 6.2) and libbpf's regular one
-// (the fallback) run the same programs: same answers.
+// The split load (the default here with the waking hook: the light
+// object's maps, the programs with plain loads verified by libbpf in two
+// threads), the light skeleton with plain loads of kernel memory alone (the
+// default without it), the one with probe reads (kernels before 6.8) and
+// libbpf's regular one (the fallback) run the same programs: same answers.
 TEST_F(Profile, KernelAndLibbpfLoadersAgree) {
   Workload w;
   auto run = [&](std::vector<std::string> extra) {
@@ -328,10 +330,17 @@ TEST_F(Profile, KernelAndLibbpfLoadersAgree) {
     args.push_back("2");
     return offcpu(args);
   };
+  auto split = run({"--wakers"});
   auto direct = run({});
   auto light = run({"--loader", "light-probe-reads"});
   auto regular = run({"--loader", "libbpf"});
+  EXPECT_NE(split.err.find("loaded in parallel"), std::string::npos)
+      << split.err;
+  EXPECT_NE(split.err.find("kernel memory by plain loads"), std::string::npos)
+      << split.err;
   EXPECT_NE(direct.err.find("kernel memory by plain loads"), std::string::npos)
+      << direct.err;
+  EXPECT_NE(direct.err.find("loaded by the kernel"), std::string::npos)
       << direct.err;
   EXPECT_NE(light.err.find("loaded by the kernel"), std::string::npos)
       << light.err;
@@ -339,9 +348,10 @@ TEST_F(Profile, KernelAndLibbpfLoadersAgree) {
       << light.err;
   EXPECT_NE(regular.err.find("loaded by libbpf"), std::string::npos)
       << regular.err;
-  auto d = test::parse_folded(direct.out);
+  auto sp = test::parse_folded(split.out), d = test::parse_folded(direct.out);
   auto a = test::parse_folded(light.out), b = test::parse_folded(regular.out);
   for (const char *comm : {"sleeper", "piperd", "stuck"}) {
+    expect_near(test::totals_by_comm(sp)[comm], kWindowUs, 0.05, comm);
     expect_near(test::totals_by_comm(d)[comm], kWindowUs, 0.05, comm);
     expect_near(test::totals_by_comm(a)[comm], kWindowUs, 0.05, comm);
     expect_near(test::totals_by_comm(b)[comm], kWindowUs, 0.05, comm);
@@ -364,6 +374,10 @@ TEST_F(Profile, FailedLoadWarnsOnceAndFallsBack) {
     std::string failed, loaded, cost;
   };
   const std::vector<Case> cases = {
+      {{"--wakers", "--fail-load", "split"},
+       "the split load (",
+       "loaded the light object with plain loads instead",
+       "the programs verified one after the other"},
       {{"--fail-load", "light"},
        "the light BPF object with plain loads (",
        "loaded the light object with probe reads instead",
@@ -403,6 +417,8 @@ TEST_F(Profile, ChosenPlansDoNotWarn) {
   Workload w;
   for (std::vector<std::string> extra : {std::vector<std::string>{},
                                          {"--attach", "raw_tp"},
+                                         {"--wakers"},
+                                         {"--loader", "light", "--wakers"},
                                          {"--loader", "light-probe-reads"},
                                          {"--loader", "libbpf"}}) {
     std::vector<std::string> args = {"-p", std::to_string(w.pid()), "-f"};
