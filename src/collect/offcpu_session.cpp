@@ -229,6 +229,11 @@ bool light_can_serve(const OffcpuPlan &p) {
          p.user_fp_walk;
 }
 
+// What -v says of the split load.
+constexpr const char *kSplitLoaded =
+    "in parallel (maps by the kernel's light skeleton, the programs by "
+    "libbpf in two threads)";
+
 // The name --fail-load gives the light object `direct` says.
 const char *light_name(bool direct) {
   return direct ? "light" : "light-probe-reads";
@@ -397,20 +402,9 @@ OffcpuSession::load(const OffcpuConfig &opts,
     take_libbpf_messages();
     return s;
   };
-  // The light object with plain loads failed in the split load: not tried
-  // again alone.
-  bool direct_failed = false;
-  // Split only where there are two hooks to verify at once: the switch hook
-  // alone takes as long as the light object's whole load (startup.py:
-  // default 198 vs 190 ms, --wakers 208 vs 280).
-  if (opts.loader == Loader::Auto && light_can_serve(plans[0]) &&
-      plans[0].direct_loads && wants_waking_hook(opts, plans[0])) {
-    if (auto s = load_split(opts, plans[0], verbose, fallbacks, direct_failed))
-      return loaded(std::move(s),
-                    "in parallel (maps by the kernel's light skeleton, the "
-                    "programs by libbpf in two threads)",
-                    "the split load");
-  }
+  bool direct_failed = false; // in the split load: not tried again alone
+  if (auto s = load_split(opts, plans[0], verbose, fallbacks, direct_failed))
+    return loaded(std::move(s), kSplitLoaded, "the split load");
   if (opts.loader != Loader::Libbpf && light_can_serve(plans[0])) {
     // The object with plain loads where the kernel has them, else (or if
     // it fails) the one with probe reads.
@@ -476,6 +470,12 @@ std::unique_ptr<OffcpuSession>
 OffcpuSession::load_split(const OffcpuConfig &opts, const OffcpuPlan &plan,
                           bool verbose, LoadFallbacks &fallbacks,
                           bool &direct_failed) {
+  // Only where there are two hooks to verify at once: the switch hook alone
+  // takes as long as the light object's whole load (startup.py: default
+  // 198 vs 190 ms, --wakers 208 vs 280).
+  if (opts.loader != Loader::Auto || !light_can_serve(plan) ||
+      !plan.direct_loads || !wants_waking_hook(opts, plan))
+    return nullptr;
   const uint64_t t0 = monotonic_ns();
   std::unique_ptr<offcpu_light, LightDeleter> light(offcpu_light_open(true));
   int err =
