@@ -66,10 +66,10 @@ static __always_inline bool has_timer_return(const __u64 *w, __u32 n) {
  * a kernel stack walk costs as much as the rest of the hook. Only the words
  * read are searched (none left in the buffer by an earlier use).
  * Except from user mode: an interrupt taken there runs on the task's stack.
- * *task is set where the current task surely made the wakeup: on its stack
- * in a system call or an exception with an error code (orig_ax >= 0;
- * interrupts and the other exceptions save a negative one); else 0 is
- * returned unsure, and the waker's kernel stack walk tells. */
+ * *task is set where the current task surely made the wakeup: a user
+ * task on its stack in a system call or an exception with an error code
+ * (orig_ax >= 0; interrupts and the other exceptions save a negative one);
+ * else 0 is returned unsure, and the waker's kernel stack walk tells. */
 static __always_inline __u64 interrupt_waker(void *ctx, bool *task) {
   if (!kwalk_orc || !ktext.text_start)
     return 0; /* no ORC (and no live frame): the stack walk says */
@@ -79,7 +79,11 @@ static __always_inline __u64 interrupt_waker(void *ctx, bool *task) {
   __u64 hi = (__u64)top + bpf_core_type_size(struct pt_regs);
   __u64 at = address_of(ctx);
   if (!top || (at >= lo && at < hi)) {
-    *task = top && (long)BPF_CORE_READ(top, orig_ax) >= 0;
+    /* The idle task and kernel threads never entered from user mode: the
+     * registers at their stack's top are not a system call's (a timer's
+     * wakeup was named swapper/1, -U --wakers). */
+    *task = top && t->pid != 0 && !(t->flags & PF_KTHREAD) &&
+            (long)BPF_CORE_READ(top, orig_ax) >= 0;
     return 0;
   }
   struct offcpu_stack *s = scratch_stack(SCRATCH_HOOK);
