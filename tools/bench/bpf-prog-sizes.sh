@@ -19,7 +19,10 @@ show() {
   local pid=$!
   sleep 3
   echo "== $what"
-  "$sizes" "$pid" | (read -r head && echo "$head" && sort)
+  # The programs are offcpu's, timeout's child (timeout holds none).
+  local target
+  target=$(pgrep -P "$pid" | head -1)
+  "$sizes" "${target:-$pid}" | (read -r head && echo "$head" && sort)
   wait "$pid" || true
 }
 show "offcpu, light skeleton, plain loads" "$build/offcpu" --loader light 4
