@@ -670,25 +670,26 @@ public:
   bool rows_of(const FdeRef &f, FdeRows &out) {
     out.begin = out.end = 0;
     out.rows.clear();
-    Reader e(sec_.data, f.body);
-    e.set_end(f.end_pos);
-    if (f.dwarf64)
-      e.fixed<uint64_t>();
-    else
-      e.fixed<uint32_t>();
+    Reader e = after_cie_pointer(f);
     return parse_fde(e, f.cie_at, out);
   }
 
 private:
-  // The range an FDE covers, from its header (no instruction run).
-  bool fde_range(FdeRef &f) {
-    FdeRows none;
+  // A reader of an FDE's body, past its CIE pointer.
+  Reader after_cie_pointer(const FdeRef &f) const {
     Reader e(sec_.data, f.body);
     e.set_end(f.end_pos);
     if (f.dwarf64)
       e.fixed<uint64_t>();
     else
       e.fixed<uint32_t>();
+    return e;
+  }
+
+  // The range an FDE covers, from its header (no instruction run).
+  bool fde_range(FdeRef &f) {
+    FdeRows none;
+    Reader e = after_cie_pointer(f);
     if (!fde_header(e, f.cie_at, none))
       return false;
     f.begin = none.begin;
