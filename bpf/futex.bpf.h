@@ -141,7 +141,9 @@ static __always_inline void futex_sleeps(struct task_struct *prev) {
   /* The run queue's clock, as the main program's switch hook: a few loads
    * where bpf_ktime_get_ns costs 45-85 ns here (sched_clock.bpf.h). */
   __u64 clock;
-  w->since_ns = switch_time(prev, true, &clock);
+  __u64 since = switch_time(prev, true, &clock), stop = stop_ns;
+  /* After the window (see wait_end): none opens. */
+  w->since_ns = stop && since >= stop ? 0 : since;
 }
 
 /* A futex waiter switched back in (in place of `prev`): its sleep is
@@ -150,10 +152,12 @@ static __always_inline void futex_wakes(struct futex_task *ft,
                                         struct task_struct *prev) {
   struct offcpu_futex_start *w = &ft->w;
   __u64 clock;
-  __u64 now = switch_time(prev, true, &clock);
+  __u64 now = switch_time(prev, true, &clock), stop = stop_ns;
+  if (stop && now > stop)
+    now = stop; /* charged up to the window's end */
   __u64 ns = now > w->since_ns ? now - w->since_ns : 0;
   w->since_ns = 0;
-  if (ns < min_wait_ns || ns > max_block_ns)
+  if (!ns || ns < min_wait_ns || ns > max_block_ns)
     return;
   struct rwsem_key key = offcpu_futex_key_of(w, OFFCPU_WAKER_UNSEEN);
   struct rwsem_value zero = {};

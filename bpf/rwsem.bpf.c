@@ -166,13 +166,18 @@ static __always_inline void wait_end(__u32 pid, __u64 lock) {
   struct rwsem_start *rec = open_wait(current_task_btf(), pid);
   if (!rec || (lock && rec->lock != lock))
     return;
-  __u64 now = bpf_ktime_get_ns();
+  /* Past the window's end (set at stop, before the programs are detached,
+   * which takes milliseconds): charged up to it, as the stop charges the
+   * waits still open. */
+  __u64 now = bpf_ktime_get_ns(), stop = stop_ns;
+  if (stop && now > stop)
+    now = stop;
   __u64 delta = now > rec->start_ns ? now - rec->start_ns : 0;
   struct rwsem_key key = rwsem_key_of(rec, pid);
   if (want_wakers && !key.waker)
     key.waker = OFFCPU_WAKER_UNSEEN;
   close_wait(rec, pid);
-  if (delta < min_wait_ns || delta > max_block_ns)
+  if (!delta || delta < min_wait_ns || delta > max_block_ns)
     return;
 
   struct rwsem_value zero = {};
@@ -253,6 +258,9 @@ static __always_inline void wait_begin(void *ctx, __u64 lock, __u32 kind,
    * microseconds) is done: a spinning wait is often shorter than that,
    * and charging it would report offcpu's cost as the lock's. */
   rec.start_ns = bpf_ktime_get_ns();
+  __u64 stop = stop_ns;
+  if (stop && rec.start_ns >= stop)
+    return; /* after the window */
   open_new_wait(&rec, pid);
 }
 

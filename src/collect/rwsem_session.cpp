@@ -296,6 +296,34 @@ void RwsemSession::attach_one(bpf_program *prog, const char *what) {
     throw runtime_error(std::string("cannot attach ") + what + ": " +
                         errno_text(errno));
   links_.emplace_back(link);
+  if (std::find(attached_.begin(), attached_.end(), prog) == attached_.end())
+    attached_.push_back(prog);
+}
+
+std::vector<int> RwsemSession::hook_programs() const {
+  const auto &p = skel_->progs;
+  const bpf_program *begins[] = {p.rwsem_contention_begin,
+                                 p.rwsem_fentry_write,
+                                 p.rwsem_fentry_read,
+                                 p.mutex_fentry,
+                                 p.rwsem_kprobe_write,
+                                 p.rwsem_kprobe_read,
+                                 p.mutex_kprobe};
+  auto begins_wait = [&](const bpf_program *prog) {
+    return std::find(std::begin(begins), std::end(begins), prog) !=
+           std::end(begins);
+  };
+  std::vector<bpf_program *> order = attached_;
+  std::stable_partition(order.begin(), order.end(), begins_wait);
+  std::vector<int> fds;
+  for (const bpf_program *prog : order)
+    fds.push_back(bpf_program__fd(prog));
+  return fds;
+}
+
+bool RwsemSession::hooks_lead_with_contentions() const {
+  return bpf_program__autoload(skel_->progs.rwsem_contention_begin) ||
+         plan_.mechanism != RwsemAttach::Tracepoint;
 }
 
 // The waits' ends first and their begins last, just before the window's
@@ -559,6 +587,10 @@ RawLockWaits RwsemSession::stop_and_drain() {
   if (uint64_t at = stop_signal_ns(); at && at < now)
     now = std::max(at, attached_ns_);
   stopped_ns_ = now;
+  // The programs end the window here: the detach below takes milliseconds
+  // (more on a busy host), and waits beginning or ending meanwhile would
+  // be counted past it.
+  skel_->bss->stop_ns = now;
   links_.clear(); // waits for programs in flight
   RawLockWaits out = drain();
   // Waits still open: the thread is blocked on the lock right now. Charge

@@ -48,6 +48,13 @@ public:
   RawLockWaits stop_and_drain();
 
   const RwsemPlan &plan() const { return plan_; }
+  // The attached programs that run per event (for their cost), the ones
+  // that begin a wait first: their runs are the contentions. With --futex
+  // alone, the sched_switch program leads.
+  std::vector<int> hook_programs() const;
+  // Whether the leading program's runs are lock contentions (else context
+  // switches: --futex alone).
+  bool hooks_lead_with_contentions() const;
   // The traced window, CLOCK_MONOTONIC ns (bpf_ktime_get_ns's clock).
   uint64_t attached_ns() const { return attached_ns_; }
   uint64_t stopped_ns() const { return stopped_ns_; }
@@ -71,6 +78,7 @@ private:
   uint64_t max_wait_ns_ = UINT64_MAX; // -M: also for waits open at stop
   bool wakers_ = false; // --wakers: waits still open get [still waiting]
   std::vector<BpfLink> links_;
+  std::vector<bpf_program *> attached_; // each once, in attach order
   std::unique_ptr<Announcements> announcements_;
   std::function<void(uint32_t)> unwind_request_;
   uint64_t attached_ns_ = 0;

@@ -56,10 +56,10 @@ CostReport SelfCost::report(uint64_t window_ns) const {
     now.run_ns -= base_[i].run_ns;
     r.bpf_ns += now.run_ns;
     if (i == 0)
-      r.switches = now.runs;
+      r.events = now.runs;
     r.programs.push_back(now);
   }
-  r.available = r.switches > 0 && r.bpf_ns > 0;
+  r.available = r.events > 0 && r.bpf_ns > 0;
   int cpus = libbpf_num_possible_cpus();
   if (window_ns && cpus > 0)
     r.cpu_share =
@@ -68,7 +68,7 @@ CostReport SelfCost::report(uint64_t window_ns) const {
   return r;
 }
 
-std::string CostReport::summary() const {
+std::string CostReport::summary(const char *event, const char *plural) const {
   char line[256];
   if (!available) {
     snprintf(line, sizeof(line),
@@ -78,12 +78,21 @@ std::string CostReport::summary() const {
     return line;
   }
   snprintf(line, sizeof(line),
-           "cost: %.0f ns of BPF per context switch (%llu switches), %.2f%% "
-           "of the CPUs over the window; user space %.2f s CPU",
-           static_cast<double>(bpf_ns) / static_cast<double>(switches),
-           static_cast<unsigned long long>(switches), cpu_share * 100,
+           "cost: %.0f ns of BPF per %s (%llu %s), %.2f%% of the CPUs over "
+           "the window; user space %.2f s CPU",
+           static_cast<double>(bpf_ns) / static_cast<double>(events), event,
+           static_cast<unsigned long long>(events), plural, cpu_share * 100,
            user_cpu_s);
   return line;
+}
+
+std::string CostReport::per_program() const {
+  std::string out;
+  for (const ProgramCost &p : programs)
+    if (p.runs)
+      out += "offcpu:   BPF program " + p.name + ": " + std::to_string(p.runs) +
+             " runs, " + std::to_string(p.run_ns / p.runs) + " ns each\n";
+  return out;
 }
 
 } // namespace offcpu

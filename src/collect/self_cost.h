@@ -20,12 +20,17 @@ struct ProgramCost {
 
 struct CostReport {
   bool available = false; // the kernel keeps run-time statistics
-  uint64_t switches = 0;  // runs of the sched_switch program
+  uint64_t events = 0;    // runs of the first program (sched_switch...)
   uint64_t bpf_ns = 0;    // all programs' run time
   double cpu_share = 0;   // bpf_ns over window x CPUs
   double user_cpu_s = 0;  // offcpu's own process, user + system
   std::vector<ProgramCost> programs;
-  std::string summary() const; // one line for stderr
+  // One line for stderr; `event`, `plural`: what the first program's runs
+  // are, one and many.
+  std::string summary(const char *event = "context switch",
+                      const char *plural = "switches") const;
+  // -v: a line per program that ran, its runs and time each.
+  std::string per_program() const;
 };
 
 class SelfCost {
@@ -33,7 +38,8 @@ public:
   // Turns the kernel's statistics on (5.8+; where it refuses, they count
   // only if the sysctl kernel.bpf_stats_enabled is on).
   SelfCost();
-  // The programs to account, the sched_switch one first; -1s are skipped.
+  // The programs to account, the one whose runs are the events (the
+  // sched_switch one, a lock contention's begin) first; -1s are skipped.
   void watch(const std::vector<int> &prog_fds);
   // From now: the window opens.
   void start();

@@ -606,10 +606,7 @@ void report_details(const RawProfile &raw, const Symbolizer &symbolizer,
                "were lost ([Missed User Stack])\n";
   fputs(details.c_str(), stderr);
   note(cost.summary());
-  for (const ProgramCost &p : cost.programs)
-    if (p.runs)
-      note("  BPF program " + p.name + ": " + std::to_string(p.runs) +
-           " runs, " + std::to_string(p.run_ns / p.runs) + " ns each");
+  fputs(cost.per_program().c_str(), stderr);
   if (raw.starts_spilled)
     note(std::to_string(raw.starts_spilled) +
          " waits began when the kernel could not give their thread task "

@@ -11,6 +11,7 @@
 
 #include "collect/cgroups.h"
 #include "collect/rwsem_session.h"
+#include "collect/self_cost.h"
 #include "model/lock_kinds.h"
 #include "output/lock_table.h"
 #include "output/render.h"
@@ -445,6 +446,10 @@ int run_rwsem(const RwsemOptions &given) {
     command->release();
     ended = [&command] { return command->exited(); };
   }
+  // The kernel's run-time statistics of the programs, for -v.
+  SelfCost cost;
+  cost.watch(session->hook_programs());
+  cost.start();
   RwsemRun run(opts, *session, outputs, unwinder, ended);
   if (!run.run())
     return command ? finish_command(*command) : kExitOk; // stdout closed
@@ -460,6 +465,12 @@ int run_rwsem(const RwsemOptions &given) {
   if (opts.verbose) {
     note("traced from " + std::to_string(session->attached_ns()) + " to " +
          std::to_string(session->stopped_ns()) + " ns (CLOCK_MONOTONIC)");
+    const bool contentions = session->hooks_lead_with_contentions();
+    const CostReport c =
+        cost.report(session->stopped_ns() - session->attached_ns());
+    note(c.summary(contentions ? "lock contention" : "context switch",
+                   contentions ? "contentions" : "switches"));
+    fputs(c.per_program().c_str(), stderr);
     const SymbolizeStats &st = run.symbolizer().stats();
     note("symbolization: " + std::to_string(st.named) + " frames named, " +
          std::to_string(st.unnamed) + " unnamed");
