@@ -192,9 +192,208 @@ static __always_inline void wait_end(__u32 pid, __u64 lock) {
   __sync_fetch_and_add(&val->hist[offcpu_hist_slot(delta)], 1);
 }
 
+/* ---- The kernel stack at a wait's begin, reused while it holds ----
+ *
+ * bpf_get_stack's walk is most of a begin's cost (2-6 us of 3.5-8 on the
+ * 6.18 VM), and a thread contending again mostly does so from where it
+ * did last time. The walk is the kernel's, so what it read is not known;
+ * but every frame it returns, past the tracer's own below the program's
+ * context, is a return address stored on the thread's stack above that
+ * context (`ctx`, the tracepoint's arguments in bpf_trace_run's frame).
+ * After a walk, where each lies is noted. A later begin with every noted
+ * word where it was would walk the same frames: the tracer's frames below
+ * ctx are the same code, and each frame's size is fixed by its return
+ * address (ORC), so the next one lies where it was noted. Where it was is
+ * counted from ctx, or, from some frame on, from the stack's top: system
+ * call entry moves the frames below it by a random offset
+ * (CONFIG_RANDOMIZE_KSTACK_OFFSET), and do_syscall_64, whose frame holds
+ * it, is left through its frame pointer, set before the offset was taken,
+ * so the frames above it keep their place from the top. Contentions on an
+ * interrupt's stack, or deeper than the span read, are walked each time.
+ * In task storage (5.11+), as the wait itself. */
+#define LK_MEMO_WORDS 48     /* frames noted; deeper stacks are walked */
+#define LK_SPAN_WORDS 1024   /* 8 KiB of stack above the context read */
+#define LK_THREAD_SIZE 16384 /* x86-64, arm64 (KASAN's 32 KiB: read less) */
+#define LK_TRACER_FRAMES 4   /* frames below the context, at most */
+/* A thread whose memo missed this many times in a row (its stack changes
+ * from one wait to the next) notes one only every 64th begin: a missed
+ * check and a noting cost ~2 us more than the walk alone. */
+#define LK_MEMO_TRIES 4
+
+struct lock_kmemo {
+  __u64 stack;  /* the stored stack */
+  __u32 n;      /* words noted; 0: none */
+  __u32 top;    /* words from ctx to the stack's top when noted */
+  __u32 misses; /* begins since the memo last held */
+  __u32 pad;
+  __u16 off[LK_MEMO_WORDS]; /* from ctx, in words, when noted */
+  __u64 val[LK_MEMO_WORDS];
+};
+
+struct {
+  __uint(type, BPF_MAP_TYPE_TASK_STORAGE);
+  __uint(map_flags, BPF_F_NO_PREALLOC);
+  __type(key, int);
+  __type(value, struct lock_kmemo);
+} lock_kmemos SEC(".maps");
+
+struct lock_span {
+  __u64 w[LK_SPAN_WORDS];
+};
+
+struct {
+  __uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+  __uint(max_entries, 1);
+  __type(key, __u32);
+  __type(value, struct lock_span);
+} lock_spans SEC(".maps");
+
+/* Kernel stacks at begins: reused from a memo, walked (-v reports them). */
+__u64 lock_kstacks_reused = 0, lock_kstacks_walked = 0;
+
+struct lk_note {
+  struct lock_span *span;
+  struct offcpu_stack *s;
+  struct lock_kmemo *m;
+  __u32 room, nips, k, n;
+};
+
+/* One word of the span: the next frame's return address, or not. The
+ * first frames (the tracer's, below the context) are not there: noting
+ * starts at whichever of them is found first. */
+static long lk_note_word(__u32 j, struct lk_note *c) {
+  __u64 jj = j, k = c->k, n = c->n;
+  same_register(jj);
+  same_register(k);
+  same_register(n);
+  if (jj >= c->room || jj >= LK_SPAN_WORDS || k >= c->nips ||
+      k >= OFFCPU_MAX_STACK_DEPTH || n >= LK_MEMO_WORDS)
+    return 1;
+  __u64 w = c->span->w[jj];
+  if (w != c->s->ips[k]) {
+    if (n)
+      return 0;
+    /* Nothing found yet: a later frame may be the first above ctx. */
+    __u64 i;
+    for (i = 1; i <= LK_TRACER_FRAMES; i++) {
+      same_register(i);
+      if (i >= c->nips || i >= OFFCPU_MAX_STACK_DEPTH)
+        return 0;
+      if (w == c->s->ips[i])
+        break;
+    }
+    if (i > LK_TRACER_FRAMES)
+      return 0;
+    k = i;
+  }
+  c->m->off[n] = jj;
+  c->m->val[n] = w;
+  c->n = n + 1;
+  c->k = k + 1;
+  return 0;
+}
+
+/* The first `words` words above `ctx`. */
+static __always_inline long lk_read_span(struct lock_span *span, __u64 words,
+                                         void *ctx) {
+  __u64 bytes = words * 8;
+  same_register(bytes); /* the bound below must stay in this register */
+  if (bytes > sizeof(span->w))
+    bytes = sizeof(span->w);
+  return bpf_probe_read_kernel(span->w, bytes, ctx);
+}
+
+/* Whether the memo's words are all where they were (the span read up to
+ * `room` words; `top`: words from ctx to the top now): each at its place
+ * from ctx, then, from the first that is not, each at its place from the
+ * top. */
+static __always_inline bool lk_memo_holds(struct lock_kmemo *m,
+                                          struct lock_span *span, __u32 room,
+                                          __u32 top) {
+  __s64 shift = 0; /* 0 while counted from ctx */
+  for (__u32 i = 0; i < LK_MEMO_WORDS; i++) {
+    if (i >= m->n)
+      return true;
+    __u64 off = m->off[i];
+    same_register(off);
+    if (!shift && off < LK_SPAN_WORDS && span->w[off] == m->val[i])
+      continue;
+    if (!shift)
+      shift = (__s64)top - (__s64)m->top;
+    if (!shift)
+      return false;
+    __u64 at = off + shift;
+    same_register(at);
+    if (at >= room || at >= LK_SPAN_WORDS || span->w[at] != m->val[i])
+      return false;
+  }
+  return true;
+}
+
+/* Walks the current thread's kernel stack and notes its memo. */
+static __always_inline __u64 lk_walk(void *ctx, struct lock_kmemo *m,
+                                     struct lock_span *span, __u32 room,
+                                     __u32 top) {
+  __sync_fetch_and_add(&lock_kstacks_walked, 1);
+  m->n = 0;
+  struct offcpu_stack *s = scratch_stack(SCRATCH_HOOK);
+  if (!s)
+    return OFFCPU_STACK_MISSED;
+  long bytes = bpf_get_stack(ctx, s->ips, stack_bytes() + sizeof(__u64), 0);
+  __u32 kind = kernel_walk_cut(&bytes);
+  __u64 id = store_stack(s, bytes, kind);
+  if (!stack_stored(id) || kind || bytes <= 0 || lk_read_span(span, room, ctx))
+    return id;
+  struct lk_note c = {
+      .span = span, .s = s, .m = m, .room = room, .nips = bytes / 8};
+  bpf_loop(LK_SPAN_WORDS, lk_note_word, &c, 0);
+  /* Every frame above the context found, in order: a memo. */
+  if (c.n && c.k == c.nips) {
+    m->stack = id;
+    m->top = top;
+    m->n = c.n;
+  }
+  return id;
+}
+
+/* The current thread's kernel stack at a begin (`memo`: from a BTF-typed
+ * program with task storage). */
+static __always_inline __u64 lock_kernel_stack(void *ctx, bool memo) {
+  if (!memo)
+    return take_current_stack(ctx, 0);
+  struct task_struct *t = bpf_get_current_task_btf();
+  __u32 zero = 0;
+  struct lock_span *span = bpf_map_lookup_elem(&lock_spans, &zero);
+  struct lock_kmemo *m =
+      bpf_task_storage_get(&lock_kmemos, t, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
+  __u64 base = (__u64)ctx, bottom = (__u64)t->stack;
+  if (!span || !m || base < bottom || base >= bottom + LK_THREAD_SIZE)
+    return take_current_stack(ctx, 0);
+  __u32 top = (bottom + LK_THREAD_SIZE - base) / 8;
+  __u32 room = top < LK_SPAN_WORDS ? top : LK_SPAN_WORDS;
+  __u32 n = m->n;
+  if (n && n <= LK_MEMO_WORDS) {
+    /* Up to the last word noted, where it would be now. */
+    __u32 need = m->off[(n - 1) & (LK_MEMO_WORDS - 1)] + 1;
+    need += top > m->top ? top - m->top : 0;
+    if (need <= room && !lk_read_span(span, need, ctx) &&
+        lk_memo_holds(m, span, need, top)) {
+      m->misses = 0;
+      __sync_fetch_and_add(&lock_kstacks_reused, 1);
+      return m->stack;
+    }
+  }
+  if (m->misses++ >= LK_MEMO_TRIES && (m->misses & 63)) {
+    __sync_fetch_and_add(&lock_kstacks_walked, 1);
+    return take_current_stack(ctx, 0);
+  }
+  return lk_walk(ctx, m, span, room, top);
+}
+
 /* The thread's stacks for a new wait (0 where not wanted). */
 static __always_inline void take_stacks(void *ctx, struct task_struct *task,
-                                        __u32 tgid, struct rwsem_start *rec) {
+                                        __u32 tgid, struct rwsem_start *rec,
+                                        bool typed) {
   if (want_user_stacks) {
     __u32 partial = 0; /* taken again by the next wait, not rewalked */
     rec->user_stack = user_fp_walk ? walk_user_stack(bpf_get_current_task_btf(),
@@ -203,7 +402,7 @@ static __always_inline void take_stacks(void *ctx, struct task_struct *task,
     announce(task, tgid, rec->user_stack);
   }
   if (want_kernel_stacks)
-    rec->kernel_stack = take_current_stack(ctx, 0);
+    rec->kernel_stack = lock_kernel_stack(ctx, typed && use_task_storage);
 }
 
 /* `typed`: called from a BTF-typed program (tp_btf, fentry), which may
@@ -253,7 +452,7 @@ static __always_inline void wait_begin(void *ctx, __u64 lock, __u32 kind,
     rec.cgroup = bpf_get_current_cgroup_id();
   bpf_get_current_comm(&rec.comm, sizeof(rec.comm));
   if (!open)
-    take_stacks(ctx, task, tgid, &rec);
+    take_stacks(ctx, task, tgid, &rec, typed);
   /* The wait's time starts once this program's own work (the stack walks,
    * microseconds) is done: a spinning wait is often shorter than that,
    * and charging it would report offcpu's cost as the lock's. */

@@ -121,6 +121,7 @@ int try_load(rwsem_bpf *skel, const RwsemConfig &o, const RwsemPlan &p,
 #undef OFFCPU_FUTEX_AUTOLOAD
   bpf_program__set_autoload(skel->progs.slab_names, s.lock_slab_caches);
   bpf_map__set_autocreate(skel->maps.lock_starts_task, p.task_storage);
+  bpf_map__set_autocreate(skel->maps.lock_kmemos, p.task_storage);
   bpf_program__set_autoload(skel->progs.lock_open_waits, p.task_storage);
   bpf_program__set_autoload(skel->progs.lock_fork, o.follow_children);
   bpf_program__set_autoload(skel->progs.lock_exit, o.follow_children);
@@ -319,6 +320,10 @@ std::vector<int> RwsemSession::hook_programs() const {
   for (const bpf_program *prog : order)
     fds.push_back(bpf_program__fd(prog));
   return fds;
+}
+
+std::pair<uint64_t, uint64_t> RwsemSession::kernel_stacks_at_begin() const {
+  return {skel_->bss->lock_kstacks_walked, skel_->bss->lock_kstacks_reused};
 }
 
 bool RwsemSession::hooks_lead_with_contentions() const {

@@ -55,6 +55,9 @@ public:
   // Whether the leading program's runs are lock contentions (else context
   // switches: --futex alone).
   bool hooks_lead_with_contentions() const;
+  // Kernel stacks taken at waits' begins: walked, and reused from the
+  // thread's memo (bpf/rwsem.bpf.c).
+  std::pair<uint64_t, uint64_t> kernel_stacks_at_begin() const;
   // The traced window, CLOCK_MONOTONIC ns (bpf_ktime_get_ns's clock).
   uint64_t attached_ns() const { return attached_ns_; }
   uint64_t stopped_ns() const { return stopped_ns_; }

@@ -471,6 +471,11 @@ int run_rwsem(const RwsemOptions &given) {
     note(c.summary(contentions ? "lock contention" : "context switch",
                    contentions ? "contentions" : "switches"));
     fputs(c.per_program().c_str(), stderr);
+    const auto [walked, reused] = session->kernel_stacks_at_begin();
+    if (walked + reused)
+      note("kernel stacks at waits' begins: " + std::to_string(walked) +
+           " walked, " + std::to_string(reused) +
+           " the same as the thread's last (reused)");
     const SymbolizeStats &st = run.symbolizer().stats();
     note("symbolization: " + std::to_string(st.named) + " frames named, " +
          std::to_string(st.unnamed) + " unnamed");

@@ -401,6 +401,44 @@ TEST_F(LockKinds, SpinlockWaitsAgreeWithBpftrace) {
     EXPECT_NE(kind_of(l), "spinlock") << "spinning by default: " << l.text;
 }
 
+// The kernel stack at a begin is reused while the words it was found in
+// are unchanged (bpf/rwsem.bpf.c). Threads taking the siglock through two
+// system calls in turns (rt_sigprocmask in set_blocked, rt_sigaction in
+// set_action, eight of each): every wait's kernel stack is its own call's,
+// the memo was used, and it was walked again when the call changed.
+TEST_F(LockKinds, ReusedKernelStacksFollowTheirCall) {
+  Workload w({WORKLOAD_LOCK_KINDS, "sigpaths", "8"});
+  auto ours = test::run({OFFCPU_BIN, "lock", "-p", std::to_string(w.pid()),
+                         "-Y", "spinlock", "-v", "-f", "3"},
+                        90);
+  ASSERT_EQ(ours.exit_code, 0) << ours.err;
+  std::smatch m;
+  ASSERT_TRUE(std::regex_search(
+      ours.err, m,
+      std::regex("kernel stacks at waits' begins: (\\d+) walked, (\\d+) ")))
+      << ours.err;
+  EXPECT_GT(std::stoull(m[1]), 0u);
+  EXPECT_GT(std::stoull(m[2]), 0u) << "no kernel stack was reused";
+  uint64_t total = 0, action = 0, blocked = 0;
+  for (const auto &l : test::parse_folded(ours.out)) {
+    total += l.value;
+    const bool by_action = test::frame_index(l, "set_action") >= 0;
+    const bool by_mask = test::frame_index(l, "set_blocked") >= 0;
+    const bool in_action = test::frame_index(l, "__x64_sys_rt_sigaction") >= 0;
+    const bool in_mask = test::frame_index(l, "__x64_sys_rt_sigprocmask") >= 0;
+    EXPECT_FALSE(by_action && in_mask) << l.text;
+    EXPECT_FALSE(by_mask && in_action) << l.text;
+    action += by_action && in_action ? l.value : 0;
+    blocked += by_mask && in_mask ? l.value : 0;
+  }
+  std::cerr << "siglock waits: " << action << " us in rt_sigaction, " << blocked
+            << " us in rt_sigprocmask of " << total << " us\n";
+  EXPECT_GT(action, 0u);
+  EXPECT_GT(blocked, 0u);
+  // Interrupts spinning on locks of their own make the rest.
+  EXPECT_GE(action + blocked, total * 9 / 10);
+}
+
 // One pipe's owner set (F_SETOWN: its f_owner lock, a rwlock, for
 // writing, flags 5) and read (F_GETOWN: for reading, flags 3) by threads
 // of their own: each side its own kind, each agreeing with bpftrace.

@@ -321,6 +321,31 @@ static void *siglock_thread(void *arg) {
   return NULL;
 }
 
+// Sets SIGUSR1's action to `act` (rt_sigaction): the same siglock, taken
+// through another system call.
+NOINLINE void set_action(const struct sigaction *act) {
+  sigaction(SIGUSR1, act, NULL);
+  __asm__ volatile("" ::: "memory");
+}
+
+// The siglock reached from two system calls in runs of eight: each wait's
+// kernel stack must be its own call's, whatever the one before was.
+static void *sigpaths_thread(void *arg) {
+  (void)arg;
+  pthread_setname_np(pthread_self(), "sigpaths");
+  static const uint64_t masks[2] = {0, 1ull << (SIGUSR2 - 1)};
+  struct sigaction acts[2] = {{0}};
+  acts[0].sa_handler = SIG_IGN;
+  acts[1].sa_handler = SIG_DFL;
+  for (unsigned i = 0;; i++) {
+    if (i & 8)
+      set_action(&acts[i & 1]);
+    else
+      set_blocked(&masks[i & 1]);
+  }
+  return NULL;
+}
+
 // ---- fowner: a rwlock ----
 
 static int owned_fd = -1;
@@ -353,10 +378,12 @@ static void *getowner_thread(void *arg) {
 }
 
 static int usage(void) {
-  fprintf(stderr, "usage: lock_kinds console [THREADS] | uprobe [REGISTRARS "
-                  "[FORKERS]] | pi [THREADS [HOLD_US]] | readdir DIR "
-                  "[THREADS] | siglock [THREADS] | fowner [WRITERS "
-                  "[READERS]]\n");
+  fprintf(
+      stderr,
+      "usage: lock_kinds console [THREADS] | uprobe [REGISTRARS "
+      "[FORKERS]] | pi [THREADS [HOLD_US]] | readdir DIR "
+      "[THREADS] | siglock [THREADS] | sigpaths [THREADS] | fowner [WRITERS "
+      "[READERS]]\n");
   return 2;
 }
 
@@ -401,6 +428,10 @@ int main(int argc, char **argv) {
     int threads = argc > 2 ? atoi(argv[2]) : 4;
     for (int i = 0; i < threads; i++)
       pthread_create(&t, NULL, siglock_thread, NULL);
+  } else if (!strcmp(mode, "sigpaths")) {
+    int threads = argc > 2 ? atoi(argv[2]) : 4;
+    for (int i = 0; i < threads; i++)
+      pthread_create(&t, NULL, sigpaths_thread, NULL);
   } else if (!strcmp(mode, "fowner")) {
     int writers = argc > 2 ? atoi(argv[2]) : 2;
     int readers = argc > 3 ? atoi(argv[3]) : 2;
