@@ -230,12 +230,19 @@ struct lock_kmemo {
   __u64 val[LK_MEMO_WORDS];
 };
 
+/* A thread's memos: its last user walks (user_unwind.bpf.h's), reused
+ * while they hold, and its last kernel stack. */
+struct lock_memos {
+  struct uw_memo_set user;
+  struct lock_kmemo kernel;
+};
+
 struct {
   __uint(type, BPF_MAP_TYPE_TASK_STORAGE);
   __uint(map_flags, BPF_F_NO_PREALLOC);
   __type(key, int);
-  __type(value, struct lock_kmemo);
-} lock_kmemos SEC(".maps");
+  __type(value, struct lock_memos);
+} lock_memos SEC(".maps");
 
 struct lock_span {
   __u64 w[LK_SPAN_WORDS];
@@ -356,18 +363,17 @@ static __always_inline __u64 lk_walk(void *ctx, struct lock_kmemo *m,
   return id;
 }
 
-/* The current thread's kernel stack at a begin (`memo`: from a BTF-typed
- * program with task storage). */
-static __always_inline __u64 lock_kernel_stack(void *ctx, bool memo) {
-  if (!memo)
+/* The current thread's kernel stack at a begin (`m`: its memo, NULL
+ * where there is none). */
+static __always_inline __u64 lock_kernel_stack(void *ctx,
+                                               struct lock_kmemo *m) {
+  if (!m)
     return take_current_stack(ctx, 0);
   struct task_struct *t = bpf_get_current_task_btf();
   __u32 zero = 0;
   struct lock_span *span = bpf_map_lookup_elem(&lock_spans, &zero);
-  struct lock_kmemo *m =
-      bpf_task_storage_get(&lock_kmemos, t, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
   __u64 base = (__u64)ctx, bottom = (__u64)t->stack;
-  if (!span || !m || base < bottom || base >= bottom + LK_THREAD_SIZE)
+  if (!span || base < bottom || base >= bottom + LK_THREAD_SIZE)
     return take_current_stack(ctx, 0);
   __u32 top = (bottom + LK_THREAD_SIZE - base) / 8;
   __u32 room = top < LK_SPAN_WORDS ? top : LK_SPAN_WORDS;
@@ -394,15 +400,33 @@ static __always_inline __u64 lock_kernel_stack(void *ctx, bool memo) {
 static __always_inline void take_stacks(void *ctx, struct task_struct *task,
                                         __u32 tgid, struct rwsem_start *rec,
                                         bool typed) {
+  /* The thread's memos: BTF-typed programs with task storage. */
+  struct lock_memos *m =
+      typed && use_task_storage
+          ? bpf_task_storage_get(&lock_memos, bpf_get_current_task_btf(), 0,
+                                 BPF_LOCAL_STORAGE_GET_F_CREATE)
+          : NULL;
   if (want_user_stacks) {
     __u32 partial = 0; /* taken again by the next wait, not rewalked */
-    rec->user_stack = user_fp_walk ? walk_user_stack(bpf_get_current_task_btf(),
-                                                     false, &partial)
-                                   : take_current_stack(ctx, BPF_F_USER_STACK);
-    announce(task, tgid, rec->user_stack);
+    bool reused = false;
+    struct task_struct *t = bpf_get_current_task_btf();
+    if (!user_fp_walk)
+      rec->user_stack = take_current_stack(ctx, BPF_F_USER_STACK);
+#ifdef OFFCPU_DIRECT_LOADS
+    /* The memo walk is a global function only here; inlined, it would
+     * not fit the program's 512-byte stack (the probe-reads object). */
+    else if (m)
+      rec->user_stack = walk_user_stack_hook(t, &partial, &m->user, &reused,
+                                             false, SCRATCH_HOOK);
+#endif
+    else
+      rec->user_stack = walk_user_stack(t, false, &partial);
+    /* A reused stack was announced when it was walked. */
+    if (!reused && !announce(task, tgid, rec->user_stack) && m)
+      uw_memo_forget(&m->user);
   }
   if (want_kernel_stacks)
-    rec->kernel_stack = lock_kernel_stack(ctx, typed && use_task_storage);
+    rec->kernel_stack = lock_kernel_stack(ctx, m ? &m->kernel : NULL);
 }
 
 /* `typed`: called from a BTF-typed program (tp_btf, fentry), which may

@@ -121,7 +121,7 @@ int try_load(rwsem_bpf *skel, const RwsemConfig &o, const RwsemPlan &p,
 #undef OFFCPU_FUTEX_AUTOLOAD
   bpf_program__set_autoload(skel->progs.slab_names, s.lock_slab_caches);
   bpf_map__set_autocreate(skel->maps.lock_starts_task, p.task_storage);
-  bpf_map__set_autocreate(skel->maps.lock_kmemos, p.task_storage);
+  bpf_map__set_autocreate(skel->maps.lock_memos, p.task_storage);
   bpf_program__set_autoload(skel->progs.lock_open_waits, p.task_storage);
   bpf_program__set_autoload(skel->progs.lock_fork, o.follow_children);
   bpf_program__set_autoload(skel->progs.lock_exit, o.follow_children);
