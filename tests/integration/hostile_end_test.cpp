@@ -171,7 +171,9 @@ TEST_F(HostileEnd, NamingEndsWithinASecondOfTheWindow) {
   ASSERT_TRUE(w.ready()) << w.error();
   // Frame pointers: the walk goes through the forged frames into the files
   // (unwind tables would step over them to the real caller).
-  Timed t = run_offcpu({"--user-unwind", "fp", "-p", w.pid(), "-f", "2"}, 2);
+  // -v: the second is counted from the window's end (expect_clean_run).
+  Timed t =
+      run_offcpu({"-v", "--user-unwind", "fp", "-p", w.pid(), "-f", "2"}, 2);
   std::cerr << "[ info ] offcpu with " << kFiles
             << " costly files: " << t.seconds
             << " s for a 2 s window, peak RSS " << t.r.max_rss_kb / 1024

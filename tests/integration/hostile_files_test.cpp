@@ -81,14 +81,15 @@ TEST_F(HostileFiles, PerfMapFifoOrDeviceDoesNotHang) {
   {
     Workload w = start({hostile(), "jit", "fifo"});
     ASSERT_TRUE(w.ready()) << w.error();
-    Timed t = run_offcpu({"-p", w.pid(), "-f", "1"}, 1);
+    // -v: the second is counted from the window's end (expect_clean_run).
+    Timed t = run_offcpu({"-v", "-p", w.pid(), "-f", "1"}, 1);
     expect_clean_run(t, 1, "perf map a FIFO held open by its writer");
     EXPECT_TRUE(has_comm(t.r.out, "hostile")) << t.r.out;
   }
   {
     Workload w = start({hostile(), "jit", "symlink", "/dev/zero"});
     ASSERT_TRUE(w.ready()) << w.error();
-    Timed t = run_offcpu({"-p", w.pid(), "-f", "1"}, 1);
+    Timed t = run_offcpu({"-v", "-p", w.pid(), "-f", "1"}, 1);
     expect_clean_run(t, 1, "perf map a symlink to /dev/zero");
     EXPECT_TRUE(has_comm(t.r.out, "hostile")) << t.r.out;
     std::cerr << "[ info ] /dev/zero as perf map: " << t.seconds << " s, peak "
