@@ -204,28 +204,33 @@ static __always_inline void wait_end(__u32 pid, __u64 lock) {
  * word where it was would walk the same frames: the tracer's frames below
  * ctx are the same code, and each frame's size is fixed by its return
  * address (ORC), so the next one lies where it was noted. Where it was is
- * counted from ctx, or, from some frame on, from the stack's top: system
- * call entry moves the frames below it by a random offset
- * (CONFIG_RANDOMIZE_KSTACK_OFFSET), and do_syscall_64, whose frame holds
- * it, is left through its frame pointer, set before the offset was taken,
- * so the frames above it keep their place from the top. Contentions on an
- * interrupt's stack, or deeper than the span read, are walked each time.
- * In task storage (5.11+), as the wait itself. */
+ * counted from ctx, except for the words next to the stack's top, counted
+ * from the top: system-call entry moves every frame below its own by a
+ * random offset (CONFIG_RANDOMIZE_KSTACK_OFFSET, taken in do_syscall_64's
+ * frame), while entry's return address stays just below the saved user
+ * registers. Which count a word gets is fixed when it is noted, by its
+ * place then: a check that tried both could match a stale copy of a
+ * return address left by an earlier call. Contentions on an interrupt's
+ * stack, or deeper than the span read, are walked each time. In task
+ * storage (5.11+), as the wait itself. */
 #define LK_MEMO_WORDS 48     /* frames noted; deeper stacks are walked */
 #define LK_SPAN_WORDS 1024   /* 8 KiB of stack above the context read */
 #define LK_THREAD_SIZE 16384 /* x86-64, arm64 (KASAN's 32 KiB: read less) */
 #define LK_TRACER_FRAMES 4   /* frames below the context, at most */
+/* Words this close to the top are counted from it: x86-64's pt_regs (21
+ * words) and entry's return address into the system call's handler. */
+#define LK_TOP_WORDS 24
 /* A thread whose memo missed this many times in a row (its stack changes
  * from one wait to the next) notes one only every 64th begin: a missed
  * check and a noting cost ~2 us more than the walk alone. */
 #define LK_MEMO_TRIES 4
 
 struct lock_kmemo {
-  __u64 stack;  /* the stored stack */
-  __u32 n;      /* words noted; 0: none */
-  __u32 top;    /* words from ctx to the stack's top when noted */
-  __u32 misses; /* begins since the memo last held */
-  __u32 pad;
+  __u64 stack;              /* the stored stack */
+  __u32 n;                  /* words noted; 0: none */
+  __u32 top;                /* words from ctx to the stack's top when noted */
+  __u32 misses;             /* begins since the memo last held */
+  __u32 from_ctx;           /* the first words, counted from ctx */
   __u16 off[LK_MEMO_WORDS]; /* from ctx, in words, when noted */
   __u64 val[LK_MEMO_WORDS];
 };
@@ -311,25 +316,16 @@ static __always_inline long lk_read_span(struct lock_span *span, __u64 words,
 }
 
 /* Whether the memo's words are all where they were (the span read up to
- * `room` words; `top`: words from ctx to the top now): each at its place
- * from ctx, then, from the first that is not, each at its place from the
- * top. */
+ * `room` words; `top`: words from ctx to the top now). */
 static __always_inline bool lk_memo_holds(struct lock_kmemo *m,
                                           struct lock_span *span, __u32 room,
                                           __u32 top) {
-  __s64 shift = 0; /* 0 while counted from ctx */
   for (__u32 i = 0; i < LK_MEMO_WORDS; i++) {
     if (i >= m->n)
       return true;
-    __u64 off = m->off[i];
-    same_register(off);
-    if (!shift && off < LK_SPAN_WORDS && span->w[off] == m->val[i])
-      continue;
-    if (!shift)
-      shift = (__s64)top - (__s64)m->top;
-    if (!shift)
-      return false;
-    __u64 at = off + shift;
+    __u64 at = m->off[i];
+    if (i >= m->from_ctx)
+      at = top - (m->top - at); /* as far from the top as then */
     same_register(at);
     if (at >= room || at >= LK_SPAN_WORDS || span->w[at] != m->val[i])
       return false;
@@ -358,6 +354,10 @@ static __always_inline __u64 lk_walk(void *ctx, struct lock_kmemo *m,
   if (c.n && c.k == c.nips) {
     m->stack = id;
     m->top = top;
+    m->from_ctx = 0;
+    for (__u32 i = 0; i < LK_MEMO_WORDS && i < c.n; i++)
+      if (top - m->off[i] > LK_TOP_WORDS)
+        m->from_ctx = i + 1;
     m->n = c.n;
   }
   return id;
@@ -380,8 +380,8 @@ static __always_inline __u64 lock_kernel_stack(void *ctx,
   __u32 n = m->n;
   if (n && n <= LK_MEMO_WORDS) {
     /* Up to the last word noted, where it would be now. */
-    __u32 need = m->off[(n - 1) & (LK_MEMO_WORDS - 1)] + 1;
-    need += top > m->top ? top - m->top : 0;
+    __u32 need =
+        m->from_ctx < n ? top : m->off[(n - 1) & (LK_MEMO_WORDS - 1)] + 1;
     if (need <= room && !lk_read_span(span, need, ctx) &&
         lk_memo_holds(m, span, need, top)) {
       m->misses = 0;
