@@ -369,6 +369,27 @@ private:
   uint64_t cut_waits_ = 0;
 };
 
+// -v, after the report: the window's edges, what the programs cost, how
+// the stacks were taken and named.
+void note_run(const RwsemSession &session, const SelfCost &cost,
+              const SymbolizeStats &st) {
+  note("traced from " + std::to_string(session.attached_ns()) + " to " +
+       std::to_string(session.stopped_ns()) + " ns (CLOCK_MONOTONIC)");
+  const bool contentions = session.hooks_lead_with_contentions();
+  const CostReport c =
+      cost.report(session.stopped_ns() - session.attached_ns());
+  note(c.summary(contentions ? "lock contention" : "context switch",
+                 contentions ? "contentions" : "switches"));
+  fputs(c.per_program().c_str(), stderr);
+  const auto [walked, reused] = session.kernel_stacks_at_begin();
+  if (walked + reused)
+    note("kernel stacks at waits' begins: " + std::to_string(walked) +
+         " walked, " + std::to_string(reused) +
+         " the same as the thread's last (reused)");
+  note("symbolization: " + std::to_string(st.named) + " frames named, " +
+       std::to_string(st.unnamed) + " unnamed");
+}
+
 } // namespace
 
 bool process_name_exists(const std::string &name, bool threads) {
@@ -462,24 +483,8 @@ int run_rwsem(const RwsemOptions &given) {
        run.symbolizer().describe_losses())
           .c_str(),
       stderr);
-  if (opts.verbose) {
-    note("traced from " + std::to_string(session->attached_ns()) + " to " +
-         std::to_string(session->stopped_ns()) + " ns (CLOCK_MONOTONIC)");
-    const bool contentions = session->hooks_lead_with_contentions();
-    const CostReport c =
-        cost.report(session->stopped_ns() - session->attached_ns());
-    note(c.summary(contentions ? "lock contention" : "context switch",
-                   contentions ? "contentions" : "switches"));
-    fputs(c.per_program().c_str(), stderr);
-    const auto [walked, reused] = session->kernel_stacks_at_begin();
-    if (walked + reused)
-      note("kernel stacks at waits' begins: " + std::to_string(walked) +
-           " walked, " + std::to_string(reused) +
-           " the same as the thread's last (reused)");
-    const SymbolizeStats &st = run.symbolizer().stats();
-    note("symbolization: " + std::to_string(st.named) + " frames named, " +
-         std::to_string(st.unnamed) + " unnamed");
-  }
+  if (opts.verbose)
+    note_run(*session, cost, run.symbolizer().stats());
   return command ? finish_command(*command) : kExitOk;
 }
 
