@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <unordered_set>
 
 #include "collect/cgroups.h"
@@ -467,10 +468,14 @@ int run_rwsem(const RwsemOptions &given) {
     command->release();
     ended = [&command] { return command->exited(); };
   }
-  // The kernel's run-time statistics of the programs, for -v.
-  SelfCost cost;
-  cost.watch(session->hook_programs());
-  cost.start();
+  // -v: the kernel's run-time statistics of the programs. Only then: while
+  // they are on, every BPF program's run on the machine is timed.
+  std::optional<SelfCost> cost;
+  if (opts.verbose) {
+    cost.emplace();
+    cost->watch(session->hook_programs());
+    cost->start();
+  }
   RwsemRun run(opts, *session, outputs, unwinder, ended);
   if (!run.run())
     return command ? finish_command(*command) : kExitOk; // stdout closed
@@ -483,8 +488,8 @@ int run_rwsem(const RwsemOptions &given) {
        run.symbolizer().describe_losses())
           .c_str(),
       stderr);
-  if (opts.verbose)
-    note_run(*session, cost, run.symbolizer().stats());
+  if (cost)
+    note_run(*session, *cost, run.symbolizer().stats());
   return command ? finish_command(*command) : kExitOk;
 }
 
