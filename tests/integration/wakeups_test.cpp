@@ -192,25 +192,32 @@ TEST_F(Wakeups, TextAndPprofCarryTheWaker) {
   test::run({"/bin/rm", "-rf", dir}, 10);
 }
 
-// The victim's run_delay, interpolated at time t from the workload's
-// samples of /proc/self/task/TID/schedstat.
-double run_delay_at(const std::vector<std::pair<double, double>> &samples,
-                    double t) {
+// One of the workload's samples, in ns: when; the victim's run_delay and
+// time on CPU (from /proc/self/task/TID/schedstat); its own count of its
+// blocked time.
+struct DelaySample {
+  double t, run_delay, on_cpu, blocked;
+};
+
+// A sample's field, interpolated at time t.
+double value_at(const std::vector<DelaySample> &samples, double t,
+                double DelaySample::*field) {
   for (size_t i = 1; i < samples.size(); i++) {
-    if (samples[i].first < t)
+    if (samples[i].t < t)
       continue;
-    auto [t0, d0] = samples[i - 1];
-    auto [t1, d1] = samples[i];
-    return d0 + (d1 - d0) * (t - t0) / (t1 - t0);
+    const DelaySample &a = samples[i - 1], &b = samples[i];
+    return a.*field + (b.*field - a.*field) * (t - a.t) / (b.t - a.t);
   }
-  return samples.empty() ? 0 : samples.back().second;
+  return samples.empty() ? 0 : samples.back().*field;
 }
 
 // A thread woken every 3 ms on a CPU that its real-time waker and two hogs
-// keep busy: offcpu's run-queue time for it agrees with the kernel's
-// run_delay over the same window, within 10%. `extra`: options besides
-// --runqueue.
-void expect_runqueue_time_of_the_kernel(
+// keep busy: offcpu's run-queue time for it is, within 5%, the window less
+// its time on CPU (the kernel's sum_exec_runtime) and less the time it was
+// blocked (counted by the workload: from entering each read that blocked to
+// the write of the byte that ended it); its blocked time is that count.
+// `extra`: options besides --runqueue.
+void expect_true_runqueue_time(
     const std::function<test::RunResult(std::vector<std::string>)> &offcpu,
     std::vector<std::string> extra) {
   test::Subprocess w({WORKLOAD_WAITS, "runq"});
@@ -227,19 +234,27 @@ void expect_runqueue_time_of_the_kernel(
   double from = std::stod(m[1]), to = std::stod(m[2]);
   test::sleep_seconds(0.1);
   w.signal(SIGUSR1);
-  std::vector<std::pair<double, double>> samples;
+  std::vector<DelaySample> samples;
   for (;;) {
     auto line = w.read_line(20);
     ASSERT_TRUE(line);
     if (*line == "end")
       break;
     std::istringstream in(*line);
-    double t, d;
-    in >> t >> d;
-    samples.emplace_back(t, d);
+    DelaySample s{};
+    in >> s.t >> s.run_delay >> s.on_cpu >> s.blocked;
+    samples.push_back(s);
   }
-  double kernel_us =
-      (run_delay_at(samples, to) - run_delay_at(samples, from)) / 1000;
+  auto in_window_us = [&](double DelaySample::*field) {
+    return (value_at(samples, to, field) - value_at(samples, from, field)) /
+           1000;
+  };
+  double kernel_us = in_window_us(&DelaySample::run_delay);
+  // The truth: what the window leaves when the victim was neither on CPU
+  // nor blocked.
+  const double window_us = (to - from) / 1000;
+  const double blocked_us = in_window_us(&DelaySample::blocked);
+  double true_us = window_us - in_window_us(&DelaySample::on_cpu) - blocked_us;
   uint64_t ours_us = 0, total_us = 0;
   for (const auto &l : test::parse_folded(r.out)) {
     if (l.frames[0] != "victim")
@@ -248,33 +263,34 @@ void expect_runqueue_time_of_the_kernel(
     if (test::frame_index(l, "[runqueue]") >= 0)
       ours_us += l.value;
   }
-  ASSERT_GT(kernel_us, 100000) << "the victim waited for the CPU";
-  // One thread cannot wait for a CPU longer than the window; on a loaded
-  // machine the kernel's run_delay did (4.3 s in a 3 s window, 6.18), so
-  // it is no reference there. Nor when the logger's samples, starved, do
-  // not reach both ends of the window.
-  const double window_us = (to - from) / 1000;
-  if (kernel_us > window_us * 1.01 || samples.size() < 2 ||
-      samples.front().first > from || samples.back().first < to)
-    GTEST_SKIP() << "the kernel's run_delay is no reference in this run: "
-                 << kernel_us << " us in a " << window_us << " us window, "
-                 << samples.size() << " samples";
-  EXPECT_NEAR(static_cast<double>(ours_us), kernel_us, kernel_us * 0.10)
-      << "offcpu " << ours_us << " us, kernel run_delay " << kernel_us << " us";
+  ASSERT_TRUE(samples.size() >= 2 && samples.front().t <= from &&
+              samples.back().t >= to)
+      << "the logger's samples do not cover the window: " << samples.size();
+  // The kernel's run_delay, for the record only: on a loaded machine 6.18's
+  // ran 2-25% ahead of the truth (once past the window), where offcpu's
+  // stayed within 0.3% of it.
+  std::cerr << "run-queue time: offcpu " << ours_us << " us, truth " << true_us
+            << " us, kernel run_delay " << kernel_us << " us; blocked: offcpu "
+            << total_us - ours_us << " us, the victim's count " << blocked_us
+            << " us\n";
+  ASSERT_GT(true_us, 100000) << "the victim waited for the CPU";
+  EXPECT_NEAR(static_cast<double>(ours_us), true_us, true_us * 0.05);
+  EXPECT_NEAR(static_cast<double>(total_us - ours_us), blocked_us,
+              blocked_us * 0.05);
   EXPECT_NEAR(static_cast<double>(total_us), 3e6, 3e6 * 0.05)
       << "blocked and runnable add up to the window";
 }
 
 // From the scheduler's own record of when the task was queued
 // (sched_info), read at switch-in: no wakeup hook.
-TEST_F(Wakeups, RunQueueTimeAgreesWithTheKernelsRunDelay) {
-  expect_runqueue_time_of_the_kernel(
+TEST_F(Wakeups, RunQueueTimeIsTheWindowLessCpuAndBlockedTime) {
+  expect_true_runqueue_time(
       [](std::vector<std::string> a) { return offcpu(std::move(a)); }, {});
 }
 
 // With --wakers the wakeup hook runs anyway and stamps the wakeup.
-TEST_F(Wakeups, RunQueueTimeFromTheWakeupHookAgreesToo) {
-  expect_runqueue_time_of_the_kernel(
+TEST_F(Wakeups, RunQueueTimeFromTheWakeupHookIsTooWhatTheWindowLeaves) {
+  expect_true_runqueue_time(
       [](std::vector<std::string> a) { return offcpu(std::move(a)); },
       {"--wakers"});
 }

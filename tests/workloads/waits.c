@@ -5,8 +5,11 @@
 //                  too, so the victim waits for the CPU after each
 //                  wakeup. A "logger" thread on CPU 1 samples the victim's
 //                  /proc/self/task/TID/schedstat (run_delay, the kernel's
-//                  own run-queue time) every 5 ms; on SIGUSR1 the samples
-//                  are printed as "TIME_NS RUN_DELAY_NS", then "end".
+//                  own run-queue time, and its time on CPU) every 5 ms,
+//                  beside the victim's own count of its blocked time (from
+//                  entering each read to the write that ended it); on
+//                  SIGUSR1 the samples are printed as "TIME_NS
+//                  RUN_DELAY_NS ON_CPU_NS BLOCKED_NS", then "end".
 //   waits vfork    "vforker" vforks in a loop; the child sleeps 50 ms and
 //                  exits while the parent waits in D state (vfork waits
 //                  uninterruptibly) inside wait_in_vfork().
@@ -31,7 +34,15 @@
 static int pipe_fds[2];
 static atomic_int victim_tid;
 static volatile sig_atomic_t dump;
-static unsigned long long samples[MAX_SAMPLES][2];
+static unsigned long long samples[MAX_SAMPLES][4];
+// When the waker wrote each byte (by its number, modulo), and the victim's
+// sum of the time from entering each read that blocked to the write of the
+// byte that ended it: with its time on CPU, what is left of a window is
+// its true run-queue time, whatever the kernel's run_delay says (under
+// load 6.18's ran ahead of it, even past the window).
+#define STAMPS 4096
+static atomic_ullong written_at[STAMPS];
+static atomic_ullong own_blocked;
 static atomic_int nsamples;
 
 static unsigned long long now_ns(void) {
@@ -66,8 +77,14 @@ static void *victim_main(void *arg) {
   // microseconds a wakeup takes.
   setpriority(PRIO_PROCESS, 0, 19);
   atomic_store(&victim_tid, (int)syscall(SYS_gettid));
-  for (;;)
+  for (unsigned long long got = 0;; got++) {
+    unsigned long long entered = now_ns();
     victim_read();
+    // A byte written after the read began: the read blocked until then.
+    unsigned long long w = atomic_load(&written_at[got % STAMPS]);
+    if (w > entered)
+      atomic_fetch_add(&own_blocked, w - entered);
+  }
   return NULL;
 }
 
@@ -87,8 +104,9 @@ static void *waker_main(void *arg) {
   struct sched_param fifo = {.sched_priority = 1};
   pthread_setschedparam(pthread_self(), SCHED_FIFO, &fifo);
   struct timespec ts = {0, 2000000};
-  for (;;) {
+  for (unsigned long long sent = 0;; sent++) {
     nanosleep(&ts, NULL);
+    atomic_store(&written_at[sent % STAMPS], now_ns());
     wake_victim();
     unsigned long long until = now_ns() + 1000000;
     while (now_ns() < until)
@@ -107,7 +125,8 @@ static void *hog_main(void *arg) {
   return NULL;
 }
 
-// The victim's run_delay (second field of schedstat), every 5 ms.
+// The victim's run_delay and time on CPU (schedstat's second and first
+// fields) and its own count of its blocked time, every 5 ms.
 static void *logger_main(void *arg) {
   (void)arg;
   pin(1);
@@ -128,6 +147,8 @@ static void *logger_main(void *arg) {
       if (sscanf(buf, "%llu %llu", &on_cpu, &delay) == 2 && i < MAX_SAMPLES) {
         samples[i][0] = t;
         samples[i][1] = delay;
+        samples[i][2] = on_cpu;
+        samples[i][3] = atomic_load(&own_blocked);
         atomic_store(&nsamples, i + 1);
       }
     }
@@ -159,7 +180,8 @@ static int run_queue_mode(void) {
     pause();
   int n = atomic_load(&nsamples);
   for (int i = 0; i < n; i++)
-    printf("%llu %llu\n", samples[i][0], samples[i][1]);
+    printf("%llu %llu %llu %llu\n", samples[i][0], samples[i][1], samples[i][2],
+           samples[i][3]);
   printf("end\n");
   fflush(stdout);
   _exit(0);
