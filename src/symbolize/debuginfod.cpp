@@ -1,5 +1,6 @@
 #include "symbolize/debuginfod.h"
 
+#include <dlfcn.h>
 #include <elfutils/debuginfod.h>
 #include <pwd.h>
 #include <unistd.h>
@@ -19,6 +20,47 @@ namespace {
 // second.
 constexpr uint64_t kQuietNs = 1000000000;
 
+// libdebuginfod is opened only when DEBUGINFOD_URLS asks for it: linked
+// in, it brought libcurl, gnutls, libcrypto, kerberos and LDAP into every
+// run, 4-5 MiB of offcpu's resident memory (issue #27) and their
+// relocations at each start, for a feature most runs leave off.
+struct Api {
+  decltype(&debuginfod_begin) begin = nullptr;
+  decltype(&debuginfod_end) end = nullptr;
+  decltype(&debuginfod_set_user_data) set_user_data = nullptr;
+  decltype(&debuginfod_get_user_data) get_user_data = nullptr;
+  decltype(&debuginfod_set_progressfn) set_progressfn = nullptr;
+  decltype(&debuginfod_find_debuginfo) find_debuginfo = nullptr;
+};
+
+template <typename F> bool bind(void *lib, const char *name, F &fn) {
+  fn = reinterpret_cast<F>(dlsym(lib, name));
+  return fn != nullptr;
+}
+
+// Null (after one warning) if the library or one of its functions is
+// missing. Loaded once; never closed (its client may live to exit).
+const Api *api() {
+  static const Api *loaded = []() -> const Api * {
+    void *lib = dlopen("libdebuginfod.so.1", RTLD_NOW | RTLD_LOCAL);
+    static Api a;
+    if (lib && bind(lib, "debuginfod_begin", a.begin) &&
+        bind(lib, "debuginfod_end", a.end) &&
+        bind(lib, "debuginfod_set_user_data", a.set_user_data) &&
+        bind(lib, "debuginfod_get_user_data", a.get_user_data) &&
+        bind(lib, "debuginfod_set_progressfn", a.set_progressfn) &&
+        bind(lib, "debuginfod_find_debuginfo", a.find_debuginfo))
+      return &a;
+    const char *why = dlerror();
+    fprintf(stderr,
+            "offcpu: warning: DEBUGINFOD_URLS is set but libdebuginfod could "
+            "not be loaded (%s): no debug files are fetched\n",
+            why ? why : "a function is missing");
+    return nullptr;
+  }();
+  return loaded;
+}
+
 } // namespace
 
 Debuginfod::Debuginfod(uint64_t budget_ns)
@@ -33,25 +75,28 @@ Debuginfod::Debuginfod(uint64_t budget_ns)
       setenv("DEBUGINFOD_CACHE_PATH",
              (std::string(pw->pw_dir) + "/.cache/debuginfod_client").c_str(),
              0);
-  debuginfod_client *c = debuginfod_begin();
+  const Api *lib = api();
+  if (!lib)
+    return;
+  debuginfod_client *c = lib->begin();
   if (!c)
     return;
   client_ = c;
-  debuginfod_set_user_data(c, this);
-  debuginfod_set_progressfn(c, [](debuginfod_client *dc, long a, long b) {
+  lib->set_user_data(c, this);
+  lib->set_progressfn(c, [](debuginfod_client *dc, long a, long b) {
     return progress(dc, a, b);
   });
 }
 
 Debuginfod::~Debuginfod() {
   if (client_)
-    debuginfod_end(static_cast<debuginfod_client *>(client_));
+    api()->end(static_cast<debuginfod_client *>(client_));
 }
 
 // libdebuginfod calls this while it downloads: non-zero ends it.
 int Debuginfod::progress(void *client, long done, long total) {
   auto *self = static_cast<Debuginfod *>(
-      debuginfod_get_user_data(static_cast<debuginfod_client *>(client)));
+      api()->get_user_data(static_cast<debuginfod_client *>(client)));
   if (!self)
     return 0;
   const uint64_t now = monotonic_ns();
@@ -94,7 +139,7 @@ UniqueFd Debuginfod::fetch(const std::string &build_id, uint64_t deadline_ns) {
   gave_up_ = false;
   char *path = nullptr;
   // A build id in hex is passed with length 0.
-  int fd = debuginfod_find_debuginfo(
+  int fd = api()->find_debuginfo(
       static_cast<debuginfod_client *>(client_),
       reinterpret_cast<const unsigned char *>(build_id.c_str()), 0, &path);
   free(path);
