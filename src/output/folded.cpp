@@ -98,8 +98,12 @@ template <typename Visit> void each_stack(const StackTree &tree, Visit visit) {
 }
 
 // The lines by value, largest first, ties by text; those under half a unit
-// left out.
-std::string sorted_lines(const std::map<std::string, uint64_t> &ns_by_line) {
+// left out. Handed to `sink` in pieces of about 64 KiB: the text is never
+// whole in memory a second time (on a whole-system run it is megabytes,
+// and it came at the run's peak RSS, issue #27).
+bool write_sorted_lines(const std::map<std::string, uint64_t> &ns_by_line,
+                        const TextSink &sink) {
+  constexpr size_t kPiece = 64 << 10;
   std::vector<std::pair<uint64_t, const std::string *>> lines;
   for (const auto &[line, ns] : ns_by_line) {
     uint64_t us = (ns + 500) / 1000;
@@ -109,10 +113,19 @@ std::string sorted_lines(const std::map<std::string, uint64_t> &ns_by_line) {
   std::sort(lines.begin(), lines.end(), [](const auto &a, const auto &b) {
     return a.first != b.first ? a.first > b.first : *a.second < *b.second;
   });
-  std::string out;
-  for (const auto &[us, line] : lines)
-    out += *line + " " + std::to_string(us) + "\n";
-  return out;
+  std::string piece;
+  for (const auto &[us, line] : lines) {
+    piece += *line;
+    piece += ' ';
+    piece += std::to_string(us);
+    piece += '\n';
+    if (piece.size() >= kPiece) {
+      if (!sink(piece))
+        return false;
+      piece.clear();
+    }
+  }
+  return piece.empty() || sink(piece);
 }
 
 // "frames value" with a value a flame graph can draw, or false.
@@ -139,7 +152,8 @@ std::string folded_safe(const std::string &name) {
   return s;
 }
 
-std::string render_folded(const Profile &profile, const LayoutOptions &layout) {
+bool write_folded(const Profile &profile, const LayoutOptions &layout,
+                  const TextSink &sink) {
   std::map<std::string, uint64_t> ns_by_line;
   const bool imported = profile.kind == ProfileKind::Folded;
   for (const Sample &s : profile.samples) {
@@ -156,7 +170,16 @@ std::string render_folded(const Profile &profile, const LayoutOptions &layout) {
       ns_by_line[line] += part.ns;
     }
   }
-  return sorted_lines(ns_by_line);
+  return write_sorted_lines(ns_by_line, sink);
+}
+
+std::string render_folded(const Profile &profile, const LayoutOptions &layout) {
+  std::string out;
+  write_folded(profile, layout, [&out](const std::string &piece) {
+    out += piece;
+    return true;
+  });
+  return out;
 }
 
 Profile read_folded(std::string_view text, size_t *bad_lines,
@@ -277,7 +300,12 @@ std::string render_folded(const StackTree &tree) {
   each_stack(tree, [&](uint32_t id, const std::string &text) {
     ns_by_line[text] += tree.node(id).self_ns;
   });
-  return sorted_lines(ns_by_line);
+  std::string out;
+  write_sorted_lines(ns_by_line, [&out](const std::string &piece) {
+    out += piece;
+    return true;
+  });
+  return out;
 }
 
 Profile folded_profile(const StackTree &tree, const std::string &unit) {

@@ -11,12 +11,16 @@
 #include "model/profile.h"
 #include "model/stack_tree.h"
 #include "output/flamegraph.h"
+#include "output/text_sink.h"
 
 namespace offcpu {
 
 // Lines with identical text are merged; largest first, ties by text. Lines
 // that round to 0 us are dropped.
 std::string render_folded(const Profile &profile, const LayoutOptions &layout);
+// The same through `sink`, a piece at a time; false if the sink stopped it.
+bool write_folded(const Profile &profile, const LayoutOptions &layout,
+                  const TextSink &sink);
 
 // Makes a frame or comm safe for one folded field: no ';', no line breaks.
 std::string folded_safe(const std::string &name);

@@ -60,6 +60,11 @@ bool render_to(const Profile &profile, OutputFormat format,
     return write_trace_json(*profile.timeline, sink);
   if (format == OutputFormat::Perfetto && profile.timeline)
     return write_perfetto(*profile.timeline, sink);
+  if (format == OutputFormat::Folded)
+    return write_folded(profile, {opts.delimited, opts.thread}, sink);
+  if (format == OutputFormat::Text)
+    return write_text(profile, {opts.delimited, opts.thread}, opts.histograms,
+                      sink);
   return sink(render(profile, format, opts));
 }
 

@@ -26,10 +26,10 @@ struct RenderOptions {
 std::string render(const Profile &profile, OutputFormat format,
                    const RenderOptions &opts);
 
-// The same through `sink`: the timeline's JSON and Perfetto trace a piece
-// at a time as they are made (a long run's are hundreds of megabytes), the
-// others whole. False if
-// the sink stopped it.
+// The same through `sink`: the timeline's JSON and Perfetto trace, the
+// text report and folded text a piece at a time as they are made (a long run's
+// are hundreds of megabytes, a whole-system report tens), the others whole.
+// False if the sink stopped it.
 bool render_to(const Profile &profile, OutputFormat format,
                const RenderOptions &opts, const TextSink &sink);
 

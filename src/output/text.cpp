@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cinttypes>
 #include <cstdio>
+#include <deque>
+#include <string_view>
 #include <unordered_map>
 
 #include "model/layout.h"
@@ -174,36 +176,42 @@ struct Entry {
   Totals totals;
 };
 
+// The entries, in a deque so that the index can key them by views of
+// their own lines (one copy of the report's text, not two: a whole-system
+// run's report is megabytes, issue #27).
+struct Entries {
+  std::deque<Entry> all;
+  std::vector<Entry *> order; // report order, the ones shown
+};
+
 // The entries in report order. Off-CPU entries that round to 0 us are left
 // out; lock waits are all shown (a contention is news at any length).
-std::vector<Entry> report_entries(const Profile &p,
-                                  const LayoutOptions &layout) {
-  std::vector<Entry> entries;
-  std::unordered_map<std::string, size_t> index;
+void report_entries(const Profile &p, const LayoutOptions &layout,
+                    Entries &out) {
+  std::unordered_map<std::string_view, Entry *> index;
   for (const Sample &s : p.samples) {
     std::string lines = stack_lines(s, layout);
-    auto [it, fresh] = index.try_emplace(lines, entries.size());
-    if (fresh)
-      entries.push_back({&s, std::move(lines), {}});
-    entries[it->second].totals.add(s);
+    auto it = index.find(lines);
+    if (it == index.end()) {
+      Entry &e = out.all.emplace_back(Entry{&s, std::move(lines), {}});
+      it = index.emplace(e.lines, &e).first;
+    }
+    it->second->totals.add(s);
   }
   const bool locks = p.kind == ProfileKind::LockWaits;
-  entries.erase(std::remove_if(entries.begin(), entries.end(),
-                               [locks](const Entry &e) {
-                                 return !locks && e.totals.total_ns < 500;
-                               }),
-                entries.end());
-  std::sort(entries.begin(), entries.end(),
-            [locks](const Entry &a, const Entry &b) {
-              if (a.totals.total_ns != b.totals.total_ns)
-                return a.totals.total_ns < b.totals.total_ns;
-              if (locks || a.first->tid != b.first->tid)
-                return a.first->tid < b.first->tid;
-              if (a.first->comm != b.first->comm)
-                return a.first->comm < b.first->comm;
-              return a.lines < b.lines;
+  for (Entry &e : out.all)
+    if (locks || e.totals.total_ns >= 500)
+      out.order.push_back(&e);
+  std::sort(out.order.begin(), out.order.end(),
+            [locks](const Entry *a, const Entry *b) {
+              if (a->totals.total_ns != b->totals.total_ns)
+                return a->totals.total_ns < b->totals.total_ns;
+              if (locks || a->first->tid != b->first->tid)
+                return a->first->tid < b->first->tid;
+              if (a->first->comm != b->first->comm)
+                return a->first->comm < b->first->comm;
+              return a->lines < b->lines;
             });
-  return entries;
 }
 
 // The state classes of offcpu_state_class, in its order.
@@ -238,13 +246,35 @@ std::string state_summary(const std::vector<uint64_t> &state_ns) {
 
 } // namespace
 
+bool write_text(const Profile &profile, const LayoutOptions &layout,
+                bool histograms, const TextSink &sink) {
+  // Handed on in pieces of about this size, each entry's text freed once
+  // in one: the report is never whole in memory.
+  constexpr size_t kPiece = 64 << 10;
+  Entries entries;
+  report_entries(profile, layout, entries);
+  std::string piece;
+  for (Entry *e : entries.order) {
+    piece += e->lines + totals_line(*e->first, e->totals, profile.runqueue) +
+             latency_lines(*e->first, e->totals, histograms) + "\n";
+    std::string().swap(e->lines);
+    if (piece.size() >= kPiece) {
+      if (!sink(piece))
+        return false;
+      piece.clear();
+    }
+  }
+  return sink(piece + state_summary(profile.state_ns));
+}
+
 std::string render_text(const Profile &profile, const LayoutOptions &layout,
                         bool histograms) {
   std::string out;
-  for (const Entry &e : report_entries(profile, layout))
-    out += e.lines + totals_line(*e.first, e.totals, profile.runqueue) +
-           latency_lines(*e.first, e.totals, histograms) + "\n";
-  return out + state_summary(profile.state_ns);
+  write_text(profile, layout, histograms, [&out](const std::string &piece) {
+    out += piece;
+    return true;
+  });
+  return out;
 }
 
 std::string latency_histogram(const Latency &l) {

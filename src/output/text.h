@@ -12,11 +12,15 @@
 
 #include "model/layout.h"
 #include "model/profile.h"
+#include "output/text_sink.h"
 
 namespace offcpu {
 
 std::string render_text(const Profile &profile, const LayoutOptions &layout,
                         bool histograms = false);
+// The same through `sink`, a piece at a time; false if the sink stopped it.
+bool write_text(const Profile &profile, const LayoutOptions &layout,
+                bool histograms, const TextSink &sink);
 
 // A distribution's log2 histogram, one line a bucket from the first to the
 // last non-empty one (BCC's *dist layout), indented 8; empty if no waits.
