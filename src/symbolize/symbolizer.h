@@ -192,7 +192,8 @@ public:
 
   // Naming is over (no *_frame call follows): frees what only naming
   // needed, the DWARF sections still held (the loader's, files read again
-  // here) and every process's maps readings, before the outputs render
+  // here), the files' and the kernel's symbols and every process's maps
+  // readings, before the outputs render
   // their text (on a whole-system run under pgbench these were 38 MiB of
   // the peak at the output, issue #27). The stats stay.
   void end_naming();
