@@ -1,6 +1,7 @@
 // What the BPF side collected, copied out of its maps, before symbolization.
 #pragma once
 
+#include <algorithm>
 #include <array>
 #include <cstddef>
 #include <cstdint>
@@ -27,17 +28,24 @@ void read_stacks(int stacks_map_fd, const std::vector<uint64_t> &ids,
                  StackTable &out);
 
 // The addresses in the kernel stacks of `counts` (which the stack store
-// keeps apart from user stacks only by the keys that refer to them).
+// keeps apart from user stacks only by the keys that refer to them), each
+// once, sorted: many keys share a stack, and a whole-system run's copy per
+// key was tens of MiB at the end (issue #27).
 template <typename Key, typename Value>
 std::vector<uint64_t>
 kernel_addresses(const std::vector<std::pair<Key, Value>> &counts,
                  const StackTable &stacks) {
+  std::unordered_set<uint64_t> seen;
   std::vector<uint64_t> out;
   for (const auto &kv : counts) {
+    if (!seen.insert(kv.first.kernel_stack).second)
+      continue;
     auto it = stacks.find(kv.first.kernel_stack);
     if (it != stacks.end())
       out.insert(out.end(), it->second.begin(), it->second.end());
   }
+  std::sort(out.begin(), out.end());
+  out.erase(std::unique(out.begin(), out.end()), out.end());
   return out;
 }
 
