@@ -75,11 +75,22 @@ static __always_inline __u32 futex_call_of(struct task_struct *t, __u64 *word) {
   return OFFCPU_LOCK_FUTEX;
 }
 
+/* Whether `t` is inside a futex system call (its saved call number): two
+ * loads, where the task storage lookup is a helper call and a chain of
+ * them. */
+static __always_inline bool in_futex_syscall(struct task_struct *t) {
+  long nr = ((struct pt_regs *)bpf_task_pt_regs(t))->orig_ax;
+  return nr == OFFCPU_NR_FUTEX || nr == OFFCPU_NR_FUTEX_WAIT ||
+         nr == OFFCPU_NR_FUTEX_WAITV;
+}
+
 /* The futex wait `t` is asleep in, or NULL. One process traced: the
  * other tasks' switches and wakeups, most of the machine's, are told
- * apart by their tgid, without the storage lookup. */
+ * apart by their tgid, without the storage lookup; the traced ones' that
+ * are not inside a futex call (a sleep, a timer's wakeup), by their call
+ * number: a wait is asleep in its call from switch-out to switch-in. */
 static __always_inline struct futex_task *futex_wait_of(struct task_struct *t) {
-  if (!maybe_traced(t->tgid))
+  if (!maybe_traced(t->tgid) || !in_futex_syscall(t))
     return NULL;
   struct futex_task *ft = bpf_task_storage_get(&futex_tasks, t, 0, 0);
   return ft && ft->w.since_ns ? ft : NULL;
