@@ -51,7 +51,7 @@ struct {
 struct {
   __uint(type, BPF_MAP_TYPE_HASH);
   __uint(max_entries, 1); /* sized by the loader */
-  __type(key, struct rwsem_key);
+  __type(key, struct offcpu_futex_key);
   __type(value, struct rwsem_value);
 } futex_waits SEC(".maps");
 
@@ -130,7 +130,7 @@ static __always_inline void futex_sleeps(struct task_struct *prev) {
     count_loss(OFFCPU_LOST_START_STORE);
     return;
   }
-  struct offcpu_futex_start *w = &ft->w;
+  struct offcpu_futex_key *w = &ft->w.key;
   w->uaddr = word;
   w->holder = 0;
   w->tgid = tgid;
@@ -154,7 +154,7 @@ static __always_inline void futex_sleeps(struct task_struct *prev) {
   __u64 clock;
   __u64 since = switch_time(prev, true, &clock), stop = stop_ns;
   /* After the window (see wait_end): none opens. */
-  w->since_ns = stop && since >= stop ? 0 : since;
+  ft->w.since_ns = stop && since >= stop ? 0 : since;
 }
 
 /* A futex waiter switched back in (in place of `prev`): its sleep is
@@ -170,10 +170,13 @@ static __always_inline void futex_wakes(struct futex_task *ft,
   w->since_ns = 0;
   if (!ns || ns < min_wait_ns || ns > max_block_ns)
     return;
-  struct rwsem_key key = offcpu_futex_key_of(w, OFFCPU_WAKER_UNSEEN);
+  /* The key in place: no copy to build (its pad stays 0 from the
+   * storage's creation). */
+  if (!w->key.holder)
+    w->key.holder = OFFCPU_WAKER_UNSEEN;
   struct rwsem_value zero = {};
   struct rwsem_value *val =
-      lookup_or_insert(&futex_waits, &key, &zero, OFFCPU_LOST_AGG_MAP_FULL);
+      lookup_or_insert(&futex_waits, &w->key, &zero, OFFCPU_LOST_AGG_MAP_FULL);
   if (!val)
     return;
   /* A key holds one thread's waits (its pid is in the key), charged at its
@@ -212,9 +215,9 @@ int BPF_PROG(futex_switch, bool preempt, struct task_struct *prev,
 SEC("tp_btf/sched_waking")
 int BPF_PROG(futex_waking, struct task_struct *p) {
   struct futex_task *ft = futex_wait_of(p);
-  if (!ft || ft->w.holder)
+  if (!ft || ft->w.key.holder)
     return 0;
-  ft->w.holder =
+  ft->w.key.holder =
       want_wakers ? take_waker(ctx, NULL, false, true) : futex_light_holder(ft);
   return 0;
 }

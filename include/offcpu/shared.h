@@ -507,12 +507,12 @@ offcpu_futex_kind_of(__u64 op) {
 #define OFFCPU_NR_FUTEX_WAITV 449 /* 5.16+ */
 #define OFFCPU_NR_FUTEX_WAIT 455  /* 6.7+ */
 
-/* A futex wait in progress (offcpu lock --futex): a thread asleep inside a
- * futex call since `since_ns`, kept in its task storage; the stop pass's
- * iterator reads it back with `pid` set. */
-struct offcpu_futex_start {
+/* What a futex wait's totals are kept by in the futex_waits map: 56
+ * bytes, where a rwsem_key is 104; a wait's end hashes and compares its
+ * key, and the element holding it spans fewer cache lines. No kernel
+ * stack: it is always the futex call's. */
+struct offcpu_futex_key {
   __u64 uaddr;      /* the futex word (futex_waitv: its first) */
-  __u64 since_ns;   /* when it went to sleep; 0: not asleep in one */
   __u64 user_stack; /* walked as it went to sleep */
   __u64 holder;     /* who woke it: an offcpu_waker id, or 0 */
   __u32 tgid;
@@ -522,21 +522,29 @@ struct offcpu_futex_start {
   char comm[OFFCPU_COMM_LEN];
 };
 
-/* The aggregation key of futex wait `w`: built alike by the BPF program
- * at the waiter's switch-in and by user space for the waits still asleep
- * at stop (`unwoken`: the holder marker when no wakeup was seen). No kernel
- * stack: it is always the futex call's. */
+/* A futex wait in progress (offcpu lock --futex): a thread asleep inside a
+ * futex call since `since_ns`, kept in its task storage; its key is the
+ * map's key when it ends (looked up in place, not copied), and the stop
+ * pass's iterator reads it back. */
+struct offcpu_futex_start {
+  struct offcpu_futex_key key;
+  __u64 since_ns; /* when it went to sleep; 0: not asleep in one */
+};
+
+/* The report's key of futex wait key `f`, for the map's keys and for the
+ * waits still asleep at stop (`unwoken`: the holder marker when no wakeup
+ * was seen). */
 static inline __attribute__((always_inline)) struct rwsem_key
-offcpu_futex_key_of(const struct offcpu_futex_start *w, __u64 unwoken) {
+offcpu_futex_key_of(const struct offcpu_futex_key *f, __u64 unwoken) {
   struct rwsem_key k;
   __builtin_memset(&k, 0, sizeof(k));
-  k.tgid = w->tgid;
-  k.pid = w->pid;
-  k.user_stack = w->user_stack;
-  k.lock = w->uaddr;
-  k.waker = w->holder ? w->holder : unwoken;
-  k.kind = w->kind;
-  __builtin_memcpy(k.comm, w->comm, sizeof(k.comm));
+  k.tgid = f->tgid;
+  k.pid = f->pid;
+  k.user_stack = f->user_stack;
+  k.lock = f->uaddr;
+  k.waker = f->holder ? f->holder : unwoken;
+  k.kind = f->kind;
+  __builtin_memcpy(k.comm, f->comm, sizeof(k.comm));
   return k;
 }
 

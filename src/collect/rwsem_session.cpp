@@ -480,9 +480,11 @@ void RwsemSession::read_slab_names(RawLockWaits &out) const {
 
 namespace {
 
-// Takes every (key, value) of an aggregation map into `out`.
-void take_waits(int fd, RawLockWaits &out) {
-  for (const rwsem_key &k : map_keys<rwsem_key>(fd)) {
+// Takes every (key, value) of an aggregation map into `out`, each key
+// under the report's key `report(k)`.
+template <typename Key, typename Report>
+void take_waits(int fd, RawLockWaits &out, Report report) {
+  for (const Key &k : map_keys<Key>(fd)) {
     rwsem_value val{};
     // Atomic take (5.14+); older kernels: read, then delete.
     if (bpf_map_lookup_and_delete_elem(fd, &k, &val) != 0) {
@@ -490,7 +492,7 @@ void take_waits(int fd, RawLockWaits &out) {
         continue;
       bpf_map_delete_elem(fd, &k);
     }
-    out.waits.emplace_back(k, val);
+    out.waits.emplace_back(report(k), val);
   }
 }
 
@@ -511,8 +513,12 @@ void add_open_wait(RawLockWaits &out, const rwsem_key &key, uint64_t delta,
 RawLockWaits RwsemSession::drain() {
   RawLockWaits out;
   out.holder_stacks = wakers_;
-  take_waits(bpf_map__fd(skel_->maps.waits), out);
-  take_waits(bpf_map__fd(skel_->maps.futex_waits), out);
+  take_waits<rwsem_key>(bpf_map__fd(skel_->maps.waits), out,
+                        [](const rwsem_key &k) { return k; });
+  // The map's holder is never 0 (OFFCPU_WAKER_UNSEEN when none was seen).
+  take_waits<offcpu_futex_key>(
+      bpf_map__fd(skel_->maps.futex_waits), out,
+      [](const offcpu_futex_key &k) { return offcpu_futex_key_of(&k, 0); });
   for (int i = 0; i < OFFCPU_LOST_NR; i++)
     out.lost[i] = skel_->bss->lost[i];
   std::vector<uint64_t> ids, waker_ids;
@@ -618,7 +624,8 @@ RawLockWaits RwsemSession::stop_and_drain() {
   if (bpf_program__autoload(skel_->progs.futex_open))
     for (const offcpu_futex_start &w : futex_asleep())
       if (w.since_ns < now && counts(now - w.since_ns))
-        add_open_wait(out, offcpu_futex_key_of(&w, OFFCPU_WAKER_STILL_WAITING),
+        add_open_wait(out,
+                      offcpu_futex_key_of(&w.key, OFFCPU_WAKER_STILL_WAITING),
                       now - w.since_ns, ids, waker_ids);
   read_wakers(bpf_map__fd(skel_->maps.wakers), waker_ids, out.wakers, ids);
   read_stacks(bpf_map__fd(skel_->maps.stacks), ids, out.stacks);
