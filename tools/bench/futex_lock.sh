@@ -11,7 +11,7 @@
 # (kernel.bpf_stats_enabled), over the workload's futex calls in the same
 # seconds (counted by perf stat on the syscalls:sys_enter_futex tracepoint,
 # no BPF); the tools alternate, and the median of the rounds is printed
-# with the load average. offcpu's sched_switch and sched_waking programs
+# with the load average (the order reversed every other round). offcpu's sched_switch and sched_waking programs
 # run for every switch and wakeup of the machine: their cost is in its
 # total.
 set -euo pipefail
@@ -87,7 +87,12 @@ tools="offcpu bpftrace_ustack bpftrace"
 [ -n "${BASE:-}" ] && tools="offcpu offcpu_base bpftrace_ustack bpftrace"
 declare -A rows
 for r in $(seq "$rounds"); do
-  for t in $tools; do
+  # Every other round in reverse order: in one run with BASE, whichever
+  # build was measured second (after the other's exit) read 10-15% more
+  # per call in every round; swapped, the other one did.
+  order=$tools
+  [ $((r % 2)) = 0 ] && order=$(echo "$tools" | tr ' ' '\n' | tac | tr '\n' ' ')
+  for t in $order; do
     case $t in
     offcpu) line=$(measure offcpu "$build/offcpu" lock -p "$wl" -Y futex -f 3600) ;;
     offcpu_base) line=$(measure offcpu_base "$BASE" lock -p "$wl" -Y futex -f 3600) ;;
