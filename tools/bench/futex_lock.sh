@@ -87,9 +87,9 @@ tools="offcpu bpftrace_ustack bpftrace"
 [ -n "${BASE:-}" ] && tools="offcpu offcpu_base bpftrace_ustack bpftrace"
 declare -A rows
 for r in $(seq "$rounds"); do
-  # Every other round in reverse order: in one run with BASE, whichever
-  # build was measured second (after the other's exit) read 10-15% more
-  # per call in every round; swapped, the other one did.
+  # Every other round in reverse order: in two runs with BASE and the
+  # builds' slots swapped, the one measured first was lower in every round
+  # (1-20% a sched_switch run), whichever build it was.
   order=$tools
   [ $((r % 2)) = 0 ] && order=$(echo "$tools" | tr ' ' '\n' | tac | tr '\n' ' ')
   for t in $order; do
