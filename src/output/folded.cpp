@@ -174,12 +174,9 @@ bool write_folded(const Profile &profile, const LayoutOptions &layout,
 }
 
 std::string render_folded(const Profile &profile, const LayoutOptions &layout) {
-  std::string out;
-  write_folded(profile, layout, [&out](const std::string &piece) {
-    out += piece;
-    return true;
+  return collect_text([&](const TextSink &sink) {
+    return write_folded(profile, layout, sink);
   });
-  return out;
 }
 
 Profile read_folded(std::string_view text, size_t *bad_lines,
@@ -300,12 +297,9 @@ std::string render_folded(const StackTree &tree) {
   each_stack(tree, [&](uint32_t id, const std::string &text) {
     ns_by_line[text] += tree.node(id).self_ns;
   });
-  std::string out;
-  write_sorted_lines(ns_by_line, [&out](const std::string &piece) {
-    out += piece;
-    return true;
+  return collect_text([&](const TextSink &sink) {
+    return write_sorted_lines(ns_by_line, sink);
   });
-  return out;
 }
 
 Profile folded_profile(const StackTree &tree, const std::string &unit) {

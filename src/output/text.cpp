@@ -269,12 +269,9 @@ bool write_text(const Profile &profile, const LayoutOptions &layout,
 
 std::string render_text(const Profile &profile, const LayoutOptions &layout,
                         bool histograms) {
-  std::string out;
-  write_text(profile, layout, histograms, [&out](const std::string &piece) {
-    out += piece;
-    return true;
+  return collect_text([&](const TextSink &sink) {
+    return write_text(profile, layout, histograms, sink);
   });
-  return out;
 }
 
 std::string latency_histogram(const Latency &l) {
