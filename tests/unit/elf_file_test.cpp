@@ -322,6 +322,10 @@ TEST(SymbolBudget, DynsymIsReadOnlyWithoutSymtab) {
 // offcpu lock --futex: a futex word is named by the data object holding
 // it, .bss included; outside any, by its mapping.
 TEST(ElfDataSymbols, FutexWordsNamedByTheirVariable) {
+  // Allocated before the first lookup reads this process's maps (once, as
+  // for a traced process): the symbol tables read then may grow the heap
+  // past the end that reading saw.
+  auto on_heap = std::make_unique<int>(0);
   Symbolizer sym(system_files(), KernelSymbols{});
   sym.set_data_symbols(true);
   const auto me = static_cast<uint32_t>(getpid());
@@ -332,7 +336,6 @@ TEST(ElfDataSymbols, FutexWordsNamedByTheirVariable) {
             "offcpu_test_data_word+0x8");
   EXPECT_EQ(sym.user_data(me, 0, at(&offcpu_test_bss_block[600000])),
             "offcpu_test_bss_block+0x927c0");
-  auto on_heap = std::make_unique<int>(0);
 #if defined(__SANITIZE_ADDRESS__)
   // AddressSanitizer's allocator maps its own memory: no [heap] there.
   const char *heap = "anon";
