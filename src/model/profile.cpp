@@ -1,5 +1,7 @@
 #include "model/profile.h"
 
+#include <unordered_map>
+
 namespace offcpu {
 
 uint32_t Profile::module(const std::string &path, const std::string &build_id,
@@ -26,13 +28,23 @@ void Profile::append(const Profile &other) {
     r.module = r.module < modules_to.size() ? modules_to[r.module] : kNoModule;
     mappings_to.push_back(mapping(r));
   }
-  auto renumber = [&](std::vector<Frame> &frames) {
-    for (Frame &f : frames) {
+  // Frames the other profile's samples share stay shared: renumbered once.
+  std::unordered_map<const void *, Frames> renumbered;
+  auto renumber = [&](Frames &frames) {
+    if (frames.empty())
+      return;
+    auto [it, fresh] = renumbered.try_emplace(frames.identity());
+    if (!fresh) {
+      frames = it->second;
+      return;
+    }
+    for (Frame &f : frames.mut()) {
       f.module =
           f.module < modules_to.size() ? modules_to[f.module] : kNoModule;
       f.mapping =
           f.mapping < mappings_to.size() ? mappings_to[f.mapping] : kNoMapping;
     }
+    it->second = frames;
   };
   for (Sample s : other.samples) {
     renumber(s.user);

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "model/boxed.h"
+#include "model/frames.h"
 #include "model/latency.h"
 
 namespace offcpu {
@@ -81,6 +82,8 @@ struct Frame {
   std::shared_ptr<const FrameSource> source{}; // null: no DWARF for it
 };
 
+using Frames = SharedFrames<Frame>;
+
 // What a lock-wait sample adds (offcpu lock, offcpu rwsem).
 struct LockWait {
   uint64_t max_ns = 0;
@@ -118,8 +121,8 @@ struct Waker {
   uint32_t tgid = 0;
   uint32_t tid = 0;
   std::string comm;
-  std::vector<Frame> user;   // root first
-  std::vector<Frame> kernel; // root first
+  Frames user;   // root first
+  Frames kernel; // root first
 };
 
 // One (thread, user stack, kernel stack[, waker]) with its total time.
@@ -127,9 +130,9 @@ struct Sample {
   uint32_t tgid = 0;
   uint32_t tid = 0;
   std::string comm;
-  std::vector<Frame> user;   // root first
-  std::vector<Frame> kernel; // root first
-  bool user_missed = false;  // a user stack was wanted but not taken
+  Frames user;              // root first
+  Frames kernel;            // root first
+  bool user_missed = false; // a user stack was wanted but not taken
   bool kernel_missed = false;
   bool kernel_nosched = false; // kernel stack lacks the __sched frames
   uint64_t total_ns = 0;

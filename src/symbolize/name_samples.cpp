@@ -5,6 +5,8 @@
 #include <cstdio>
 #include <cstring>
 #include <iterator>
+#include <map>
+#include <unordered_map>
 
 #include "model/lock_kinds.h"
 #include "util/utf8.h"
@@ -226,26 +228,62 @@ std::vector<Frame> native_frames(Profile &p, uint32_t tgid, uint64_t stack_id,
   return root_first;
 }
 
+// Each stack named once: the samples that hold it (its threads, their
+// states and wakers) share its frames. A kernel stack's names depend on its
+// addresses alone; a user stack's on its process's maps as well.
+class StackNames {
+public:
+  StackNames(Profile &p, const StackTable &stacks, Symbolizer &sym)
+      : p_(p), stacks_(stacks), sym_(sym) {}
+
+  // Null if the stack is not in the table.
+  const Frames *kernel(uint64_t id) {
+    auto it = kernel_.find(id);
+    if (it != kernel_.end())
+      return &it->second;
+    const auto *ips = find_stack(stacks_, id);
+    if (!ips)
+      return nullptr;
+    Frames f = kernel_frames(p_, *ips, stacks_.truncated.count(id), sym_);
+    return &kernel_.emplace(id, std::move(f)).first->second;
+  }
+  const Frames *user(uint32_t tgid, uint64_t id) {
+    auto it = user_.find({tgid, id});
+    if (it != user_.end())
+      return &it->second;
+    const auto *ips = find_stack(stacks_, id);
+    if (!ips)
+      return nullptr;
+    Frames f =
+        user_frames(p_, tgid, id, *ips, stacks_.truncated.count(id), sym_);
+    return &user_.emplace(std::make_pair(tgid, id), std::move(f)).first->second;
+  }
+
+private:
+  Profile &p_;
+  const StackTable &stacks_;
+  Symbolizer &sym_;
+  std::unordered_map<uint64_t, Frames> kernel_;
+  std::map<std::pair<uint32_t, uint64_t>, Frames> user_;
+};
+
 // The thread and both stacks of an aggregation key.
-Sample name_sample(Profile &p, uint32_t tgid, uint32_t tid, const char *comm,
+Sample name_sample(uint32_t tgid, uint32_t tid, const char *comm,
                    size_t comm_len, uint64_t user_stack, uint64_t kernel_stack,
-                   const StackTable &stacks, Symbolizer &sym,
-                   StackSelection show) {
+                   StackNames &names, StackSelection show) {
   Sample s;
   s.tgid = tgid;
   s.tid = tid;
   s.comm = valid_utf8({comm, strnlen(comm, comm_len)});
   if (show.user && user_stack != OFFCPU_NO_STACK) {
-    if (const auto *ips = find_stack(stacks, user_stack))
-      s.user = user_frames(p, tgid, user_stack, *ips,
-                           stacks.truncated.count(user_stack), sym);
+    if (const Frames *f = names.user(tgid, user_stack))
+      s.user = *f;
     else
       s.user_missed = true;
   }
   if (show.kernel && kernel_stack != OFFCPU_NO_STACK) {
-    if (const auto *ips = find_stack(stacks, kernel_stack))
-      s.kernel =
-          kernel_frames(p, *ips, stacks.truncated.count(kernel_stack), sym);
+    if (const Frames *f = names.kernel(kernel_stack))
+      s.kernel = *f;
     else
       s.kernel_missed = true;
   }
@@ -312,10 +350,9 @@ Waker::Kind marker_kind(uint64_t id) {
 
 // The waker of a key: a task with its stacks, or an interrupt, told apart
 // from a timer by the function that did the wakeup.
-Waker name_waker(Profile &p, uint64_t id,
+Waker name_waker(uint64_t id,
                  const std::unordered_map<uint64_t, offcpu_waker> &wakers,
-                 const StackTable &stacks, Symbolizer &sym,
-                 StackSelection show) {
+                 StackNames &names, StackSelection show) {
   Waker w;
   auto it = wakers.find(id);
   if (id < OFFCPU_WAKER_FIRST_ID || it == wakers.end()) {
@@ -323,13 +360,11 @@ Waker name_waker(Profile &p, uint64_t id,
     return w;
   }
   const offcpu_waker &rw = it->second;
-  const auto *kips = find_stack(stacks, rw.kernel_stack);
   // An interrupt's frames tell a timer from another interrupt, also where
   // no kernel frames are shown (-U: then walked for that alone).
-  const bool frames = show.kernel || rw.kind == OFFCPU_WAKER_INTERRUPT;
-  if (frames && kips)
-    w.kernel =
-        kernel_frames(p, *kips, stacks.truncated.count(rw.kernel_stack), sym);
+  if (show.kernel || rw.kind == OFFCPU_WAKER_INTERRUPT)
+    if (const Frames *f = names.kernel(rw.kernel_stack))
+      w.kernel = *f;
   auto entry =
       std::find_if(w.kernel.begin(), w.kernel.end(),
                    [](const Frame &f) { return is_interrupt_entry(f.name); });
@@ -349,11 +384,9 @@ Waker name_waker(Profile &p, uint64_t id,
   w.tgid = rw.tgid;
   w.tid = rw.pid;
   w.comm = valid_utf8({rw.comm, strnlen(rw.comm, sizeof(rw.comm))});
-  if (show.user && rw.user_stack != OFFCPU_NO_STACK) {
-    if (const auto *uips = find_stack(stacks, rw.user_stack))
-      w.user = user_frames(p, rw.tgid, rw.user_stack, *uips,
-                           stacks.truncated.count(rw.user_stack), sym);
-  }
+  if (show.user && rw.user_stack != OFFCPU_NO_STACK)
+    if (const Frames *f = names.user(rw.tgid, rw.user_stack))
+      w.user = *f;
   return w;
 }
 
@@ -385,10 +418,11 @@ Sample name_wait(Profile &profile, uint32_t tgid, uint32_t tid,
                  uint64_t kernel_stack, uint64_t waker, const RawProfile &raw,
                  Symbolizer &sym) {
   const StackSelection both{true, true};
-  Sample s = name_sample(profile, tgid, tid, comm, comm_len, user_stack,
-                         kernel_stack, raw.stacks, sym, both);
+  StackNames names(profile, raw.stacks, sym);
+  Sample s = name_sample(tgid, tid, comm, comm_len, user_stack, kernel_stack,
+                         names, both);
   if (waker != OFFCPU_WAKER_NONE)
-    s.waker = name_waker(profile, waker, raw.wakers, raw.stacks, sym, both);
+    s.waker = name_waker(waker, raw.wakers, names, both);
   return s;
 }
 
@@ -431,10 +465,10 @@ void add_offcpu_samples(Profile &profile, const RawProfile &raw,
     expect_user_stacks(raw.counts, raw.stacks, sym);
   std::vector<Sample> samples;
   samples.reserve(raw.counts.size());
+  StackNames names(profile, raw.stacks, sym);
   for (const auto &[key, val] : raw.counts) {
-    Sample s =
-        name_sample(profile, key.tgid, key.pid, key.comm, sizeof(key.comm),
-                    key.user_stack, key.kernel_stack, raw.stacks, sym, show);
+    Sample s = name_sample(key.tgid, key.pid, key.comm, sizeof(key.comm),
+                           key.user_stack, key.kernel_stack, names, show);
     s.total_ns = val.total_ns;
     s.count = val.count;
     s.runq_ns = val.runq_ns;
@@ -448,8 +482,7 @@ void add_offcpu_samples(Profile &profile, const RawProfile &raw,
                      : "[cgroup " + std::to_string(key.cgroup) + "]";
     }
     if (key.waker != OFFCPU_WAKER_NONE)
-      s.waker =
-          name_waker(profile, key.waker, raw.wakers, raw.stacks, sym, show);
+      s.waker = name_waker(key.waker, raw.wakers, names, show);
     samples.push_back(std::move(s));
   }
   merge_partial_kernel_stacks(samples);
@@ -484,10 +517,10 @@ void add_lock_waits(Profile &profile, const RawLockWaits &raw, Symbolizer &sym,
                     StackSelection show, bool kinds) {
   if (show.user)
     expect_user_stacks(raw.waits, raw.stacks, sym);
+  StackNames names(profile, raw.stacks, sym);
   for (const auto &[key, val] : raw.waits) {
-    Sample s =
-        name_sample(profile, key.tgid, key.pid, key.comm, sizeof(key.comm),
-                    key.user_stack, key.kernel_stack, raw.stacks, sym, show);
+    Sample s = name_sample(key.tgid, key.pid, key.comm, sizeof(key.comm),
+                           key.user_stack, key.kernel_stack, names, show);
     s.total_ns = val.total_ns;
     s.count = val.count;
     s.latency = Latency::from_buckets(val.hist, val.count, val.max_ns);
@@ -521,8 +554,7 @@ void add_lock_waits(Profile &profile, const RawLockWaits &raw, Symbolizer &sym,
     if (futex && !raw.holder_stacks)
       s.lock->holder = holder_name(key.waker, raw.wakers);
     else if (key.waker != OFFCPU_WAKER_NONE)
-      s.waker =
-          name_waker(profile, key.waker, raw.wakers, raw.stacks, sym, show);
+      s.waker = name_waker(key.waker, raw.wakers, names, show);
     profile.samples.push_back(std::move(s));
   }
 }

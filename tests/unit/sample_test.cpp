@@ -213,6 +213,62 @@ TEST(MapsReadings, EachStackUsesTheMapsItWasTakenUnder) {
             std::vector<std::string>{"[unknown]"});
 }
 
+// A busy host's thread churn gives many samples on few stacks: the
+// threads of one process on one stack share its frames, named once; a
+// process with other maps names the same addresses on its own.
+TEST_F(SampleTest, ThreadsOfOneStackShareItsFrames) {
+  files_.files["/fakeproc/88/maps"] = "";
+  RawProfile raw;
+  raw.stacks[100] = {0xffffffff81000410, 0xffffffff81000310};
+  raw.stacks[200] = {0x401000, 0x402000};
+  raw.counts.push_back({key(5, 200, 100), {1000, 1, 0, 0, {}}});
+  raw.counts.push_back({key(6, 200, 100), {2000, 1, 0, 0, {}}});
+  offcpu_key other = key(88, 200, 100);
+  other.tgid = 88;
+  raw.counts.push_back({other, {3000, 1, 0, 0, {}}});
+  Profile p;
+  add_offcpu_samples(p, raw, *sym_, {});
+  auto &s = p.samples;
+  ASSERT_EQ(s.size(), 3u);
+  EXPECT_EQ(s[0].user.identity(), s[1].user.identity());
+  EXPECT_EQ(s[0].kernel.identity(), s[1].kernel.identity());
+  EXPECT_EQ(s[0].kernel.identity(), s[2].kernel.identity());
+  EXPECT_NE(s[0].user.identity(), s[2].user.identity());
+  EXPECT_EQ(names(s[2].user), names(s[0].user));
+
+  // Changing one sample's frames leaves the others' as they were.
+  s[1].user.mut()[0].name = "changed";
+  EXPECT_NE(s[0].user.identity(), s[1].user.identity());
+  EXPECT_EQ(names(s[0].user),
+            (std::vector<std::string>{"[unknown]", "[unknown]"}));
+  EXPECT_EQ(s[1].user[0].name, "changed");
+
+  // An interval appended to a longer run keeps them shared.
+  Profile whole;
+  whole.append(p);
+  EXPECT_EQ(whole.samples[0].kernel.identity(),
+            whole.samples[2].kernel.identity());
+  EXPECT_EQ(names(whole.samples[0].kernel), names(s[0].kernel));
+}
+
+TEST(SharedFrames, ReadingNeverCopiesWritingAlwaysDoes) {
+  Frames a{{"main", FrameKind::User}, {"wait", FrameKind::User}};
+  const Frames b = a;
+  EXPECT_EQ(a.identity(), b.identity());
+  size_t n = 0;
+  for (const Frame &f : a) // a is not const: still no copy
+    n += f.name.size();
+  EXPECT_EQ(n, 8u);
+  EXPECT_EQ(a.identity(), b.identity());
+  a.erase(a.begin(), a.begin() + 1);
+  EXPECT_EQ(names(a), std::vector<std::string>{"wait"});
+  EXPECT_EQ(names(b), (std::vector<std::string>{"main", "wait"}));
+  a.clear();
+  EXPECT_TRUE(a.empty());
+  EXPECT_EQ(a.identity(), nullptr);
+  EXPECT_EQ(b.size(), 2u);
+}
+
 TEST(TracerFrames, Recognised) {
   EXPECT_TRUE(is_tracer_frame("bpf_prog_6deef7357e7b4530_offcpu_switch [bpf]"));
   EXPECT_TRUE(is_tracer_frame("bpf_trace_run4"));

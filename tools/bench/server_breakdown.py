@@ -25,7 +25,7 @@ Variants (each leaves out or forces one part of the work):
 Several tracers on every switch make each switch slower for all of them
 (colder caches), so compare within one run, not with bench.py's figures.
 
-    sudo python3 tools/bench/server_breakdown.py [--load redis|postgres]
+    sudo python3 tools/bench/server_breakdown.py [--load redis|postgres|sleepers|pipe|churn]
         [--seconds 8] [--repeat 3] [--variants default,-K,...]
         [--base BIN [--base-variants default,-o trace.json]]
     --load sleepers: bench.py's row "1,000 threads waking every 10 ms",
@@ -97,6 +97,28 @@ class Sleepers(OneProcessLoad):
                                      text=True, start_new_session=True)
         if self.proc.stdout.readline().strip() != "ready":
             raise RuntimeError("scale_load busy 1000 did not start")
+
+
+class Churn(OneProcessLoad):
+    """A host with thread churn: short threads, 8 at a time, each sleeping
+    50 us once and exiting (tests/workloads/stack_storm.c churn 8): tens of
+    thousands of thread/stack keys on a few stacks, what offcpu's memory
+    after the window grows with."""
+
+    def __init__(self, src_dir):
+        self.exe = "/tmp/offcpu-bench-stack-storm"
+        subprocess.run(["cc", "-O2", "-pthread", "-o", self.exe,
+                        os.path.join(src_dir, "tests", "workloads", "stack_storm.c")],
+                       check=True)
+
+    def describe(self):
+        return "thread churn (stack_storm churn 8)"
+
+    def start_load(self):
+        self.proc = subprocess.Popen([self.exe, "churn", "8"], stdout=subprocess.PIPE,
+                                     text=True, start_new_session=True)
+        if not self.proc.stdout.readline().startswith("ready"):
+            raise RuntimeError("stack_storm churn 8 did not start")
 
 
 class Pipe(OneProcessLoad):
@@ -221,7 +243,7 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--build", default=os.path.join(os.path.dirname(__file__), "..", "..",
                                                     "build"))
-    ap.add_argument("--load", default="redis", choices=("redis", "postgres", "sleepers", "pipe"))
+    ap.add_argument("--load", default="redis", choices=("redis", "postgres", "sleepers", "pipe", "churn"))
     ap.add_argument("--seconds", type=float, default=8)
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--variants", default=",".join(VARIANTS))
@@ -245,6 +267,8 @@ def main():
         server = Pipe()
     elif args.load == "sleepers":
         server = Sleepers(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
+    elif args.load == "churn":
+        server = Churn(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
     else:
         pg = sl.Postgres.available()
         if not pg:
