@@ -197,6 +197,8 @@ std::string symbolization_summary(const SymbolizeStats &st) {
                                     " read again after being freed"
                               : std::string()) +
             "), " + std::to_string(st.frames_inlined) + " inlined frames";
+  if (st.own_dwarf_skipped)
+    line += ", offcpu's own frames by its symbols only (its DWARF not read)";
   for (const auto &[module, n] : st.unnamed_by_module)
     line += "; " + module + " " + std::to_string(n);
   return line;

@@ -1,6 +1,7 @@
 #include "symbolize/symbolizer.h"
 
 #include <sys/auxv.h>
+#include <sys/stat.h>
 
 #include <algorithm>
 #include <cinttypes>
@@ -32,6 +33,20 @@ constexpr uint64_t kMaxVdsoBytes = 1u << 20;
 constexpr size_t kMaxVdsoImages = 16;
 // Addresses per file handed to the DWARF loader ahead of naming.
 constexpr size_t kMaxWarmOffsets = size_t{1} << 16;
+
+// Whether the open file is the executable this process runs (offcpu's own,
+// traced by a whole-system run).
+bool is_own_executable(int fd) {
+  static const std::pair<dev_t, ino_t> own = [] {
+    struct stat st {};
+    if (stat("/proc/self/exe", &st) != 0)
+      return std::pair<dev_t, ino_t>{0, 0};
+    return std::pair<dev_t, ino_t>{st.st_dev, st.st_ino};
+  }();
+  struct stat st {};
+  return fd >= 0 && own.second != 0 && fstat(fd, &st) == 0 &&
+         st.st_dev == own.first && st.st_ino == own.second;
+}
 
 // From /proc/PID/status: the PID in the process's own namespace (the number
 // a JIT in a container puts in its perf map's name: last field of NSpid)
@@ -486,9 +501,14 @@ void Symbolizer::parse(FileEntry &f) {
         return;
       }
       stats_.elf_files_parsed++;
-      // Its own DWARF, unless a debug file gave some.
-      if (source_.dwarf && !f.dwarf_fd && f.elf->has_debug_info())
+      if (!source_.own_dwarf && (f.dwarf_fd || f.elf->has_debug_info()) &&
+          is_own_executable(f.fd.get())) {
+        stats_.own_dwarf_skipped = true;
+        f.dwarf_fd.reset();
+      } else if (source_.dwarf && !f.dwarf_fd && f.elf->has_debug_info()) {
+        // Its own DWARF, unless a debug file gave some.
         f.dwarf_fd = std::move(f.fd);
+      }
       // Its DWARF read now, on the loader's thread: in the window, the
       // main thread goes on polling, and the end of the run finds it read.
       if (f.dwarf_fd) {

@@ -562,5 +562,28 @@ TEST_F(Profile, WholeSystemTraceSeesKernelThreadsAndOurs) {
   EXPECT_GT(user_threads["stuck"], 900000u);
 }
 
+// A whole-system run traces offcpu too. Its own frames are named by its
+// symbol table: its DWARF (39 MB in a RelWithDebInfo build) was a third of
+// such a run's peak RSS (issue #27). The main thread's loop, blocked in
+// every run, is named by its function.
+TEST_F(Profile, WholeSystemTraceNamesOffcpuByItsSymbols) {
+  test::Subprocess tracer({OFFCPU_BIN, "--per-pid", "-v", "-f", "1"});
+  auto r = tracer.wait(60);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const std::string own = "offcpu-" + std::to_string(tracer.pid()) + ";";
+  bool loop_named = false;
+  size_t pos = 0;
+  while ((pos = r.out.find(own, pos)) != std::string::npos) {
+    size_t end = r.out.find('\n', pos);
+    loop_named |= r.out.substr(pos, end - pos).find("offcpu::run_profile(") !=
+                  std::string::npos;
+    pos = end;
+  }
+  EXPECT_TRUE(loop_named) << r.out;
+  EXPECT_NE(r.err.find("offcpu's own frames by its symbols only"),
+            std::string::npos)
+      << r.err;
+}
+
 } // namespace
 } // namespace offcpu
