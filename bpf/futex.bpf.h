@@ -32,8 +32,29 @@
 #include "user_unwind.bpf.h"
 #include "waker.bpf.h"
 
+/* A thread's waits are added up in its task storage, under its last few
+ * keys, and reach the totals' map only when a key leaves these slots, at
+ * the drain (futex_open, each -i interval and the end) or when the thread
+ * exits. The map has --max-entries keys (65,536: a megabyte of buckets,
+ * 16 MiB of elements), and an update there cost a futex wait ~500 ns of
+ * cache and TLB misses; the thread's storage was just read. A thread
+ * mostly waits on one word from one place, woken by one of a few holders:
+ * one key per holder. */
+#define FUTEX_ACC_SLOTS 4
+
+struct futex_acc {
+  struct offcpu_futex_key key; /* all 0: never used */
+  struct rwsem_value val;      /* count 0: nothing pending */
+};
+
 struct futex_task {
   struct offcpu_futex_start w;
+  /* The slots' values against the drain and the exit, which move them to
+   * the map (a switch-in takes it only during a drain: futex_draining);
+   * their keys change only at the thread's own switch-ins. */
+  struct bpf_spin_lock lock;
+  __u32 evict; /* the slot a new key takes next when none is free */
+  struct futex_acc acc[FUTEX_ACC_SLOTS];
   struct uw_memo_set memo;  /* its last user walks, reused while they hold */
   struct waker_last holder; /* the last holder that woke it (no --wakers) */
 };
@@ -54,6 +75,75 @@ struct {
   __type(key, struct offcpu_futex_key);
   __type(value, struct rwsem_value);
 } futex_waits SEC(".maps");
+
+/* What a key enters the map with. */
+struct rwsem_value futex_zero = {};
+
+/* Set by user space for the drain's pass over the threads (futex_open),
+ * and waited out before it (every program run that read it clear has
+ * ended): only then can another CPU move a thread's slots while it is
+ * switched in, so only then do the switch-ins take the thread's lock.
+ * Left set where user space cannot wait (no membarrier). */
+__u32 futex_draining = 0;
+
+static __always_inline void futex_add_wait(struct rwsem_value *v, __u64 ns) {
+  v->total_ns += ns;
+  v->count++;
+  if (ns > v->max_ns)
+    v->max_ns = ns;
+  v->hist[offcpu_hist_slot(ns)]++;
+}
+
+/* Slot `a`'s pending waits into the map's value `to` (NULL: the map was
+ * full, they are lost and counted), under the thread's lock. A key's
+ * values are only written under its thread's lock: plain adds. */
+static __always_inline void futex_move(struct futex_acc *a,
+                                       struct rwsem_value *to) {
+  if (!to) {
+    __sync_fetch_and_add(&lost[OFFCPU_LOST_AGG_MAP_FULL], a->val.count);
+  } else {
+    to->total_ns += a->val.total_ns;
+    to->count += a->val.count;
+    if (a->val.max_ns > to->max_ns)
+      to->max_ns = a->val.max_ns;
+    for (__u32 i = 0; i < OFFCPU_HIST_BUCKETS; i++)
+      to->hist[i] += a->val.hist[i];
+  }
+  __builtin_memset(&a->val, 0, sizeof(a->val));
+}
+
+/* A wait of `ns` into slot `a`; `fresh`: the slot takes key `k`, its
+ * pending waits moved to the map's value `to` first (unless the drain moved
+ * them meanwhile). */
+static __always_inline void futex_add_to_slot(struct futex_acc *a,
+                                              const struct offcpu_futex_key *k,
+                                              struct rwsem_value *to,
+                                              bool fresh, __u64 ns) {
+  if (fresh) {
+    if (a->val.count)
+      futex_move(a, to);
+    a->key = *k;
+  }
+  futex_add_wait(&a->val, ns);
+}
+
+/* Every slot's pending waits into the map: at the drain (another CPU may
+ * switch the thread in meanwhile and give a slot another key: then that
+ * switch-in moved its waits) and at the thread's exit. */
+static __always_inline void futex_flush(struct futex_task *ft) {
+  for (__u32 i = 0; i < FUTEX_ACC_SLOTS; i++) {
+    struct futex_acc *a = &ft->acc[i];
+    if (!a->val.count)
+      continue;
+    struct offcpu_futex_key key = a->key;
+    struct rwsem_value *to =
+        lookup_or_insert(&futex_waits, &key, &futex_zero, -1);
+    bpf_spin_lock(&ft->lock);
+    if (a->val.count && same_words(&a->key, &key, sizeof(key)))
+      futex_move(a, to);
+    bpf_spin_unlock(&ft->lock);
+  }
+}
 
 /* The kind of futex wait the current system call of `t` is (its saved
  * registers), with its futex word; OFFCPU_LOCK_KINDS if none. */
@@ -115,6 +205,13 @@ static __always_inline void futex_sleeps(struct task_struct *prev) {
    * TASK_WAKING, still a sleep. Preempted, stopped, traced: no wait. */
   unsigned int state =
       bpf_core_field_exists(prev->__state) ? prev->__state : task_state(prev);
+  if (state == OFFCPU_TASK_DEAD) {
+    /* Its last switch-out: its storage goes with it, its waits not. */
+    struct futex_task *ft = bpf_task_storage_get(&futex_tasks, prev, 0, 0);
+    if (ft)
+      futex_flush(ft);
+    return;
+  }
   __u32 cls = offcpu_state_class(state);
   if (cls != OFFCPU_STATE_S && cls != OFFCPU_STATE_D)
     return;
@@ -170,23 +267,36 @@ static __always_inline void futex_wakes(struct futex_task *ft,
   w->since_ns = 0;
   if (!ns || ns < min_wait_ns || ns > max_block_ns)
     return;
-  /* The key in place: no copy to build (its pad stays 0 from the
-   * storage's creation). */
+  /* Its pad stays 0 from the storage's creation. */
   if (!w->key.holder)
     w->key.holder = OFFCPU_WAKER_UNSEEN;
-  struct rwsem_value zero = {};
-  struct rwsem_value *val =
-      lookup_or_insert(&futex_waits, &w->key, &zero, OFFCPU_LOST_AGG_MAP_FULL);
-  if (!val)
-    return;
-  /* A key holds one thread's waits (its pid is in the key), charged at its
-   * switch-ins one after another, never on two CPUs at once: plain adds,
-   * not the locked ones a shared total needs. */
-  val->total_ns += ns;
-  val->count++;
-  if (ns > val->max_ns)
-    val->max_ns = ns;
-  val->hist[offcpu_hist_slot(ns)]++;
+  /* The slot with this key; else a free one, or the next in turn, whose
+   * waits go to the map first. Only this thread's switch-ins set keys (one
+   * at a time): read without the lock. */
+  __u32 i;
+  for (i = 0; i < FUTEX_ACC_SLOTS; i++)
+    if (same_words(&ft->acc[i].key, &w->key, sizeof(w->key)))
+      break;
+  struct rwsem_value *to = NULL;
+  bool fresh = i >= FUTEX_ACC_SLOTS;
+  if (fresh) {
+    for (i = 0; i < FUTEX_ACC_SLOTS; i++)
+      if (!ft->acc[i].val.count)
+        break;
+    if (i >= FUTEX_ACC_SLOTS)
+      i = ft->evict++;
+    i &= FUTEX_ACC_SLOTS - 1;
+    if (ft->acc[i].val.count)
+      to = lookup_or_insert(&futex_waits, &ft->acc[i].key, &futex_zero, -1);
+  }
+  struct futex_acc *a = &ft->acc[i & (FUTEX_ACC_SLOTS - 1)];
+  if (*(volatile __u32 *)&futex_draining) {
+    bpf_spin_lock(&ft->lock);
+    futex_add_to_slot(a, &w->key, to, fresh, ns);
+    bpf_spin_unlock(&ft->lock);
+  } else {
+    futex_add_to_slot(a, &w->key, to, fresh, ns);
+  }
 }
 
 /* The holder without its stacks (no --wakers): who it was, stored once
@@ -222,15 +332,19 @@ int BPF_PROG(futex_waking, struct task_struct *p) {
   return 0;
 }
 
-/* At stop (run by user space after the hooks are detached): every wait
- * still asleep, for user space to charge up to the end. */
+/* Run by user space at each drain: every thread's pending waits into the
+ * map; and every wait still asleep, which the stop (after the hooks are
+ * detached) charges up to the end. A retried pass finds nothing pending. */
 SEC("iter/task")
 int futex_open(struct bpf_iter__task *ctx) {
   struct task_struct *task = ctx->task;
   if (!task)
     return 0;
   struct futex_task *ft = bpf_task_storage_get(&futex_tasks, task, 0, 0);
-  if (ft && ft->w.since_ns)
+  if (!ft)
+    return 0;
+  futex_flush(ft);
+  if (ft->w.since_ns)
     bpf_seq_write(ctx->meta->seq, &ft->w, sizeof(ft->w));
   return 0;
 }

@@ -124,6 +124,7 @@ enum offcpu_state_class {
 #define OFFCPU_TASK_INTERRUPTIBLE 0x1
 #define OFFCPU_TASK_UNINTERRUPTIBLE 0x2
 #define OFFCPU_TASK_IDLE 0x402 /* TASK_UNINTERRUPTIBLE | TASK_NOLOAD */
+#define OFFCPU_TASK_DEAD 0x80  /* a task's last switch-out (4.14+) */
 
 static inline __attribute__((always_inline)) unsigned int
 offcpu_state_class(unsigned int state) {

@@ -1,6 +1,8 @@
 #include "collect/rwsem_session.h"
 
 #include <bpf/bpf.h>
+#include <linux/membarrier.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -70,6 +72,26 @@ bool unwind_tables(const RwsemConfig &o, const RwsemPlan &p) {
   return o.user_unwind_tables && p.user_fp_walk && p.bpf_loop;
 }
 
+// Whether membarrier can wait out every BPF program run in flight (an RCU
+// grace period; not with nohz_full CPUs).
+bool can_wait_out_programs() {
+  long cmds = syscall(SYS_membarrier, MEMBARRIER_CMD_QUERY, 0, 0);
+  return cmds > 0 && (cmds & MEMBARRIER_CMD_GLOBAL);
+}
+
+// The futex programs and their totals' map, where asked for. Where the
+// drain cannot wait out the switch-ins in flight, they always take the
+// thread's lock (futex.bpf.h).
+void set_futex(rwsem_bpf *skel, const RwsemConfig &o) {
+  bpf_map__set_max_entries(skel->maps.futex_waits,
+                           futex(o) ? o.max_entries : 1);
+  skel->bss->futex_draining = !can_wait_out_programs();
+#define OFFCPU_FUTEX_AUTOLOAD(name)                                            \
+  bpf_program__set_autoload(skel->progs.name, futex(o));
+  OFFCPU_FUTEX_PROGS(OFFCPU_FUTEX_AUTOLOAD)
+#undef OFFCPU_FUTEX_AUTOLOAD
+}
+
 int try_load(rwsem_bpf *skel, const RwsemConfig &o, const RwsemPlan &p,
              uint64_t min_wait_ns) {
   offcpu_settings s = default_settings();
@@ -112,13 +134,8 @@ int try_load(rwsem_bpf *skel, const RwsemConfig &o, const RwsemPlan &p,
     need.unwind = o.unwind_sizes;
   size_shared_maps(skel, shared_map_sizes(need));
   bpf_map__set_max_entries(skel->maps.waits, o.max_entries);
-  bpf_map__set_max_entries(skel->maps.futex_waits,
-                           futex(o) ? o.max_entries : 1);
+  set_futex(skel, o);
   bpf_program__set_autoload(skel->progs.rwsem_waking, o.wakers);
-#define OFFCPU_FUTEX_AUTOLOAD(name)                                            \
-  bpf_program__set_autoload(skel->progs.name, futex(o));
-  OFFCPU_FUTEX_PROGS(OFFCPU_FUTEX_AUTOLOAD)
-#undef OFFCPU_FUTEX_AUTOLOAD
   bpf_program__set_autoload(skel->progs.slab_names, s.lock_slab_caches);
   bpf_map__set_autocreate(skel->maps.lock_starts_task, p.task_storage);
   bpf_map__set_autocreate(skel->maps.lock_memos, p.task_storage);
@@ -515,6 +532,21 @@ RawLockWaits RwsemSession::drain() {
   out.holder_stacks = wakers_;
   take_waits<rwsem_key>(bpf_map__fd(skel_->maps.waits), out,
                         [](const rwsem_key &k) { return k; });
+  // The threads' pending futex waits join the map first (futex.bpf.h):
+  // while the hooks run, with the switch-ins taking the threads' locks,
+  // from once every run that did not has ended.
+  if (bpf_program__autoload(skel_->progs.futex_open)) {
+    auto &draining = skel_->bss->futex_draining;
+    bool waited = false;
+    if (!links_.empty() && !draining) {
+      __atomic_store_n(&draining, 1, __ATOMIC_SEQ_CST);
+      // If it fails, the switch-ins keep locking from now on.
+      waited = syscall(SYS_membarrier, MEMBARRIER_CMD_GLOBAL, 0, 0) == 0;
+    }
+    futex_pass();
+    if (waited)
+      __atomic_store_n(&draining, 0, __ATOMIC_SEQ_CST);
+  }
   // The map's holder is never 0 (OFFCPU_WAKER_UNSEEN when none was seen).
   take_waits<offcpu_futex_key>(
       bpf_map__fd(skel_->maps.futex_waits), out,
@@ -568,21 +600,31 @@ std::vector<std::pair<uint32_t, rwsem_start>> RwsemSession::open_waits() const {
   return out;
 }
 
-// The futex_open iterator's records: every futex waiter still asleep.
-std::vector<offcpu_futex_start> RwsemSession::futex_asleep() const {
-  std::vector<offcpu_futex_start> out;
+// A pass of the futex_open iterator over every thread: it moves their
+// pending futex waits into futex_waits and lists those still asleep.
+std::string RwsemSession::futex_pass() const {
+  std::string bytes;
   bpf_link *link = bpf_program__attach_iter(skel_->progs.futex_open, nullptr);
-  if (!link)
-    return out;
+  if (!link) {
+    warn("cannot run the futex pass (" + errno_text(errno) +
+         "): the threads' latest futex waits are not reported");
+    return bytes;
+  }
   BpfLink held(link);
   UniqueFd fd(bpf_iter_create(bpf_link__fd(link)));
-  std::string bytes;
   char buf[4096];
   ssize_t n;
   while (fd && ((n = read(fd.get(), buf, sizeof(buf))) > 0 ||
                 (n < 0 && errno == EINTR)))
     if (n > 0)
       bytes.append(buf, static_cast<size_t>(n));
+  return bytes;
+}
+
+// The futex_open iterator's records: every futex waiter still asleep.
+std::vector<offcpu_futex_start> RwsemSession::futex_asleep() const {
+  std::vector<offcpu_futex_start> out;
+  const std::string bytes = futex_pass();
   for (size_t at = 0; at + sizeof(offcpu_futex_start) <= bytes.size();
        at += sizeof(offcpu_futex_start)) {
     offcpu_futex_start w;

@@ -72,6 +72,8 @@ private:
   void attach_begins();
   void attach_futex();
   std::vector<offcpu_futex_start> futex_asleep() const;
+  // Runs the futex_open iterator; its records (empty if it cannot run).
+  std::string futex_pass() const;
   void read_slab_names(RawLockWaits &out) const;
   std::vector<std::pair<uint32_t, rwsem_start>> open_waits() const;
 

@@ -14,6 +14,7 @@
 #include <fstream>
 #include <iterator>
 #include <regex>
+#include <sstream>
 
 #include "support/bpftrace_total.h"
 #include "support/folded_parse.h"
@@ -173,6 +174,59 @@ TEST_F(FutexLock, HolderStacksWithWakers) {
       by_worker += l.value;
   }
   EXPECT_GT(by_worker, total * 8 / 10) << r.out;
+}
+
+// The handoff_word waits of each report in `out` (text, its intervals in
+// order).
+std::vector<uint64_t> handoff_counts(const std::string &out) {
+  std::vector<uint64_t> counts;
+  std::istringstream in(out);
+  const std::regex header("^\\[\\d\\d:\\d\\d:\\d\\d\\] lock waits over");
+  const std::regex row("^ *(\\d+) +\\d+ us +\\d+ us +\\d+ us +futex +"
+                       "handoff_word ");
+  for (std::string line; std::getline(in, line);) {
+    std::smatch m;
+    if (std::regex_search(line, header))
+      counts.push_back(0);
+    else if (!counts.empty() && std::regex_search(line, m, row))
+      counts.back() += std::stoull(m[1]);
+  }
+  return counts;
+}
+
+// A thread's latest futex waits are added up in its task storage until
+// they reach the totals' map (futex.bpf.h): none may be lost with it. The
+// waiter sleeps exactly 20 times, then exits; so does the process, which
+// ends the run: its waits are reported from its exit.
+TEST_F(FutexLock, WaitsOfAnExitedThreadAllReported) {
+  auto r = test::run({OFFCPU_BIN, "lock", "-Y", "futex", "--",
+                      WORKLOAD_FUTEX_CONTEND, "handoff", "20", "1000", "exit",
+                      "200"},
+                     60);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(handoff_counts(r.out), std::vector<uint64_t>{20}) << r.out;
+}
+
+// The same waits with -i: all in the interval they were in (the waiter
+// then idles), none in a later one; and, in a window that ends while the
+// waiter is still there, at the end.
+TEST_F(FutexLock, WaitsReportedInTheirIntervalAndAtTheEnd) {
+  auto r = test::run({OFFCPU_BIN, "lock", "-Y", "futex", "-i", "1", "2.5", "--",
+                      WORKLOAD_FUTEX_CONTEND, "handoff", "20", "1000", "idle",
+                      "10000"},
+                     60);
+  // The command, still running at the window's end, is ended.
+  ASSERT_EQ(r.exit_code, 128 + SIGTERM) << r.err;
+  std::vector<uint64_t> counts = handoff_counts(r.out);
+  ASSERT_EQ(counts.size(), 3u) << r.out;
+  EXPECT_EQ(counts, (std::vector<uint64_t>{20, 0, 0})) << r.out;
+
+  r = test::run({OFFCPU_BIN, "lock", "-Y", "futex", "1", "--",
+                 WORKLOAD_FUTEX_CONTEND, "handoff", "20", "1000", "idle",
+                 "10000"},
+                60);
+  ASSERT_EQ(r.exit_code, 128 + SIGTERM) << r.err;
+  EXPECT_EQ(handoff_counts(r.out), std::vector<uint64_t>{20}) << r.out;
 }
 
 } // namespace

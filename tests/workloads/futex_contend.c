@@ -9,12 +9,19 @@
 // every 20 ms "W NOW WAITED": CLOCK_MONOTONIC ns and the ns all workers
 // have spent in contended lock calls so far (a trylock failed first), its
 // own measure of the wait to compare with. Runs until killed.
+//   futex_contend handoff ROUNDS HOLD_US exit|idle LINGER_MS
+// A waiter thread ("fc_waiter") sleeps in FUTEX_WAIT on handoff_word, in
+// handoff_wait, exactly ROUNDS times: the main thread wakes it each time
+// HOLD_US after seeing it asleep there. Then the waiter exits (exit) or
+// sleeps in pause() (idle); the process exits LINGER_MS later.
 #define _GNU_SOURCE
+#include <linux/futex.h>
 #include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -65,7 +72,73 @@ static void *worker(void *arg) {
   return NULL;
 }
 
+int handoff_word; // the round the waiter waits out
+static int waiter_tid, waiter_idles;
+
+NOINLINE void handoff_wait(int round) {
+  while (__atomic_load_n(&handoff_word, __ATOMIC_ACQUIRE) == round)
+    syscall(SYS_futex, &handoff_word, FUTEX_WAIT_PRIVATE, round, NULL, NULL, 0);
+}
+
+static void *handoff_waiter(void *arg) {
+  int rounds = *(int *)arg;
+  pthread_setname_np(pthread_self(), "fc_waiter");
+  __atomic_store_n(&waiter_tid, (int)syscall(SYS_gettid), __ATOMIC_RELEASE);
+  for (int i = 0; i < rounds; i++)
+    handoff_wait(i);
+  while (waiter_idles)
+    pause();
+  return NULL;
+}
+
+// Whether thread `tid` is blocked in a futex call (its syscall file names
+// the call only while it is blocked in one).
+static int asleep_in_futex(int tid) {
+  char path[64], buf[64] = "";
+  snprintf(path, sizeof(path), "/proc/self/task/%d/syscall", tid);
+  FILE *f = fopen(path, "r");
+  if (!f)
+    return 0;
+  size_t n = fread(buf, 1, sizeof(buf) - 1, f);
+  fclose(f);
+  buf[n] = 0;
+  return atoi(buf) == SYS_futex && buf[0] != 'r';
+}
+
+static int handoff(int argc, char **argv) {
+  int rounds = argc > 2 ? atoi(argv[2]) : 0;
+  long hold = argc > 3 ? atol(argv[3]) : 0;
+  waiter_idles = argc > 4 && !strcmp(argv[4], "idle");
+  long linger_ms = argc > 5 ? atol(argv[5]) : 0;
+  if (rounds < 1 || hold < 1 || argc < 5 ||
+      (strcmp(argv[4], "idle") && strcmp(argv[4], "exit"))) {
+    fprintf(stderr, "usage: futex_contend handoff ROUNDS HOLD_US exit|idle "
+                    "LINGER_MS\n");
+    return 2;
+  }
+  pthread_t t;
+  if (pthread_create(&t, NULL, handoff_waiter, &rounds) != 0)
+    return 1;
+  while (!__atomic_load_n(&waiter_tid, __ATOMIC_ACQUIRE))
+    sleep_us(100);
+  for (int i = 0; i < rounds; i++) {
+    while (!asleep_in_futex(waiter_tid))
+      sleep_us(100);
+    sleep_us(hold);
+    __atomic_store_n(&handoff_word, i + 1, __ATOMIC_RELEASE);
+    syscall(SYS_futex, &handoff_word, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
+  }
+  if (!waiter_idles)
+    pthread_join(t, NULL);
+  printf("handed off %d\n", rounds);
+  fflush(stdout);
+  sleep_us(linger_ms * 1000);
+  return 0;
+}
+
 int main(int argc, char **argv) {
+  if (argc > 1 && !strcmp(argv[1], "handoff"))
+    return handoff(argc, argv);
   if (argc < 2 || (strcmp(argv[1], "mutex") && strcmp(argv[1], "pi"))) {
     fprintf(stderr, "usage: futex_contend mutex|pi [THREADS] [HOLD_US]\n");
     return 2;
