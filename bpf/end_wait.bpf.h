@@ -45,7 +45,9 @@ static __always_inline __u64 take_deferred_user_stack(struct task_struct *t,
   __u64 memo =
       (flags & OFFCPU_USTACK_DEFERRED_ANY)
           ? OFFCPU_STACK_MISSED
-          : uw_deferred_memo(ms, (flags & OFFCPU_USTACK_DEFERRED_WAY1) ? 1 : 0);
+          : uw_deferred_memo(
+                ms, ((flags & OFFCPU_USTACK_DEFERRED_WAY1) ? 1 : 0) |
+                        ((flags & OFFCPU_USTACK_DEFERRED_WAY2) ? 2 : 0));
   if (memo != OFFCPU_STACK_MISSED && !reuse_verify) {
     uw_count(st, UW_STAT_REUSED);
     return memo;

@@ -24,8 +24,12 @@
  * new thread stays at switch-out, where a walk without its process's
  * tables can be finished by the rewalk while it blocks. */
 static __always_inline bool uw_defer_blind(struct uw_memo_set *ms) {
-  return uw_defer && min_block_ns > 1000 && ms &&
-         (ms->way[0].nr | ms->way[1].nr);
+  if (!uw_defer || min_block_ns <= 1000 || !ms)
+    return false;
+  __u32 nr = 0;
+  for (__u32 i = 0; i < UW_MEMO_WAYS; i++)
+    nr |= ms->way[i].nr;
+  return nr != 0;
 }
 
 /* A dying thread's last switch-out (--children): if it was its process's
@@ -56,16 +60,20 @@ take_switch_out_user_stack(void *ctx, struct task_struct *prev, __u32 tgid,
   if (blind || (trusted && user_fp_walk && uw_can_defer(prev, memo, &way))) {
     /* Taken at switch-in if the wait passes -m/-M. */
     rec->user_stack = OFFCPU_STACK_MISSED;
-    rec->flags |= OFFCPU_USTACK_DEFERRED | (blind ? OFFCPU_USTACK_DEFERRED_ANY
-                                            : way ? OFFCPU_USTACK_DEFERRED_WAY1
-                                                  : 0);
+    rec->flags |= OFFCPU_USTACK_DEFERRED |
+                  (blind ? OFFCPU_USTACK_DEFERRED_ANY
+                         : ((way & 1) ? OFFCPU_USTACK_DEFERRED_WAY1 : 0) |
+                               ((way & 2) ? OFFCPU_USTACK_DEFERRED_WAY2 : 0));
     uw_count(uw_stats_of(SCRATCH_HOOK), UW_STAT_DEFERRED);
     reused = true; /* announced when its memo was walked */
-  } else if (trusted && user_fp_walk)
+  } else if (trusted && user_fp_walk) {
+    /* Preempted (still running): counted apart (UW_STAT_CAUSE_PREEMPTED). */
+    if (!rec->state)
+      rec->flags |= OFFCPU_USTACK_PREEMPTED;
     rec->user_stack =
         walk_user_stack_hook(bpf_get_current_task_btf(), &rec->flags, memo,
                              &reused, false, SCRATCH_HOOK);
-  else
+  } else
     rec->user_stack = take_current_stack(ctx, BPF_F_USER_STACK);
   /* A reused stack was announced when it was walked. */
   if (!reused && !announce(prev, tgid, rec->user_stack))

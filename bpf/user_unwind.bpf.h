@@ -21,11 +21,15 @@
  * from the memo of way 1 (else 0) if it still holds. */
 #define OFFCPU_USTACK_DEFERRED 0x400u
 #define OFFCPU_USTACK_DEFERRED_WAY1 0x1000u
+#define OFFCPU_USTACK_DEFERRED_WAY2 0x10000u /* way bit 1 (with four) */
 /* Deferred without looking for the memo at switch-out: the switch-in's
  * walk looks (uw_walk_hook). */
 #define OFFCPU_USTACK_DEFERRED_ANY 0x2000u
 /* Out of uw_walk_hook only: the stack was a memo's, announced before. */
 #define OFFCPU_USTACK_REUSED 0x800u
+/* Into a walk only (cleared by it): the wait began with a preemption, for
+ * the walk's counts by cause (UW_STAT_CAUSE_PREEMPTED). */
+#define OFFCPU_USTACK_PREEMPTED 0x8000u
 
 struct {
   __uint(type, BPF_MAP_TYPE_HASH);
@@ -601,9 +605,12 @@ __noinline int uw_frame_end(struct uw_frame *f) {
  * are walked every time. */
 #define UW_MEMO_WORDS 32
 #define UW_MEMO_SPAN REUSE_SPAN /* bytes above sp a memo's words may lie in */
-/* Two per thread: a thread often leaves the CPU at two places in turn
- * (blocked in read, preempted in the write that woke its peer). */
-#define UW_MEMO_WAYS 2
+/* Four per thread: a thread often leaves the CPU at two places in turn
+ * (blocked in read, preempted in the write that woke its peer), and a
+ * postgres backend at four or more (its socket, a lock, a WAL write and
+ * flush): with two, a third of its user stacks were walked (issue #27). A
+ * power of two. */
+#define UW_MEMO_WAYS 4
 /* A memo is walked again after UW_MEMO_RECHECK reuses (offcpu/unwind.h),
  * twice as many after each walk again that agreed with it, up to
  * UW_MEMO_RECHECK << UW_MEMO_RECHECK_DOUBLINGS: a thread blocking at one
@@ -634,8 +641,8 @@ struct uw_memo {
  * lookup per switch for all of it). */
 struct uw_memo_set {
   struct uw_memo way[UW_MEMO_WAYS];
-  __u32 last; /* the way used last: the other one is replaced */
-  __u32 pad;
+  __u32 last;      /* the way used last: never the one replaced */
+  __u32 next;      /* the way to replace next (uw_memo_victim) */
   __u64 py_tstate; /* the thread's PyThreadState, found before (0: none) */
 };
 
@@ -1045,6 +1052,32 @@ struct uw_start {
   __u32 epoch;
 };
 
+/* The way a new walk's memo replaces: each in turn, never the one used
+ * last. */
+static __always_inline __u32 uw_memo_victim(struct uw_memo_set *ms) {
+  __u32 way = ms->next & (UW_MEMO_WAYS - 1);
+  if (way == ms->last)
+    way = (way + 1) & (UW_MEMO_WAYS - 1);
+  ms->next = way + 1;
+  return way;
+}
+
+/* Why no memo of `ms` has the registers and address space of `r`
+ * (UW_CAUSE_*): counted, to tell which check a walk came from. */
+static __always_inline __u32 uw_miss_cause(const struct uw_memo_set *ms,
+                                           const struct uw_start *r) {
+  __u32 cause = UW_CAUSE_FIRST;
+  for (__u32 i = 0; i < UW_MEMO_WAYS; i++) {
+    const struct uw_memo *c = &ms->way[i];
+    if (!c->nr)
+      continue;
+    if (c->ip == r->pc && c->sp == r->sp && (c->bp == r->bp || c->any_bp))
+      return UW_CAUSE_MOVED;
+    cause = UW_CAUSE_NEW_REGS;
+  }
+  return cause;
+}
+
 /* The memo of `ms` a walk from `r` uses: the one with these registers and
  * address space, checked, or else the way the walk will fill. *memo_stack:
  * the checked memo's stack, if it still holds (then, without
@@ -1053,43 +1086,57 @@ struct uw_start {
  * which a memo's must be. */
 static __always_inline struct uw_memo *
 uw_memo_pick(struct uw_memo_set *ms, const struct uw_start *r, bool frozen,
-             struct uw_stats *st, __u32 *way, __u64 *memo_stack, __u64 py_sig) {
+             struct uw_stats *st, __u32 *way, __u64 *memo_stack, __u64 py_sig,
+             __u32 *cause) {
   struct uw_memo *m =
       uw_memo_find(ms, r->pc, r->sp, r->bp, r->mm, r->map_count, r->epoch, way);
   if (m && !(m->py_sig == py_sig && uw_memo_holds(m, r->pgd, frozen))) {
     /* A memo that does not check rbp (see uw_bp_used) has the registers
      * of every place reached with the same sp and ip: a function called
-     * from two callers. The other way may be the other caller's. */
-    struct uw_memo *o = &ms->way[(*way ^ 1) & (UW_MEMO_WAYS - 1)];
-    if (uw_memo_matches(o, r->pc, r->sp, r->bp, r->mm, r->map_count,
-                        r->epoch) &&
-        o->py_sig == py_sig && uw_memo_holds(o, r->pgd, frozen)) {
+     * from two callers. Another way may be the other caller's. */
+    struct uw_memo *o = NULL;
+    for (__u32 k = 1; k < UW_MEMO_WAYS; k++) {
+      __u32 i = (*way ^ k) & (UW_MEMO_WAYS - 1);
+      struct uw_memo *c = &ms->way[i];
+      if (uw_memo_matches(c, r->pc, r->sp, r->bp, r->mm, r->map_count,
+                          r->epoch) &&
+          c->py_sig == py_sig && uw_memo_holds(c, r->pgd, frozen)) {
+        o = c;
+        *way = i;
+        break;
+      }
+    }
+    if (o) {
       m = o;
-      *way ^= 1;
     } else {
       uw_count(st, UW_STAT_REUSE_CHANGED);
-      /* Replaced: the way used less recently, which may be the other
-       * caller's (found first next time: the way used last is). */
-      *way = ms->last ^ 1;
+      *cause = UW_CAUSE_CHANGED;
+      /* Replaced in turn: the memo that missed may be another caller's,
+       * found again when that caller's words are back. */
+      *way = uw_memo_victim(ms);
       m = NULL;
     }
     *way &= UW_MEMO_WAYS - 1;
   } else if (!m) {
-    *way = (ms->last ^ 1) & (UW_MEMO_WAYS - 1);
+    *cause = uw_miss_cause(ms, r);
+    *way = uw_memo_victim(ms);
   }
   if (m) {
     ms->last = *way;
     *memo_stack = m->stack;
     __u32 due = uw_memo_recheck(m);
+    *cause = UW_CAUSE_REUSED;
     if (++m->uses < due && !reuse_verify) {
       uw_count(st, UW_STAT_REUSED);
       return m;
     }
     /* Due for a fresh walk: compared with the memo's stack below. */
-    if (m->uses >= due)
+    if (m->uses >= due) {
       uw_count(st, UW_STAT_MEMO_RECHECKED);
-    else
+      *cause = UW_CAUSE_RECHECK;
+    } else {
       uw_count(st, UW_STAT_REUSED);
+    }
   }
   m = &ms->way[*way & (UW_MEMO_WAYS - 1)];
   /* Noted afresh by this walk; kept only if it completes. */
@@ -1158,6 +1205,18 @@ uw_walk_tables(struct uw_frame *f, struct task_struct *t, __u32 tgid,
   return p;
 }
 
+/* A walk begins, with the tables uw_walk_tables found. */
+static __always_inline void uw_walk_begun(struct uw_stats *st, bool parent,
+                                          bool by_vma, bool installed) {
+  uw_count(st, UW_STAT_WALKS);
+  if (parent)
+    uw_count(st, UW_STAT_PARENT_MAPS);
+  if (by_vma)
+    uw_count(st, UW_STAT_BY_VMA);
+  else if (!installed && uw_tables)
+    uw_count(st, UW_STAT_NO_TABLES);
+}
+
 /* The walk's counts into the walker's statistics, once per walk. */
 static __always_inline void uw_walk_counted(struct uw_stats *st,
                                             const struct uw_frame *f) {
@@ -1224,7 +1283,12 @@ static __always_inline void uw_memo_keep(struct uw_memo_set *ms, __u32 way,
 static __always_inline __u64 uw_py_sig_now(struct uw_memo_set *ms,
                                            struct task_struct *t, __u32 tgid,
                                            __u64 pgd, bool frozen, __u32 slot) {
-  if (!ms || !(ms->way[0].py_sig | ms->way[1].py_sig))
+  if (!ms)
+    return 0;
+  __u64 any = 0;
+  for (__u32 i = 0; i < UW_MEMO_WAYS; i++)
+    any |= ms->way[i].py_sig;
+  if (!any)
     return 0;
   return py_chain_sig(t, tgid, pgd, frozen, slot, &ms->py_tstate);
 }
@@ -1244,6 +1308,19 @@ uw_py_append(struct task_struct *t, __u32 tgid, bool other_task,
                    ms ? &ms->py_tstate : NULL, py_sig);
 }
 
+/* A stack reused or walked from a thread's memos, by why (`cause`) and by
+ * how its wait began; with --time-walks, its ns since `t0`. */
+static __always_inline void uw_cause_count(struct uw_stats *st, __u32 cause,
+                                           bool preempted, __u64 t0) {
+  __u32 i = (preempted ? UW_STAT_CAUSE_PREEMPTED : UW_STAT_CAUSE) + cause;
+  same_register(i);
+  if (!st || i >= UW_STAT_CAUSE_NS)
+    return;
+  st->v[i]++;
+  if (uw_time_walks && i + 2 * UW_CAUSE_NR < UW_STAT_NR)
+    st->v[i + 2 * UW_CAUSE_NR] += bpf_ktime_get_ns() - t0;
+}
+
 /* The user stack of `t`: the current task; or, `frozen`, a task off CPU
  * since its switch-out (the switch hook's next task, or one the flush finds
  * blocked), read through its page tables; or, `other_task`, a blocked one
@@ -1259,6 +1336,9 @@ static __always_inline __u64 walk_user_stack_memo(struct task_struct *t,
                                                   bool *reused, bool frozen,
                                                   __u32 slot) {
   *reused = false;
+  bool preempted = *flags & OFFCPU_USTACK_PREEMPTED;
+  *flags &= ~OFFCPU_USTACK_PREEMPTED;
+  __u64 t0 = uw_time_walks ? bpf_ktime_get_ns() : 0;
 #ifndef OFFCPU_LIGHT_OBJECT
   /* Without tables: the frame-pointer walk, which needs no bpf_loop. The
    * light objects (bpf_loop kernels) walk frame pointers with the table
@@ -1295,10 +1375,13 @@ static __always_inline __u64 walk_user_stack_memo(struct task_struct *t,
   __u64 memo_stack = OFFCPU_STACK_MISSED;
   ms = reuse_stacks && !other_task ? ms : NULL;
   __u64 py_sig = uw_py_sig_now(ms, t, tgid, r.pgd, frozen, slot);
+  __u32 cause = UW_CAUSE_FIRST;
   if (ms) {
-    m = uw_memo_pick(ms, &r, frozen, st, &way, &memo_stack, py_sig);
-    if (memo_stack != OFFCPU_STACK_MISSED && !reuse_verify) {
+    m = uw_memo_pick(ms, &r, frozen, st, &way, &memo_stack, py_sig, &cause);
+    if (memo_stack != OFFCPU_STACK_MISSED && !reuse_verify &&
+        cause == UW_CAUSE_REUSED) {
       *reused = true;
+      uw_cause_count(st, cause, preempted, t0);
       return memo_stack;
     }
   }
@@ -1324,13 +1407,7 @@ static __always_inline __u64 walk_user_stack_memo(struct task_struct *t,
     w.note.sp = r.sp;
   }
 
-  uw_count(st, UW_STAT_WALKS);
-  if (parent)
-    uw_count(st, UW_STAT_PARENT_MAPS);
-  if (by_vma)
-    uw_count(st, UW_STAT_BY_VMA);
-  else if (!p && uw_tables)
-    uw_count(st, UW_STAT_NO_TABLES);
+  uw_walk_begun(st, parent, by_vma, p != NULL);
   bpf_loop(OFFCPU_MAX_STACK_DEPTH + 1,
            other_task ? uw_step_other : uw_step_current, &w, 0);
   uw_walk_counted(st, f);
@@ -1349,6 +1426,8 @@ static __always_inline __u64 walk_user_stack_memo(struct task_struct *t,
   if (memo_stack != OFFCPU_STACK_MISSED && memo_stack != id && stack_stored(id))
     uw_count(st, UW_STAT_REUSE_MISMATCH);
   uw_memo_keep(ms, way, m, &w, &r, id, py_sig, memo_stack);
+  if (ms)
+    uw_cause_count(st, cause, preempted, t0);
   return id;
 }
 
@@ -1387,7 +1466,8 @@ static __always_inline __u64 walk_user_stack_hook(struct task_struct *t,
                                                   bool *reused, bool frozen,
                                                   __u32 slot) {
 #ifdef OFFCPU_DIRECT_LOADS
-  __u32 out = 0;
+  __u32 out = *flags & OFFCPU_USTACK_PREEMPTED;
+  *flags &= ~OFFCPU_USTACK_PREEMPTED;
   __u64 id = uw_walk_hook(t, ms, &out,
                           (frozen ? UW_HOOK_FROZEN : 0) |
                               (slot == SCRATCH_ITER ? UW_HOOK_ITER : 0));

@@ -68,7 +68,7 @@ _offcpu() {
       fi ;;
     *)
       if [[ $cur == -* ]]; then
-        COMPREPLY=($(compgen -W "$tracing -p --pid -t --tid -u --user-threads-only -k --kernel-threads-only -m --min-block-time -M --max-block-time --state -U --user-stacks-only -K --kernel-stacks-only -q --quiet -V --version --kernel-unwind --verify-kernel-unwind --verify-stack-reuse --no-stack-reuse --loader -n --name --children --cgroup --per-cgroup --user --group --keep-fds --wakers --runqueue --show-state --user-unwind --unwind-memory --name-time --top-waits --events-min --events-memory --chain-depth" -- "$cur"))
+        COMPREPLY=($(compgen -W "$tracing -p --pid -t --tid -u --user-threads-only -k --kernel-threads-only -m --min-block-time -M --max-block-time --state -U --user-stacks-only -K --kernel-stacks-only -q --quiet -V --version --kernel-unwind --verify-kernel-unwind --verify-stack-reuse --time-walks --no-stack-reuse --loader -n --name --children --cgroup --per-cgroup --user --group --keep-fds --wakers --runqueue --show-state --user-unwind --unwind-memory --name-time --top-waits --events-min --events-memory --chain-depth" -- "$cur"))
       else
         COMPREPLY=($(compgen -W "rwsem lock flamegraph" -- "$cur"))
       fi ;;

@@ -114,6 +114,9 @@
    * disagreements. */                                                        \
   X(bool, reuse_stacks, true)                                                  \
   X(bool, reuse_verify, false)                                                 \
+  /* --time-walks: each user stack reused or walked from a thread's memos   \
+   * is timed (two clock reads), by why it was walked (UW_STAT_CAUSE_NS). */  \
+  X(bool, uw_time_walks, false)                                                \
                                                                                \
   /* ---- User stacks (user_unwind.bpf.h) ---- */                             \
   /* Tables in use (--user-unwind auto with bpf_loop and tp_btf); else      \

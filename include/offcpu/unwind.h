@@ -171,6 +171,20 @@ struct uw_demand {
  * a futex wait's cost. */
 #define UW_MEMO_RECHECK 64
 
+/* Why a thread's user stack was walked rather than reused, or that it
+ * was reused (UW_CAUSE_REUSED): see uw_memo_pick. */
+enum uw_cause {
+  UW_CAUSE_REUSED = 0, /* a memo held: no walk */
+  UW_CAUSE_FIRST,      /* the thread had no memo */
+  UW_CAUSE_NEW_REGS,   /* no memo with these registers (a new place, or
+                          its memo's way was replaced) */
+  UW_CAUSE_MOVED,      /* a memo with these registers, but the address
+                          space or the tables' epoch moved since */
+  UW_CAUSE_CHANGED,    /* a memo with these registers, a word changed */
+  UW_CAUSE_RECHECK,    /* a memo held, due for a walk again */
+  UW_CAUSE_NR,
+};
+
 /* Counters of the walker, by cause; per CPU, summed by user space. */
 enum uw_stat {
   UW_STAT_WALKS = 0,     /* user stacks walked with tables enabled */
@@ -212,7 +226,15 @@ enum uw_stat {
   UW_STAT_KMEMO_UNKEPT,   /* kernel walks not kept as memos: too many words
                              read, or too far from the stack pointer */
   UW_STAT_KWALKS,         /* kernel stacks walked where memos are kept */
-  UW_STAT_NR,
+  /* User stacks of the switch hook and the flush by why they were walked
+   * (enum uw_cause), for waits that began voluntarily, then for those that
+   * began with a preemption (task running at switch-out). */
+  UW_STAT_CAUSE,
+  UW_STAT_CAUSE_PREEMPTED = UW_STAT_CAUSE + UW_CAUSE_NR,
+  /* With --time-walks: their BPF ns, by the same classes. */
+  UW_STAT_CAUSE_NS = UW_STAT_CAUSE_PREEMPTED + UW_CAUSE_NR,
+  UW_STAT_CAUSE_PREEMPTED_NS = UW_STAT_CAUSE_NS + UW_CAUSE_NR,
+  UW_STAT_NR = UW_STAT_CAUSE_PREEMPTED_NS + UW_CAUSE_NR,
 };
 
 struct uw_stats {

@@ -534,6 +534,10 @@ void add_profile_limits(CLI::App &app, ProfileOptions &o, ProfileArgs &a) {
                "walk stacks even where a thread's last one is reused, and "
                "count disagreements (-v); costs more")
       ->group("Limits");
+  app.add_flag("--time-walks", o.time_walks,
+               "time each user stack reused or walked, by why it was walked "
+               "(-v); two clock reads each")
+      ->group("Limits");
   app.add_flag("--no-stack-reuse", o.no_stack_reuse,
                "walk every stack, never reuse a thread's last one (to "
                "measure what reuse saves)")

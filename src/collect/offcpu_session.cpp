@@ -89,6 +89,7 @@ offcpu_settings settings_for(const OffcpuConfig &o, const OffcpuPlan &p) {
   s.kwalk_verify = o.verify_kernel_unwind;
   s.reuse_verify = o.verify_stack_reuse;
   s.reuse_stacks = !o.no_stack_reuse;
+  s.uw_time_walks = o.time_walks;
   s.use_task_storage = p.task_storage;
   // What threads hold is added at stop by the flush iterator.
   s.hold_waits = p.task_storage && p.flush_open_waits;

@@ -56,6 +56,7 @@ struct OffcpuConfig {
   bool verify_kernel_unwind = false; // also take the kernel's walk, compare
   bool verify_stack_reuse = false;   // walk anyway where a stack is reused
   bool no_stack_reuse = false;       // walk every time
+  bool time_walks = false;           // user walks timed by cause (-v)
   uint32_t kernel_unwind_limit = 0;  // test knob: splice after N frames
   Loader loader = Loader::Auto;
   // Test knob (--fail-load): the loads named are made to fail in the

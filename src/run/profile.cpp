@@ -463,6 +463,31 @@ std::string reuse_summary(const std::array<uint64_t, UW_STAT_NR> &w) {
          " disagreed (with --verify-stack-reuse, a fresh walk checks each)";
 }
 
+// User stacks of the threads' memos by why they were walked, for waits
+// begun voluntarily and for preemptions (UW_STAT_CAUSE*); with
+// --time-walks, the BPF ns each took on average.
+std::string walk_causes_summary(const std::array<uint64_t, UW_STAT_NR> &w,
+                                bool timed) {
+  static const char *const names[UW_CAUSE_NR] = {
+      "reused",         "first (no memo)",
+      "new registers",  "tables or maps moved",
+      "a word changed", "due for a recheck"};
+  auto part = [&](const char *what, int count_at, int ns_at) {
+    std::string s = what;
+    for (int c = 0; c < UW_CAUSE_NR; c++) {
+      const uint64_t n = w[count_at + c];
+      s += (c ? ", " : " ") + std::to_string(n) + " " + names[c];
+      if (timed && n)
+        s += " (" + std::to_string(w[ns_at + c] / n) + " ns)";
+    }
+    return s;
+  };
+  return part("user stacks by cause, voluntary waits:", UW_STAT_CAUSE,
+              UW_STAT_CAUSE_NS) +
+         part("; preempted:", UW_STAT_CAUSE_PREEMPTED,
+              UW_STAT_CAUSE_PREEMPTED_NS);
+}
+
 // Off-CPU time on stacks that are not whole, or lost, from what was
 // collected and the counters of the programs and the walker.
 IncompleteStacks incomplete_stacks(const RawProfile &raw,
@@ -631,6 +656,7 @@ void report_details(const RawProfile &raw, const Symbolizer &symbolizer,
            " ms after the attach");
   }
   note(reuse_summary(walker));
+  note(walk_causes_summary(walker, opts.time_walks));
   if (orc) {
     const auto &k = raw.kunwind;
     note("kernel unwind: " + std::to_string(k[OFFCPU_KUNWIND_SPLICED]) +

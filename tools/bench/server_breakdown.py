@@ -21,6 +21,11 @@ Variants (each leaves out or forces one part of the work):
   trace floor        -o trace.json with --events-min 10 s: the timeline's
                      hooks with no event, waker or hop: what the wakers
                      and events cost is -o trace.json - trace floor
+  timed              --time-walks: the user stacks by why they were walked,
+                     each kind's BPF ns (two clock reads a stack more)
+  -n postgres, -n pgbench
+                     the server's or the client's processes alone: whose
+                     walks they are
 
 Several tracers on every switch make each switch slower for all of them
 (colder caches), so compare within one run, not with bench.py's figures.
@@ -54,6 +59,9 @@ VARIANTS = {
     "trace -U": ["-U", "-o", "/tmp/offcpu-breakdown-trace-U.json"],
     "trace -K": ["-K", "-o", "/tmp/offcpu-breakdown-trace-K.json"],
     "trace floor": ["-o", "/tmp/offcpu-breakdown-floor.json", "--events-min", "10000000"],
+    "timed": ["--time-walks"],
+    "-n postgres": ["-n", "postgres"],
+    "-n pgbench": ["-n", "pgbench"],
 }
 
 
@@ -151,7 +159,9 @@ def causes(stderr):
         "tables ms": num(r"built in (\d+) ms"),
         "naming ms": num(r"naming (\d+) ms"),
     }
-    return ", ".join(f"{k} {v}" for k, v in found.items() if v is not None)
+    line = ", ".join(f"{k} {v}" for k, v in found.items() if v is not None)
+    by_cause = re.search(r"user stacks by cause, (.*)", stderr)
+    return line + ("\n      " + by_cause.group(1) if by_cause else "")
 
 
 def variant_cmd(offcpu, name, tag=""):
