@@ -623,9 +623,12 @@ struct uw_memo {
   __u64 mm;
   __u64 pgd; /* mm's top-level page table (0: not read so) */
   __u64 map_count;
-  __u64 stack;  /* the id the walk stored */
-  __u32 epoch;  /* uw_epoch when walked: no process's tables changed since */
-  __u16 any_bp; /* the walk did not use the register's rbp: bp not checked */
+  __u64 stack; /* the id the walk stored */
+  __u32 epoch; /* uw_epoch when walked: no process's tables changed since */
+  __u8 any_bp; /* the walk did not use the register's rbp: bp not checked */
+  /* Walked for a wait that began with a preemption: see
+   * uw_memo_victim_preempted. */
+  __u8 preempted;
   __u16 uses;   /* reuses since it was walked (see UW_MEMO_RECHECK) */
   __u32 nr;     /* words; 0: nothing to reuse */
   __u16 span;   /* bytes from sp that hold them (at most UW_MEMO_SPAN) */
@@ -664,7 +667,8 @@ struct uw_walk {
   struct uw_frame *f;
   /* Another task's stack, from the switch hook or the flush, read through
    * its page tables: no probe read can reach it. */
-  __u32 frozen, pad;
+  __u32 frozen;
+  __u32 preempted; /* the wait began with a preemption */
 };
 
 struct {
@@ -1062,6 +1066,24 @@ static __always_inline __u32 uw_memo_victim(struct uw_memo_set *ms) {
   return way;
 }
 
+/* The way the memo of a walk for a preempted wait replaces: an empty one
+ * or one of another preemption, never a voluntary wait's (UW_MEMO_WAYS:
+ * none, not kept). A thread preempted in user mode has a new pc each
+ * time: its memo is rarely met again, and under pgbench such memos pushed
+ * the backends' own places out of their ways. One preempted in a system
+ * call (the write that woke its peer) is kept while a way is free. */
+static __always_inline __u32 uw_memo_victim_preempted(struct uw_memo_set *ms) {
+  for (__u32 k = 0; k < UW_MEMO_WAYS; k++) {
+    __u32 i = (ms->next + k) & (UW_MEMO_WAYS - 1);
+    const struct uw_memo *c = &ms->way[i];
+    if (i != ms->last && (!c->nr || c->preempted)) {
+      ms->next = i + 1;
+      return i;
+    }
+  }
+  return UW_MEMO_WAYS;
+}
+
 /* Why no memo of `ms` has the registers and address space of `r`
  * (UW_CAUSE_*): counted, to tell which check a walk came from. */
 static __always_inline __u32 uw_miss_cause(const struct uw_memo_set *ms,
@@ -1087,7 +1109,7 @@ static __always_inline __u32 uw_miss_cause(const struct uw_memo_set *ms,
 static __always_inline struct uw_memo *
 uw_memo_pick(struct uw_memo_set *ms, const struct uw_start *r, bool frozen,
              struct uw_stats *st, __u32 *way, __u64 *memo_stack, __u64 py_sig,
-             __u32 *cause) {
+             __u32 *cause, bool preempted) {
   struct uw_memo *m =
       uw_memo_find(ms, r->pc, r->sp, r->bp, r->mm, r->map_count, r->epoch, way);
   if (m && !(m->py_sig == py_sig && uw_memo_holds(m, r->pgd, frozen))) {
@@ -1113,19 +1135,20 @@ uw_memo_pick(struct uw_memo_set *ms, const struct uw_start *r, bool frozen,
       *cause = UW_CAUSE_CHANGED;
       /* Replaced in turn: the memo that missed may be another caller's,
        * found again when that caller's words are back. */
-      *way = uw_memo_victim(ms);
+      *way = preempted ? uw_memo_victim_preempted(ms) : uw_memo_victim(ms);
       m = NULL;
     }
-    *way &= UW_MEMO_WAYS - 1;
   } else if (!m) {
     *cause = uw_miss_cause(ms, r);
-    *way = uw_memo_victim(ms);
+    *way = preempted ? uw_memo_victim_preempted(ms) : uw_memo_victim(ms);
   }
   if (m) {
     ms->last = *way;
     *memo_stack = m->stack;
     __u32 due = uw_memo_recheck(m);
     *cause = UW_CAUSE_REUSED;
+    if (!preempted)
+      m->preempted = 0; /* a voluntary wait's place too */
     if (++m->uses < due && !reuse_verify) {
       uw_count(st, UW_STAT_REUSED);
       return m;
@@ -1138,6 +1161,8 @@ uw_memo_pick(struct uw_memo_set *ms, const struct uw_start *r, bool frozen,
       uw_count(st, UW_STAT_REUSED);
     }
   }
+  if (*way >= UW_MEMO_WAYS)
+    return NULL; /* a preemption's walk with no way to take */
   m = &ms->way[*way & (UW_MEMO_WAYS - 1)];
   /* Noted afresh by this walk; kept only if it completes. */
   m->nr = 0;
@@ -1256,6 +1281,9 @@ static __always_inline void uw_memo_keep(struct uw_memo_set *ms, __u32 way,
   m->sp = r->sp;
   m->bp = r->bp;
   m->any_bp = !w->f->bp_regs_used;
+  /* A memo a voluntary wait met (or was made by) is a voluntary one. */
+  m->preempted =
+      w->preempted && (memo_stack == OFFCPU_STACK_MISSED || m->preempted);
   m->uses = 0;
   m->mm = r->mm;
   m->pgd = r->pgd;
@@ -1377,7 +1405,8 @@ static __always_inline __u64 walk_user_stack_memo(struct task_struct *t,
   __u64 py_sig = uw_py_sig_now(ms, t, tgid, r.pgd, frozen, slot);
   __u32 cause = UW_CAUSE_FIRST;
   if (ms) {
-    m = uw_memo_pick(ms, &r, frozen, st, &way, &memo_stack, py_sig, &cause);
+    m = uw_memo_pick(ms, &r, frozen, st, &way, &memo_stack, py_sig, &cause,
+                     preempted);
     if (memo_stack != OFFCPU_STACK_MISSED && !reuse_verify &&
         cause == UW_CAUSE_REUSED) {
       *reused = true;
@@ -1389,7 +1418,10 @@ static __always_inline __u64 walk_user_stack_memo(struct task_struct *t,
   struct uw_frame *f = uw_frame_start(slot, &r);
   if (!f)
     return OFFCPU_STACK_MISSED;
-  struct uw_walk w = {.task = t, .f = f, .frozen = frozen};
+  /* m: the memo this walk notes (NULL: none). */
+  struct uw_walk w = {.task = t, .f = f, .m = m, .frozen = frozen};
+  w.note.sp = r.sp;
+  w.preempted = preempted;
 
   /* Walking after all: the scratch buffer. */
   struct offcpu_stack *s = scratch_stack(slot);
@@ -1402,10 +1434,6 @@ static __always_inline __u64 walk_user_stack_memo(struct task_struct *t,
   /* A stale reading still serves: the memo keys on map_count and the
    * epoch, so a walk now would be this same walk. Without tables the walk
    * is partial and not kept. */
-  if (m) {
-    w.m = m;
-    w.note.sp = r.sp;
-  }
 
   uw_walk_begun(st, parent, by_vma, p != NULL);
   bpf_loop(OFFCPU_MAX_STACK_DEPTH + 1,
@@ -1426,8 +1454,7 @@ static __always_inline __u64 walk_user_stack_memo(struct task_struct *t,
   if (memo_stack != OFFCPU_STACK_MISSED && memo_stack != id && stack_stored(id))
     uw_count(st, UW_STAT_REUSE_MISMATCH);
   uw_memo_keep(ms, way, m, &w, &r, id, py_sig, memo_stack);
-  if (ms)
-    uw_cause_count(st, cause, preempted, t0);
+  uw_cause_count(ms ? st : NULL, cause, preempted, t0);
   return id;
 }
 
