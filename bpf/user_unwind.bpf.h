@@ -643,7 +643,9 @@ struct uw_memo {
 /* Kept by the caller with its other per-thread state (one task storage
  * lookup per switch for all of it). */
 struct uw_memo_set {
-  struct uw_memo way[UW_MEMO_WAYS];
+  /* The ways, and one more that a walk not kept as a memo notes into
+   * (uw_memo_victim_preempted): never looked up. */
+  struct uw_memo way[UW_MEMO_WAYS + 1];
   __u32 last;      /* the way used last: never the one replaced */
   __u32 next;      /* the way to replace next (uw_memo_victim) */
   __u64 py_tstate; /* the thread's PyThreadState, found before (0: none) */
@@ -1139,7 +1141,8 @@ uw_memo_pick(struct uw_memo_set *ms, const struct uw_start *r, bool frozen,
       m = NULL;
     }
   } else if (!m) {
-    *cause = uw_miss_cause(ms, r);
+    if (uw_time_walks) /* else no cause: the verifier prunes it */
+      *cause = uw_miss_cause(ms, r);
     *way = preempted ? uw_memo_victim_preempted(ms) : uw_memo_victim(ms);
   }
   if (m) {
@@ -1161,9 +1164,10 @@ uw_memo_pick(struct uw_memo_set *ms, const struct uw_start *r, bool frozen,
       uw_count(st, UW_STAT_REUSED);
     }
   }
-  if (*way >= UW_MEMO_WAYS)
-    return NULL; /* a preemption's walk with no way to take */
-  m = &ms->way[*way & (UW_MEMO_WAYS - 1)];
+  /* A preemption's walk with no way to take notes into the spare one
+   * (not a NULL memo: the verifier would check the walk twice). */
+  __u32 w = *way < UW_MEMO_WAYS ? *way : UW_MEMO_WAYS;
+  m = &ms->way[w];
   /* Noted afresh by this walk; kept only if it completes. */
   m->nr = 0;
   if (*memo_stack == OFFCPU_STACK_MISSED)
@@ -1265,8 +1269,9 @@ static __always_inline void uw_memo_keep(struct uw_memo_set *ms, __u32 way,
                                          const struct uw_walk *w,
                                          const struct uw_start *r, __u64 id,
                                          __u64 py_sig, __u64 memo_stack) {
-  if (!m || py_sig == PY_SIG_UNSURE || w->note.bad || w->f->partial ||
-      w->f->end == UW_STAT_READ_FAULT || !stack_stored(id) || !w->note.nr)
+  if (!m || way >= UW_MEMO_WAYS || py_sig == PY_SIG_UNSURE || w->note.bad ||
+      w->f->partial || w->f->end == UW_STAT_READ_FAULT || !stack_stored(id) ||
+      !w->note.nr)
     return;
   /* Only a walk that reached an end of the stack (an end row, a frame
    * pointer chain's end, the depth limit): one that stopped outside the
@@ -1336,10 +1341,14 @@ uw_py_append(struct task_struct *t, __u32 tgid, bool other_task,
                    ms ? &ms->py_tstate : NULL, py_sig);
 }
 
-/* A stack reused or walked from a thread's memos, by why (`cause`) and by
- * how its wait began; with --time-walks, its ns since `t0`. */
+/* With --time-walks, a stack reused or walked from a thread's memos, by
+ * why (`cause`) and by how its wait began, and its ns since `t0`: off,
+ * the verifier prunes the causes (their constants on each way through the
+ * memo pick more than doubled the switch hook's instructions). */
 static __always_inline void uw_cause_count(struct uw_stats *st, __u32 cause,
                                            bool preempted, __u64 t0) {
+  if (!uw_time_walks)
+    return;
   __u32 i = (preempted ? UW_STAT_CAUSE_PREEMPTED : UW_STAT_CAUSE) + cause;
   same_register(i);
   if (!st || i >= UW_STAT_CAUSE_NS)
@@ -1347,6 +1356,13 @@ static __always_inline void uw_cause_count(struct uw_stats *st, __u32 cause,
   st->v[i]++;
   if (uw_time_walks && i + 2 * UW_CAUSE_NR < UW_STAT_NR)
     st->v[i + 2 * UW_CAUSE_NR] += bpf_ktime_get_ns() - t0;
+}
+
+/* Whether the caller said the wait began with a preemption; cleared. */
+static __always_inline bool uw_take_preempted(__u32 *flags) {
+  bool preempted = *flags & OFFCPU_USTACK_PREEMPTED;
+  *flags &= ~OFFCPU_USTACK_PREEMPTED;
+  return preempted;
 }
 
 /* The user stack of `t`: the current task; or, `frozen`, a task off CPU
@@ -1364,8 +1380,7 @@ static __always_inline __u64 walk_user_stack_memo(struct task_struct *t,
                                                   bool *reused, bool frozen,
                                                   __u32 slot) {
   *reused = false;
-  bool preempted = *flags & OFFCPU_USTACK_PREEMPTED;
-  *flags &= ~OFFCPU_USTACK_PREEMPTED;
+  bool preempted = uw_take_preempted(flags);
   __u64 t0 = uw_time_walks ? bpf_ktime_get_ns() : 0;
 #ifndef OFFCPU_LIGHT_OBJECT
   /* Without tables: the frame-pointer walk, which needs no bpf_loop. The

@@ -115,7 +115,8 @@
   X(bool, reuse_stacks, true)                                                  \
   X(bool, reuse_verify, false)                                                 \
   /* --time-walks: each user stack reused or walked from a thread's memos   \
-   * is timed (two clock reads), by why it was walked (UW_STAT_CAUSE_NS). */  \
+   * is counted and timed (two clock reads) by why it was walked            \
+   * (UW_STAT_CAUSE*); off, the verifier prunes the counting. */              \
   X(bool, uw_time_walks, false)                                                \
                                                                                \
   /* ---- User stacks (user_unwind.bpf.h) ---- */                             \

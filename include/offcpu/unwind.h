@@ -226,9 +226,9 @@ enum uw_stat {
   UW_STAT_KMEMO_UNKEPT,   /* kernel walks not kept as memos: too many words
                              read, or too far from the stack pointer */
   UW_STAT_KWALKS,         /* kernel stacks walked where memos are kept */
-  /* User stacks of the switch hook and the flush by why they were walked
-   * (enum uw_cause), for waits that began voluntarily, then for those that
-   * began with a preemption (task running at switch-out). */
+  /* With --time-walks, user stacks of the threads' memos by why they were
+   * walked (enum uw_cause), for waits that began voluntarily, then for
+   * those that began with a preemption (task running at switch-out). */
   UW_STAT_CAUSE,
   UW_STAT_CAUSE_PREEMPTED = UW_STAT_CAUSE + UW_CAUSE_NR,
   /* With --time-walks: their BPF ns, by the same classes. */

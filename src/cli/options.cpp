@@ -535,8 +535,8 @@ void add_profile_limits(CLI::App &app, ProfileOptions &o, ProfileArgs &a) {
                "count disagreements (-v); costs more")
       ->group("Limits");
   app.add_flag("--time-walks", o.time_walks,
-               "time each user stack reused or walked, by why it was walked "
-               "(-v); two clock reads each")
+               "count and time the user stacks reused or walked, by why "
+               "they were walked (-v); two clock reads each, a longer load")
       ->group("Limits");
   app.add_flag("--no-stack-reuse", o.no_stack_reuse,
                "walk every stack, never reuse a thread's last one (to "

@@ -656,7 +656,8 @@ void report_details(const RawProfile &raw, const Symbolizer &symbolizer,
            " ms after the attach");
   }
   note(reuse_summary(walker));
-  note(walk_causes_summary(walker, opts.time_walks));
+  if (opts.time_walks)
+    note(walk_causes_summary(walker, true));
   if (orc) {
     const auto &k = raw.kunwind;
     note("kernel unwind: " + std::to_string(k[OFFCPU_KUNWIND_SPLICED]) +
