@@ -10,6 +10,8 @@
 #include <cstdio>
 #include <cstring>
 #include <functional>
+#include <system_error>
+#include <thread>
 
 #include "collect/bpf_setup.h"
 #include "collect/light_loader.h"
@@ -291,6 +293,12 @@ int try_load_light(offcpu_light *l, const OffcpuConfig &o, const OffcpuPlan &p,
   offcpu_map_sizes sizes = map_sizes(o, p);
   if (o.fails_load(light_name(p.direct_loads)))
     sizes_that_fail(&sizes);
+    // The split load's big maps are created beside it (create_split_maps).
+#define OFFCPU_ONE_ENTRY(name) sizes.name = 1;
+  if (maps_only) {
+    OFFCPU_SPLIT_BIG_MAPS(OFFCPU_ONE_ENTRY)
+  }
+#undef OFFCPU_ONE_ENTRY
   offcpu_light_set_sizes(l, &sizes);
   if (!log)
     return offcpu_light_load(l, nullptr, 0);
@@ -391,8 +399,11 @@ bool OffcpuSession::take(std::unique_ptr<offcpu_light, LightDeleter> light,
   offcpu_light_get_fds(l, &fds);
   if (split_) {
 #define OFFCPU_SPLIT_PROG(name) fds.name = split_->name.get();
+#define OFFCPU_SPLIT_MAP(name) fds.name = split_->maps.name.get();
     OFFCPU_PROGS(OFFCPU_SPLIT_PROG)
+    OFFCPU_SPLIT_BIG_MAPS(OFFCPU_SPLIT_MAP)
 #undef OFFCPU_SPLIT_PROG
+#undef OFFCPU_SPLIT_MAP
   }
   set_handles(fds, bss);
   return true;
@@ -516,9 +527,28 @@ OffcpuSession::load_split(const OffcpuConfig &opts, const OffcpuPlan &plan,
       !plan.direct_loads || !wants_waking_hook(opts, plan))
     return nullptr;
   const uint64_t t0 = monotonic_ns();
+  auto programs = std::make_unique<SplitPrograms>();
+  int big_err = 0;
+  auto create_big = [&] {
+    big_err = create_split_maps(map_sizes(opts, plan), programs.get());
+  };
+  std::thread big;
+  try {
+    big = std::thread(create_big);
+  } catch (const std::system_error &) {
+    create_big(); // no thread to be had: before the others
+  }
   std::unique_ptr<offcpu_light, LightDeleter> light(offcpu_light_open(true));
   int err =
       light ? try_load_light(light.get(), opts, plan, nullptr, true) : -ENOMEM;
+  if (big.joinable())
+    big.join();
+  if (err == 0 && big_err != 0) {
+    fallbacks.failed("the split load's maps", big_err,
+                     "the programs verified one after the other (a "
+                     "slower start)");
+    return nullptr;
+  }
   if (err != 0) {
     // The maps of the light object alone would fail the same way.
     direct_failed = true;
@@ -526,7 +556,6 @@ OffcpuSession::load_split(const OffcpuConfig &opts, const OffcpuPlan &plan,
     return nullptr;
   }
   const uint64_t maps_ns = monotonic_ns() - t0;
-  auto programs = std::make_unique<SplitPrograms>();
   SplitWant want;
   want.waking = wants_waking_hook(opts, plan);
   want.fork = opts.follow_children;

@@ -92,7 +92,42 @@ int load_share(const std::vector<int> &fds, const offcpu_settings &settings,
   return 0;
 }
 
+// The light object's descriptor of each big map, replaced by the real one.
+void use_big_maps(offcpu_light *light, const SplitPrograms &programs,
+                  std::vector<int> &fds) {
+  offcpu_fds small{};
+  offcpu_light_get_fds(light, &small);
+  for (int &fd : fds) {
+#define OFFCPU_USE_BIG(name)                                                   \
+  if (fd == small.name)                                                        \
+    fd = programs.maps.name.get();
+    OFFCPU_SPLIT_BIG_MAPS(OFFCPU_USE_BIG)
+#undef OFFCPU_USE_BIG
+  }
+}
+
 } // namespace
+
+int create_split_maps(const offcpu_map_sizes &sizes, SplitPrograms *out) {
+  // The object's definitions (type, key, value, flags): never a second copy.
+  std::unique_ptr<Skel, SkelDeleter> skel(offcpu_dsplit_bpf__open());
+  if (!skel)
+    return errno ? -errno : -ENOMEM;
+  auto create = [](const bpf_map *m, uint32_t entries, UniqueFd *fd) {
+    LIBBPF_OPTS(bpf_map_create_opts, opts);
+    opts.map_flags = bpf_map__map_flags(m);
+    fd->reset(bpf_map_create(bpf_map__type(m), bpf_map__name(m),
+                             bpf_map__key_size(m), bpf_map__value_size(m),
+                             entries, &opts));
+    return fd->get() >= 0 ? 0 : -errno;
+  };
+#define OFFCPU_CREATE_BIG(name)                                                \
+  if (int err = create(skel->maps.name, sizes.name, &out->maps.name))          \
+    return err;
+  OFFCPU_SPLIT_BIG_MAPS(OFFCPU_CREATE_BIG)
+#undef OFFCPU_CREATE_BIG
+  return 0;
+}
 
 int load_split_programs(offcpu_light *light, const offcpu_settings &settings,
                         const SplitWant &want, SplitPrograms *out,
@@ -102,6 +137,7 @@ int load_split_programs(offcpu_light *light, const offcpu_settings &settings,
   if (maps > fds.size())
     return -E2BIG;
   fds.resize(maps);
+  use_big_maps(light, *out, fds);
   // Two shares of about the same verifier time (log_level 4 here, with
   // --wakers): the switch hook (~130 ms) and the stop pass's iterator (~23)
   // against the waking hook (~105) and the iterators that open the waits

@@ -28,13 +28,31 @@ struct SplitWant {
   bool fail = false;
 };
 
-// The programs' descriptors (-1: not loaded); the libbpf objects are let go
-// once loaded.
+// The largest preallocated maps, created by a thread of their own while
+// the light object creates the others (these at one entry each): the
+// kernel allocates and zeroes them whole at creation, about 20 ms of a
+// quiet start (stacks 64 MiB ~10, the unwind rows ~5) that was in series
+// before any program was verified.
+#define OFFCPU_SPLIT_BIG_MAPS(X)                                               \
+  X(stacks)                                                                    \
+  X(wakers)                                                                    \
+  X(uw_rows)                                                                   \
+  X(uw_pages)
+
+// The programs' descriptors (-1: not loaded) and the big maps'; the libbpf
+// objects are let go once loaded.
 struct SplitPrograms {
 #define OFFCPU_SPLIT_FD(name) UniqueFd name;
   OFFCPU_PROGS(OFFCPU_SPLIT_FD)
+  struct {
+    OFFCPU_SPLIT_BIG_MAPS(OFFCPU_SPLIT_FD)
+  } maps;
 #undef OFFCPU_SPLIT_FD
 };
+
+// Creates the big maps at `sizes` into out->maps, each as the BPF object
+// defines it: 0, or a negative errno.
+int create_split_maps(const offcpu_map_sizes &sizes, SplitPrograms *out);
 
 // How long each thread's object took to load, in ns (for -v).
 struct SplitTimes {
@@ -42,7 +60,7 @@ struct SplitTimes {
 };
 
 // Loads the programs with `settings` against the maps of `light` (loaded
-// with maps_only set): 0, or a negative errno.
+// with maps_only set), the big ones out->maps': 0, or a negative errno.
 int load_split_programs(offcpu_light *light, const offcpu_settings &settings,
                         const SplitWant &want, SplitPrograms *out,
                         SplitTimes *times);
