@@ -319,16 +319,33 @@ int BPF_PROG(futex_switch, bool preempt, struct task_struct *prev,
   return 0;
 }
 
+/* Whether the current task can be releasing a futex: inside a call that
+ * wakes futex waiters (its saved call number). Not so for a wakeup from a
+ * timeout's timer or another interrupt (the task it interrupted is no
+ * holder: in user mode its orig_ax is the interrupt's, an idle CPU's task
+ * is the idle task), nor for a signal's sender. */
+static __always_inline bool in_futex_release(void) {
+  struct task_struct *t = bpf_get_current_task_btf();
+  long nr = ((struct pt_regs *)bpf_task_pt_regs(t))->orig_ax;
+  return t->pid && (nr == OFFCPU_NR_FUTEX || nr == OFFCPU_NR_FUTEX_WAKE ||
+                    nr == OFFCPU_NR_FUTEX_REQUEUE || nr == OFFCPU_NR_EXIT ||
+                    nr == OFFCPU_NR_EXIT_GROUP);
+}
+
 /* A sleeping waiter being woken: the first wakeup of its wait names the
- * holder (the thread in FUTEX_WAKE or FUTEX_UNLOCK_PI releasing it; a
- * timer or signal otherwise). With --wakers, with its stacks. */
+ * holder (the thread in FUTEX_WAKE or FUTEX_UNLOCK_PI releasing it). With
+ * --wakers, with its stacks, which tell a timer or an interrupt apart;
+ * without, a wakeup from outside a releasing call names none. */
 SEC("tp_btf/sched_waking")
 int BPF_PROG(futex_waking, struct task_struct *p) {
   struct futex_task *ft = futex_wait_of(p);
   if (!ft || ft->w.key.holder)
     return 0;
-  ft->w.key.holder =
-      want_wakers ? take_waker(ctx, NULL, false, true) : futex_light_holder(ft);
+  if (want_wakers)
+    ft->w.key.holder = take_waker(ctx, NULL, false, true);
+  else
+    ft->w.key.holder =
+        in_futex_release() ? futex_light_holder(ft) : OFFCPU_WAKER_UNSEEN;
   return 0;
 }
 

@@ -507,6 +507,14 @@ offcpu_futex_kind_of(__u64 op) {
 #define OFFCPU_NR_FUTEX 202
 #define OFFCPU_NR_FUTEX_WAITV 449 /* 5.16+ */
 #define OFFCPU_NR_FUTEX_WAIT 455  /* 6.7+ */
+/* And those a holder wakes a waiter from: a futex call (FUTEX_WAKE,
+ * FUTEX_UNLOCK_PI, a requeue), futex_wake and futex_requeue (6.7+), and a
+ * thread's exit (its clear_child_tid word, which pthread_join waits on, and
+ * its robust list). */
+#define OFFCPU_NR_FUTEX_WAKE 454    /* 6.7+ */
+#define OFFCPU_NR_FUTEX_REQUEUE 456 /* 6.7+ */
+#define OFFCPU_NR_EXIT 60
+#define OFFCPU_NR_EXIT_GROUP 231
 
 /* What a futex wait's totals are kept by in the futex_waits map: 56
  * bytes, where a rwsem_key is 104; a wait's end hashes and compares its

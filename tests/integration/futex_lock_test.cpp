@@ -194,6 +194,35 @@ std::vector<uint64_t> handoff_counts(const std::string &out) {
   return counts;
 }
 
+// A futex wait ended by its timeout has no holder: nobody released it.
+// The timer's interrupt finds some task running (a spinning thread of the
+// workload, offcpu itself, the idle task), which was named as the holder
+// without --wakers.
+TEST_F(FutexLock, TimedOutWaitsNameNoHolder) {
+  auto r = test::run({OFFCPU_BIN, "lock", "-Y", "futex", "-v", "--",
+                      WORKLOAD_FUTEX_CONTEND, "timeout", "300", "2000"},
+                     60);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const std::regex row("^ *(\\d+) +\\d+ us +\\d+ us +\\d+ us +(\\S+) +(\\S+)");
+  std::istringstream in(r.out);
+  bool in_timeouts = false;
+  uint64_t waits = 0;
+  for (std::string line; std::getline(in, line);) {
+    std::smatch m;
+    if (std::regex_search(line, m, row)) {
+      in_timeouts = m[3] == "timeout_word";
+      if (in_timeouts)
+        waits += std::stoull(m[1]);
+    } else if (in_timeouts) {
+      EXPECT_EQ(line.find("top holder"), std::string::npos) << r.out;
+    }
+  }
+  // Nearly all: with both CPUs spun on, a wait's timer may fire while its
+  // thread is preempted before it sleeps (off CPU runnable, no futex sleep).
+  EXPECT_GE(waits, 270u) << r.out;
+  EXPECT_LE(waits, 300u) << r.out;
+}
+
 // A thread's latest futex waits are added up in its task storage until
 // they reach the totals' map (futex.bpf.h): none may be lost with it. The
 // waiter sleeps exactly 20 times, then exits; so does the process, which

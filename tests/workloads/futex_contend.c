@@ -14,6 +14,11 @@
 // handoff_wait, exactly ROUNDS times: the main thread wakes it each time
 // HOLD_US after seeing it asleep there. Then the waiter exits (exit) or
 // sleeps in pause() (idle); the process exits LINGER_MS later.
+//   futex_contend timeout ROUNDS TIMEOUT_US
+// The main thread sleeps ROUNDS times in FUTEX_WAIT on timeout_word, in
+// timeout_wait, each wait ended by its timeout: nobody wakes it. Two
+// threads ("fc_spinner") spin in user mode meanwhile, so the timer's
+// interrupt finds one of them running. Prints "timed out ROUNDS", exits.
 #define _GNU_SOURCE
 #include <linux/futex.h>
 #include <pthread.h>
@@ -91,6 +96,43 @@ static void *handoff_waiter(void *arg) {
   return NULL;
 }
 
+int timeout_word; // never woken: each wait on it times out
+static int spinning = 1;
+
+NOINLINE void timeout_wait(long us) {
+  struct timespec ts = {us / 1000000, (us % 1000000) * 1000};
+  syscall(SYS_futex, &timeout_word, FUTEX_WAIT_PRIVATE, 0, &ts, NULL, 0);
+}
+
+static void *spinner(void *arg) {
+  (void)arg;
+  pthread_setname_np(pthread_self(), "fc_spinner");
+  while (__atomic_load_n(&spinning, __ATOMIC_RELAXED))
+    __asm__ volatile("" ::: "memory");
+  return NULL;
+}
+
+static int timeouts(int argc, char **argv) {
+  int rounds = argc > 2 ? atoi(argv[2]) : 0;
+  long us = argc > 3 ? atol(argv[3]) : 0;
+  if (rounds < 1 || us < 1) {
+    fprintf(stderr, "usage: futex_contend timeout ROUNDS TIMEOUT_US\n");
+    return 2;
+  }
+  pthread_t t[2];
+  for (int i = 0; i < 2; i++)
+    if (pthread_create(&t[i], NULL, spinner, NULL) != 0)
+      return 1;
+  for (int i = 0; i < rounds; i++)
+    timeout_wait(us);
+  __atomic_store_n(&spinning, 0, __ATOMIC_RELAXED);
+  for (int i = 0; i < 2; i++)
+    pthread_join(t[i], NULL);
+  printf("timed out %d\n", rounds);
+  fflush(stdout);
+  return 0;
+}
+
 // Whether thread `tid` is blocked in a futex call (its syscall file names
 // the call only while it is blocked in one).
 static int asleep_in_futex(int tid) {
@@ -139,6 +181,8 @@ static int handoff(int argc, char **argv) {
 int main(int argc, char **argv) {
   if (argc > 1 && !strcmp(argv[1], "handoff"))
     return handoff(argc, argv);
+  if (argc > 1 && !strcmp(argv[1], "timeout"))
+    return timeouts(argc, argv);
   if (argc < 2 || (strcmp(argv[1], "mutex") && strcmp(argv[1], "pi"))) {
     fprintf(stderr, "usage: futex_contend mutex|pi [THREADS] [HOLD_US]\n");
     return 2;
