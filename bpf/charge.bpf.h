@@ -73,6 +73,11 @@ static __always_inline void add_to_overflow(const struct offcpu_key *key,
 /* Keys inserted so far (bumped on an insert only). */
 __u64 counts_keys = 0;
 
+/* What a key enters the map with: a global, not the BPF stack, whose 512
+ * bytes a call chain shares on kernels without private stacks (before
+ * 6.13, and some builds since): the histogram made it 160 bytes. */
+struct offcpu_value counts_zero = {};
+
 /* The value of `key` in `counts`, inserted empty if absent and there is
  * room; NULL if there is none. */
 static __always_inline struct offcpu_value *
@@ -83,8 +88,7 @@ counts_entry(const struct offcpu_key *key) {
   if (window_counts_limit && !(reserve_open & OFFCPU_RESERVE_HOOK) &&
       counts_keys >= window_counts_limit)
     return NULL;
-  struct offcpu_value empty = {};
-  long err = bpf_map_update_elem(&counts, key, &empty, BPF_NOEXIST);
+  long err = bpf_map_update_elem(&counts, key, &counts_zero, BPF_NOEXIST);
   if (!err)
     __sync_fetch_and_add(&counts_keys, 1);
   else if (err != -OFFCPU_EEXIST) /* EEXIST: inserted by another CPU */

@@ -16,6 +16,26 @@
 #include "user_unwind.bpf.h"
 #include "wait_state.bpf.h"
 
+/* A wait's key as it is charged, and a new wait's record, per CPU and
+ * context (SCRATCH_*): off the BPF stack, whose 512 bytes the hook shares
+ * with the walks it calls on kernels without private stacks (before 6.13,
+ * and builds whose JIT has none). */
+struct wait_scratch {
+  struct offcpu_key key;
+  struct offcpu_start rec;
+};
+
+struct {
+  __uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+  __uint(max_entries, 2); /* SCRATCH_HOOK, SCRATCH_ITER */
+  __type(key, __u32);
+  __type(value, struct wait_scratch);
+} wait_scratches SEC(".maps");
+
+static __always_inline struct wait_scratch *wait_scratch_of(__u32 slot) {
+  return bpf_map_lookup_elem(&wait_scratches, &slot);
+}
+
 /* Of a wait from `start` to `end` woken at `wake` (0: not seen), the part
  * spent runnable: all of it when the task was preempted (state 0). */
 static __always_inline __u64 runnable_part(const struct offcpu_start *rec,
@@ -108,17 +128,22 @@ static __always_inline void end_wait(struct task_struct *t, __u32 pid,
     return;
   }
 
-  struct offcpu_key key = {};
-  key.tgid = rec->tgid;
-  key.pid = pid;
-  key.user_stack = rec->user_stack;
-  key.kernel_stack = rec->kernel_stack;
-  key.flags = rec->flags & OFFCPU_KSTACK_NOSCHED;
-  key.cgroup = rec->cgroup;
+  struct wait_scratch *sc = wait_scratch_of(slot);
+  if (!sc)
+    return; /* never: an array's index in range */
+  struct offcpu_key *key = &sc->key;
+  __builtin_memset(key, 0, sizeof(*key));
+  key->tgid = rec->tgid;
+  key->pid = pid;
+  key->user_stack = rec->user_stack;
+  key->kernel_stack = rec->kernel_stack;
+  key->flags = rec->flags & OFFCPU_KSTACK_NOSCHED;
+  key->cgroup = rec->cgroup;
   if (show_state)
-    key.flags |= (offcpu_state_class(rec->state) + 1) << OFFCPU_KEY_STATE_SHIFT;
+    key->flags |= (offcpu_state_class(rec->state) + 1)
+                  << OFFCPU_KEY_STATE_SHIFT;
   if (key_wakers)
-    key.waker = waker_of(rec);
+    key->waker = waker_of(rec);
   unsigned int state = rec->state;
   __u64 runq = 0;
   /* The timeline's events carry it, without a [runqueue] in the keys. */
@@ -136,28 +161,29 @@ static __always_inline void end_wait(struct task_struct *t, __u32 pid,
   /* The flush finds none still deferred but those of tasks that ran
    * unseen: the rewalk iterator takes the others first (see stop()). */
   if (trusted && (rec->flags & OFFCPU_USTACK_DEFERRED))
-    key.user_stack = take_deferred_user_stack(t, rec->tgid, rec->flags,
-                                              ts ? &ts->memo : NULL,
-                                              frozen && slot == SCRATCH_HOOK);
+    key->user_stack = take_deferred_user_stack(t, rec->tgid, rec->flags,
+                                               ts ? &ts->memo : NULL,
+                                               frozen && slot == SCRATCH_HOOK);
   if (trusted && kstack_at_switch_in && want_kernel_stacks) {
-    key.kernel_stack = frozen ? take_frozen_kernel_stack(t, &key.flags, slot,
-                                                         ts ? &ts->kmemo : NULL)
-                              : OFFCPU_STACK_MISSED;
+    key->kernel_stack = frozen
+                            ? take_frozen_kernel_stack(t, &key->flags, slot,
+                                                       ts ? &ts->kmemo : NULL)
+                            : OFFCPU_STACK_MISSED;
   }
   if (claim && __sync_val_compare_and_swap(&rec->start_ns, start, 0) != start)
     return;
   /* Counted by whoever charges the wait: with a claim, once. */
   uw_partial_ended(rec->flags, slot, delta);
-  read_comm(key.comm, t, trusted);
+  read_comm(key->comm, t, trusted);
   /* The timeline: the wait as an event, and as this thread's last. */
-  timeline_wait_ended(&key, rec, task_of(rec, trusted), start, delta, runq);
+  timeline_wait_ended(key, rec, task_of(rec, trusted), start, delta, runq);
   struct offcpu_held_set *held = hold_waits && ts ? &ts->held : NULL;
   if (held && !open) {
     /* After the window: what the task holds first, then no more holding. */
     charge(NULL, 0, 0, 0, held);
     held = NULL;
   }
-  charge(&key, delta, runq, state, held);
+  charge(key, delta, runq, state, held);
 }
 
 /* ---- Switch-ins that sched_switch does not report ----

@@ -342,7 +342,7 @@ int BPF_PROG(futex_waking, struct task_struct *p) {
   if (!ft || ft->w.key.holder)
     return 0;
   if (want_wakers)
-    ft->w.key.holder = take_waker(ctx, NULL, false, true);
+    ft->w.key.holder = take_waker(ctx, NULL, false, true, 1);
   else
     ft->w.key.holder =
         in_futex_release() ? futex_light_holder(ft) : OFFCPU_WAKER_UNSEEN;

@@ -431,8 +431,8 @@ __noinline int kwalk_unwind(struct kframe *f) {
 
 struct kwalk {
   struct offcpu_stack *s;
-  struct kframe f;
-  __u32 n; /* frames stored */
+  struct kframe *f; /* the caller's, per CPU: unwound in place */
+  __u32 n;          /* frames stored */
   __u32 max;
   __u8 status;
   __u8 stopped_in_sched; /* the last stored frame is a __sched one */
@@ -443,7 +443,7 @@ struct kwalk {
 /* One frame: store its ip, then unwind to the caller. */
 static long kwalk_step(__u32 i, void *data) {
   struct kwalk *w = data;
-  __u64 ip = w->f.ip;
+  __u64 ip = w->f->ip;
   __u64 n = i; /* one frame per iteration: the index is the count so far */
   same_register(n);
   if (ip < OFFCPU_KERNEL_ADDR_MIN) {
@@ -474,7 +474,7 @@ static long kwalk_step(__u32 i, void *data) {
     w->status = KWALK_SPLICE;
     return 1;
   }
-  int status = kwalk_unwind(&w->f);
+  int status = kwalk_unwind(w->f);
   if (status != KWALK_GOING) {
     w->status = status;
     return 1;
@@ -547,11 +547,44 @@ struct kwalk_result {
   __u32 irq; /* through interrupt entry code */
 };
 
-__noinline int kwalk_frames(const struct kframe *f, struct offcpu_stack *s,
-                            __u32 max, struct kwalk_result *r) {
+/* A walk's first frame and its result, per CPU and context (SCRATCH_*):
+ * off the BPF stack, whose 512 bytes the hook and the walk's global
+ * functions share on kernels without private stacks. */
+struct kw_walk_state {
+  struct kframe f;
+  struct kwalk_result r;
+};
+
+struct {
+  __uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+  __uint(max_entries, 2); /* SCRATCH_HOOK, SCRATCH_ITER */
+  __type(key, __u32);
+  __type(value, struct kw_walk_state);
+} kw_walk_states SEC(".maps");
+
+/* The walk state of context `slot`, its frame set to these bounds and
+ * registers (the rest zero), its result cleared; NULL: none. */
+static __always_inline struct kw_walk_state *
+kw_walk_state_of(__u32 slot, __u64 ip, __u64 sp, __u64 bp, __u64 lo, __u64 hi) {
+  struct kw_walk_state *ws = bpf_map_lookup_elem(&kw_walk_states, &slot);
+  if (!ws)
+    return NULL;
+  __builtin_memset(ws, 0, sizeof(*ws));
+  ws->f.ip = ip;
+  ws->f.sp = sp;
+  ws->f.bp = bp;
+  ws->f.stack_lo = lo;
+  ws->f.stack_hi = hi;
+  ws->f.cache = slot;
+  ws->f.sp_src = KW_SRC_FRAME;
+  return ws;
+}
+
+__noinline int kwalk_frames(struct kframe *f, struct offcpu_stack *s, __u32 max,
+                            struct kwalk_result *r) {
   if (!f || !s || !r)
     return 0;
-  struct kwalk w = {.s = s, .f = *f, .max = max, .status = KWALK_SPLICE};
+  struct kwalk w = {.s = s, .f = f, .max = max, .status = KWALK_SPLICE};
   /* bpf_loop where there is one: the verifier checks a bounded loop once
    * per frame (128 times, the largest part of the switch program's load
    * time) and a bpf_loop body until it converges. The kernel inlines the
@@ -633,36 +666,35 @@ static __always_inline __u32 walk_kernel_stack(struct task_struct *t,
   __u64 frame = BPF_CORE_READ(t, thread.sp);
   struct inactive_task_frame *itf = (struct inactive_task_frame *)frame;
   struct pt_regs *top = (struct pt_regs *)bpf_task_pt_regs(t);
-  struct kframe f = {
-      .ip = BPF_CORE_READ(itf, ret_addr),
-      .sp = frame + bpf_core_type_size(struct inactive_task_frame),
-      .bp = BPF_CORE_READ(itf, bp),
-      .stack_lo = (__u64)BPF_CORE_READ(t, stack),
-      .stack_hi = (__u64)top + bpf_core_type_size(struct pt_regs),
-      .cache = slot,
-      .sp_src = KW_SRC_FRAME,
-  };
-  if (!frame || !top || f.sp <= f.stack_lo || f.sp >= f.stack_hi)
+  struct kw_walk_state *ws =
+      kw_walk_state_of(slot, BPF_CORE_READ(itf, ret_addr),
+                       frame + bpf_core_type_size(struct inactive_task_frame),
+                       BPF_CORE_READ(itf, bp), (__u64)BPF_CORE_READ(t, stack),
+                       (__u64)top + bpf_core_type_size(struct pt_regs));
+  if (!ws)
+    return 0;
+  struct kframe *f = &ws->f;
+  struct kwalk_result *r = &ws->r;
+  if (!frame || !top || f->sp <= f->stack_lo || f->sp >= f->stack_hi)
     return 0;
   struct kw_notes *n = bpf_map_lookup_elem(&kw_notes_map, &slot);
   if (n) {
     n->base = frame;
-    n->stack_lo = f.stack_lo;
-    n->stack_hi = f.stack_hi;
+    n->stack_lo = f->stack_lo;
+    n->stack_hi = f->stack_hi;
     n->boundary = 0;
     n->nr = 0;
     n->bad = 0;
     n->used = 0;
     n->on = note;
   }
-  kw_note(slot, (__u64)&itf->ret_addr, f.ip, KW_SRC_FRAME, KW_VALUE);
-  f.bp_src = kw_note(slot, (__u64)&itf->bp, f.bp, KW_SRC_FRAME, KW_BP);
+  kw_note(slot, (__u64)&itf->ret_addr, f->ip, KW_SRC_FRAME, KW_VALUE);
+  f->bp_src = kw_note(slot, (__u64)&itf->bp, f->bp, KW_SRC_FRAME, KW_BP);
   /* A task that has never run starts in ret_from_fork, not after a call. */
-  f.signal = f.ip == ktext.fork_ret;
-  struct kwalk_result r = {};
-  kwalk_frames(&f, s, max, &r);
-  if (r.status != KWALK_SPLICE && !kwalk_verify)
-    return r.n;
+  f->signal = f->ip == ktext.fork_ret;
+  kwalk_frames(f, s, max, r);
+  if (r->status != KWALK_SPLICE && !kwalk_verify)
+    return r->n;
   /* Finished or checked by the kernel's walk: not a function of the noted
    * words alone. */
   kw_notes_stop(slot);
@@ -671,7 +703,7 @@ static __always_inline __u32 walk_kernel_stack(struct task_struct *t,
   if (!k)
     return 0;
   long bytes = bpf_get_task_stack(t, k->ips, stack_bytes(), 0);
-  __u64 res = kwalk_splice(s, k, bytes, &r, max);
+  __u64 res = kwalk_splice(s, k, bytes, r, max);
   *partial = res >> 32;
   return (__u32)res;
 }
@@ -836,15 +868,12 @@ static __always_inline __u32 walk_live_kernel_stack(struct task_struct *t,
   __u64 w[2]; /* the saved rbp and the return address */
   if (bpf_probe_read_kernel(w, sizeof(w), (void *)fp) || w[1] != ret)
     return 0;
-  struct kframe f = {
-      .ip = w[1],
-      .sp = fp + sizeof(w),
-      .bp = w[0],
-      .stack_lo = lo,
-      .stack_hi = hi,
-      .cache = slot,
-      .sp_src = KW_SRC_FRAME,
-  };
+  struct kw_walk_state *ws =
+      kw_walk_state_of(slot, w[1], fp + sizeof(w), w[0], lo, hi);
+  if (!ws)
+    return 0;
+  struct kframe *f = &ws->f;
+  struct kwalk_result *r = &ws->r;
   struct kw_notes *n = bpf_map_lookup_elem(&kw_notes_map, &slot);
   if (n) {
     n->base = fp;
@@ -856,17 +885,16 @@ static __always_inline __u32 walk_live_kernel_stack(struct task_struct *t,
     n->used = 0;
     n->on = note;
   }
-  f.bp_src = kw_note(slot, fp, w[0], KW_SRC_FRAME, KW_BP);
+  f->bp_src = kw_note(slot, fp, w[0], KW_SRC_FRAME, KW_BP);
   kw_note(slot, fp + sizeof(__u64), w[1], KW_SRC_FRAME, KW_VALUE);
-  struct kwalk_result r = {};
-  kwalk_frames(&f, s, max, &r);
-  if (r.status != KWALK_DONE)
+  kwalk_frames(f, s, max, r);
+  if (r->status != KWALK_DONE)
     return 0;
   /* Through interrupt entry code: the kernel's walk, which the caller cuts
    * there (the frames below are of whatever the interrupt hit). */
-  if (r.irq)
+  if (r->irq)
     return 0;
-  return r.n;
+  return r->n;
 }
 
 /* The two regions a kernel memo's words are in, each read in one go into

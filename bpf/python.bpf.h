@@ -129,6 +129,10 @@ struct py_walk {
   __u32 searching; /* looking for the thread's state (py_step) */
   __u32 store;     /* the frames go into a stack (else: signed only) */
   __u32 lo, span;  /* the frame window's first byte and length (0: none) */
+  /* The frame being read (py_frame_step): here, not on the BPF stack,
+   * whose 512 bytes the hook, the user walk and this callback share on
+   * kernels without private stacks. */
+  __u64 code, prev, instr, entry;
   __u8 buf[PY_FRAME_WINDOW];
 };
 
@@ -215,7 +219,7 @@ static __always_inline int py_frame_read(struct py_walk *w, __u64 fr,
  * and, storing, into the stack. */
 static __always_inline long py_frame_step(struct py_walk *w,
                                           struct offcpu_stack *s) {
-  __u64 fr = w->frame, code = 0, prev = 0, instr = 0, entry = 0;
+  __u64 fr = w->frame;
   if (!fr)
     return 1;
   __u64 n = w->n;
@@ -225,10 +229,12 @@ static __always_inline long py_frame_step(struct py_walk *w,
     w->end = w->frames ? OFFCPU_PY_DEPTH : OFFCPU_PY_NO_ROOM;
     return 1;
   }
-  if (py_frame_read(w, fr, &code, &prev, &instr, &entry)) {
+  w->code = w->prev = w->instr = w->entry = 0;
+  if (py_frame_read(w, fr, &w->code, &w->prev, &w->instr, &w->entry)) {
     w->end = OFFCPU_PY_FAULT;
     return 1;
   }
+  __u64 code = w->code, prev = w->prev, instr = w->instr, entry = w->entry;
   /* The instruction as an index from the start of the bytecode, if it lies
    * in the code object's first 4 GiB (else unknown: 0); 3.10 keeps the
    * index itself (f_lasti, an int). */

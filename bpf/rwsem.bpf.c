@@ -180,9 +180,9 @@ static __always_inline void wait_end(__u32 pid, __u64 lock) {
   if (!delta || delta < min_wait_ns || delta > max_block_ns)
     return;
 
-  struct rwsem_value zero = {};
+  /* futex_zero: a global, off the BPF stack, which a call chain shares. */
   struct rwsem_value *val =
-      lookup_or_insert(&waits, &key, &zero, OFFCPU_LOST_AGG_MAP_FULL);
+      lookup_or_insert(&waits, &key, &futex_zero, OFFCPU_LOST_AGG_MAP_FULL);
   if (!val)
     return;
   __sync_fetch_and_add(&val->total_ns, delta);
@@ -493,7 +493,7 @@ SEC("tp_btf/sched_waking")
 int BPF_PROG(rwsem_waking, struct task_struct *p) {
   struct rwsem_start *rec = open_wait(p, p->pid);
   if (rec && !rec->waker)
-    rec->waker = take_waker(ctx, NULL, false, true);
+    rec->waker = take_waker(ctx, NULL, false, true, 0);
   return 0;
 }
 

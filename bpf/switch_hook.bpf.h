@@ -175,20 +175,24 @@ static __always_inline void on_switch(void *ctx, struct task_struct *prev,
   if (dying || !open || !passes_state_filter(prev_state))
     return;
 
-  struct offcpu_start rec = {
-      .start_ns = now,
-      .cgroup = key_cgroup ? task_cgroup_id(prev) : 0,
-      .pcount = task_pcount(prev, trusted),
-      .tgid = tgid,
-      .state = prev_state,
-  };
+  /* Built per CPU (wait_scratch), not on the BPF stack. */
+  struct wait_scratch *sc = wait_scratch_of(SCRATCH_HOOK);
+  if (!sc)
+    return; /* never: an array's index in range */
+  struct offcpu_start *rec = &sc->rec;
+  __builtin_memset(rec, 0, sizeof(*rec));
+  rec->start_ns = now;
+  rec->cgroup = key_cgroup ? task_cgroup_id(prev) : 0;
+  rec->pcount = task_pcount(prev, trusted);
+  rec->tgid = tgid;
+  rec->state = prev_state;
   if (want_user_stacks && !(TASK_FIELD(trusted, prev, flags) & PF_KTHREAD))
-    take_switch_out_user_stack(ctx, prev, tgid, ts, &rec, trusted);
+    take_switch_out_user_stack(ctx, prev, tgid, ts, rec, trusted);
   if (want_kernel_stacks && !(trusted && kstack_at_switch_in))
-    rec.kernel_stack = take_current_stack(ctx, 0);
+    rec->kernel_stack = take_current_stack(ctx, 0);
   if (ts)
-    ts->start = rec;
-  else if (!save_start(prev, pid, &rec, trusted))
+    ts->start = *rec;
+  else if (!save_start(prev, pid, rec, trusted))
     count_loss(OFFCPU_LOST_START_STORE);
 }
 

@@ -212,7 +212,7 @@ static long uw_search_step(__u32 i, void *data) {
  * process: q->where becomes UW_AT_TABLE where the file has one, q->rule the
  * row's rule (none: NONE, frame pointers). */
 static __always_inline void uw_rule_in(struct uw_query *q, __u32 fidx,
-                                       __u64 base) {
+                                       __u64 base, struct uw_search *rs) {
   struct uw_file *f = bpf_map_lookup_elem(&uw_files, &fidx);
   if (!f)
     return;
@@ -235,18 +235,17 @@ static __always_inline void uw_rule_in(struct uw_query *q, __u32 fidx,
   __u64 *pg = bpf_map_lookup_elem(&uw_pages, &pidx);
   if (!pg)
     return;
-  struct uw_search rs = {
-      .p = NULL,
-      .first = (__u32)*pg,
-      .lo = uw_unknown_zero,
-      .hi = (__u32)(*pg >> 32),
-      .off = rel & (UW_PAGE_SIZE - 1),
-      .found = -1,
-  };
-  bpf_loop(14, uw_search_step, &rs, 0);
-  if (rs.found < 0)
+  rs->p = NULL;
+  rs->pc = 0;
+  rs->first = (__u32)*pg;
+  rs->lo = uw_unknown_zero;
+  rs->hi = (__u32)(*pg >> 32);
+  rs->off = rel & (UW_PAGE_SIZE - 1);
+  rs->found = -1;
+  bpf_loop(14, uw_search_step, rs, 0);
+  if (rs->found < 0)
     return;
-  __u32 rule_id = (__u32)rs.found & UW_ROW_RULE_MASK;
+  __u32 rule_id = (__u32)rs->found & UW_ROW_RULE_MASK;
   struct uw_rule *r = bpf_map_lookup_elem(&uw_rules, &rule_id);
   if (r)
     q->rule = *r;
@@ -316,7 +315,8 @@ __noinline int uw_vma_table(struct uw_vma_find *v) {
 
 /* The rule for q->pc in process q->owner's installed mappings, or, for a
  * walk through bpf_find_vma (q->gen), in the mapping resolved in q. */
-static __always_inline int uw_lookup(struct uw_query *q) {
+static __always_inline int uw_lookup(struct uw_query *q,
+                                     struct uw_search *srch) {
   if (q->gen & UW_GEN_BY_VMA) {
     /* Resolved by the caller, not cached: a walk of a process that is
      * not installed yet. */
@@ -332,7 +332,7 @@ static __always_inline int uw_lookup(struct uw_query *q) {
     if (q->vma_state != UW_VMA_TABLE || q->pc < q->vma_start ||
         q->pc >= q->vma_end)
       return 0;
-    uw_rule_in(q, q->vma_file, q->vma_base);
+    uw_rule_in(q, q->vma_file, q->vma_base, srch);
     return 0;
   }
   __u32 idx = (mix64(q->pc ^ ((__u64)q->owner << 40)) & (UW_CACHE_SLOTS - 1)) +
@@ -355,22 +355,22 @@ static __always_inline int uw_lookup(struct uw_query *q) {
   struct uw_proc *p = bpf_map_lookup_elem(&uw_procs, &owner);
   if (!p)
     return 0;
-  struct uw_search ms = {
-      .p = p,
-      .pc = q->pc,
-      .lo = uw_unknown_zero,
-      .hi = p->nr < UW_MAX_MAPPINGS ? p->nr : UW_MAX_MAPPINGS,
-      .found = -1,
-  };
-  bpf_loop(10, uw_search_step, &ms, 0);
-  __s64 m = ms.found;
+  srch->p = p;
+  srch->pc = q->pc;
+  srch->first = 0;
+  srch->off = 0;
+  srch->lo = uw_unknown_zero;
+  srch->hi = p->nr < UW_MAX_MAPPINGS ? p->nr : UW_MAX_MAPPINGS;
+  srch->found = -1;
+  bpf_loop(10, uw_search_step, srch, 0);
+  __s64 m = srch->found;
   if (m < 0 || m >= UW_MAX_MAPPINGS)
     goto out;
   struct uw_mapping *map = &p->maps[m];
   if (q->pc >= map->end)
     goto out;
   q->where = UW_AT_NO_TABLE;
-  uw_rule_in(q, map->file, map->base);
+  uw_rule_in(q, map->file, map->base, srch);
 out:
   c->pc = q->pc;
   c->owner = q->owner;
@@ -379,6 +379,23 @@ out:
   c->rule = q->rule;
   return 0;
 }
+
+/* How far a walk has got in filling its memo. */
+struct uw_noting {
+  __u64 sp; /* sp at the start: words are noted relative to it */
+  __u32 nr, span;
+  __u32 bad; /* a word the memo cannot hold: do not keep it */
+  __u32 pad;
+};
+
+/* What a walk starts from: the task's user registers at its system call
+ * and the state of its address space that its memo keys on. */
+struct uw_start {
+  __u64 pc, sp, bp;
+  __u64 mm, map_count;
+  __u64 pgd; /* mm's top-level page table, read with plain loads (0: not) */
+  __u32 epoch;
+};
 
 /* The frame being unwound: scalars only, so that the global functions
  * below (verified once each) can work on it; the stack reads and the store
@@ -422,6 +439,14 @@ struct uw_frame {
    * counter read and written per frame would cost more than the frame. */
   __u16 by_table, by_fp, misses;
   __u16 end; /* enum uw_stat: how the walk ended; 0 while going */
+  /* Kept here rather than on the BPF stack, whose 512 bytes are shared by
+   * a whole call chain (hook, walk, frame lookup) on kernels without
+   * private stacks (before 6.13, and builds whose JIT has none). Not
+   * cleared by uw_frame_reset: */
+  struct uw_query q;       /* uw_frame_begin's lookup of the frame's rule */
+  struct uw_noting note;   /* the memo's words noted so far */
+  struct uw_start start;   /* what the walk started from */
+  struct uw_demand demand; /* uw_request's new entry */
 };
 
 /* uw_frame.bp_src */
@@ -456,27 +481,31 @@ __noinline int uw_frame_begin(struct uw_frame *f) {
     f->end = UW_STAT_TRUNCATED;
     return UW_STOP;
   }
-  struct uw_query q = {
-      .pc = f->exact ? f->pc : f->pc - 1,
-      .vma_start = f->vma_start,
-      .vma_end = f->vma_end,
-      .vma_base = f->vma_base,
-      .vma_file = f->vma_file,
-      .vma_state = f->vma_state,
-      .owner = f->owner,
-      .gen = f->gen,
-      .cache = f->cache,
-      .where = UW_AT_NO_TABLE,
-  };
+  struct uw_query *q = &f->q;
+  __builtin_memset(q, 0, sizeof(*q));
+  q->pc = f->exact ? f->pc : f->pc - 1;
+  q->vma_start = f->vma_start;
+  q->vma_end = f->vma_end;
+  q->vma_base = f->vma_base;
+  q->vma_file = f->vma_file;
+  q->vma_state = f->vma_state;
+  q->owner = f->owner;
+  q->gen = f->gen;
+  q->cache = f->cache;
+  q->where = UW_AT_NO_TABLE;
   if (f->owner) {
-    uw_lookup(&q);
-    f->misses += q.missed;
+    /* One search context on the stack (bpf_loop's must be) for both of
+     * the lookup's searches: each its own would be 40 bytes more of the
+     * 512 a call chain shares. */
+    struct uw_search srch;
+    uw_lookup(q, &srch);
+    f->misses += q->missed;
   }
   /* Through bpf_find_vma, a file without a table (none built yet): frame
    * pointers for now, walked again once the process is installed. */
-  if (q.where == UW_AT_NO_TABLE && (f->gen & UW_GEN_BY_VMA))
+  if (q->where == UW_AT_NO_TABLE && (f->gen & UW_GEN_BY_VMA))
     f->partial = 1;
-  if (q.where == UW_AT_OUTSIDE) {
+  if (q->where == UW_AT_OUTSIDE) {
     if (f->stale) {
       f->partial = 1;
       f->end = UW_STAT_STALE;
@@ -490,15 +519,15 @@ __noinline int uw_frame_begin(struct uw_frame *f) {
   f->store_pc = f->exact && f->n > 0 ? f->pc + 1 : f->pc;
   /* The sigreturn trampoline is entered by a return to its first byte
    * (its CFI starts a byte early for that): named by that byte. */
-  if (q.where == UW_AT_TABLE && q.rule.kind == UW_RULE_SIGNAL && !f->exact)
+  if (q->where == UW_AT_TABLE && q->rule.kind == UW_RULE_SIGNAL && !f->exact)
     f->store_pc = f->pc + 1;
-  if (q.where != UW_AT_TABLE)
-    __builtin_memset(&q.rule, 0, sizeof(q.rule)); /* frame pointers */
-  f->rule = q.rule;
+  if (q->where != UW_AT_TABLE)
+    __builtin_memset(&q->rule, 0, sizeof(q->rule)); /* frame pointers */
+  f->rule = q->rule;
   f->fault = 0;
   f->rd_deref = 0;
   f->rd_extra = 0;
-  switch (q.rule.kind) {
+  switch (q->rule.kind) {
   case UW_RULE_END:
     f->end = UW_STAT_END_OF_STACK;
     return UW_STORE_STOP;
@@ -512,8 +541,8 @@ __noinline int uw_frame_begin(struct uw_frame *f) {
   case UW_RULE_SIGNAL:
     /* rsp points into the ucontext the kernel pushed: the interrupted rsp,
      * then rip, at cfa_off; rbp at bp_off. */
-    f->rd_pair = f->sp + q.rule.cfa_off;
-    f->rd_extra = f->sp + q.rule.bp_off;
+    f->rd_pair = f->sp + q->rule.cfa_off;
+    f->rd_extra = f->sp + q->rule.bp_off;
     return UW_GO;
   case UW_RULE_PLT:
     /* The stub pushes once before its second jump (byte 11 of 16). */
@@ -521,9 +550,9 @@ __noinline int uw_frame_begin(struct uw_frame *f) {
     return UW_GO;
   case UW_RULE_CFA:
   case UW_RULE_CFA_DEREF: {
-    __u64 cfa = ((q.rule.flags & UW_CFA_FROM_BP) ? f->bp : f->sp) +
-                (__s64)q.rule.cfa_off;
-    if (q.rule.kind == UW_RULE_CFA_DEREF)
+    __u64 cfa = ((q->rule.flags & UW_CFA_FROM_BP) ? f->bp : f->sp) +
+                (__s64)q->rule.cfa_off;
+    if (q->rule.kind == UW_RULE_CFA_DEREF)
       f->rd_deref = cfa;
     else
       uw_reads_for_cfa(f, cfa);
@@ -651,19 +680,10 @@ struct uw_memo_set {
   __u64 py_tstate; /* the thread's PyThreadState, found before (0: none) */
 };
 
-/* How far a walk has got in filling its memo. */
-struct uw_noting {
-  __u64 sp; /* sp at the start: words are noted relative to it */
-  __u32 nr, span;
-  __u32 bad; /* a word the memo cannot hold: do not keep it */
-  __u32 pad;
-};
-
 struct uw_walk {
   struct offcpu_stack *s;
   struct task_struct *task;
-  struct uw_memo *m; /* NULL: not recording */
-  struct uw_noting note;
+  struct uw_memo *m; /* NULL: not recording (its notes: f->note) */
   /* Per CPU (uw_frames), not on the BPF stack: the switch hook may walk
    * twice in a run (the task switched in, then the one switched out). */
   struct uw_frame *f;
@@ -704,7 +724,7 @@ __noinline int uw_note_word(struct uw_memo *m, struct uw_noting *n, __u64 addr,
 
 static __always_inline void uw_note(struct uw_walk *w, __u64 addr, __u64 val) {
   if (w->m)
-    uw_note_word(w->m, &w->note, addr, val);
+    uw_note_word(w->m, &w->f->note, addr, val);
 }
 
 /* What uw_read_direct reads: f->rd_deref into val_deref, rd_pair into
@@ -902,14 +922,16 @@ static __always_inline __u64 uw_map_key(struct mm_struct *mm) {
 /* Asks user space for the process's tables, once per map_count; later
  * walks without them are counted as its demand. */
 static __always_inline void uw_request(__u32 tgid, __u64 map_count,
-                                       struct uw_stats *st) {
+                                       struct uw_stats *st,
+                                       struct uw_frame *f) {
   struct uw_demand *asked = bpf_map_lookup_elem(&uw_asked, &tgid);
   if (asked && asked->map_count == map_count) {
     asked->walks++;
     return;
   }
-  struct uw_demand fresh = {.map_count = map_count, .walks = 1};
-  if (bpf_map_update_elem(&uw_asked, &tgid, &fresh, BPF_ANY))
+  f->demand.map_count = map_count; /* per CPU: off the BPF stack */
+  f->demand.walks = 1;
+  if (bpf_map_update_elem(&uw_asked, &tgid, &f->demand, BPF_ANY))
     return;
   struct uw_request *r = bpf_ringbuf_reserve(&uw_requests, sizeof(*r), 0);
   if (!r) {
@@ -1049,15 +1071,6 @@ uw_memo_find(struct uw_memo_set *ms, __u64 pc, __u64 sp, __u64 bp, __u64 mm,
   return NULL;
 }
 
-/* What a walk starts from: the task's user registers at its system call
- * and the state of its address space that its memo keys on. */
-struct uw_start {
-  __u64 pc, sp, bp;
-  __u64 mm, map_count;
-  __u64 pgd; /* mm's top-level page table, read with plain loads (0: not) */
-  __u32 epoch;
-};
-
 /* The way a new walk's memo replaces: each in turn, never the one used
  * last. */
 static __always_inline __u32 uw_memo_victim(struct uw_memo_set *ms) {
@@ -1175,14 +1188,18 @@ uw_memo_pick(struct uw_memo_set *ms, const struct uw_start *r, bool frozen,
   return m;
 }
 
-/* The walk's state, per CPU (uw_frames, for context `slot`), at its first
- * frame. */
-static __always_inline struct uw_frame *
-uw_frame_start(__u32 slot, const struct uw_start *r) {
-  struct uw_frame *f = bpf_map_lookup_elem(&uw_frames, &slot);
-  if (!f)
-    return NULL;
-  __builtin_memset(f, 0, sizeof(*f));
+/* The walk's state, per CPU (uw_frames, for context `slot`): its start
+ * (f->start) is filled before the memo pick, the rest at its first frame
+ * (uw_frame_reset). */
+static __always_inline struct uw_frame *uw_frame_of(__u32 slot) {
+  return bpf_map_lookup_elem(&uw_frames, &slot);
+}
+
+static __always_inline void uw_frame_reset(struct uw_frame *f, __u32 slot) {
+  const struct uw_start *r = &f->start;
+  __builtin_memset(f, 0, __builtin_offsetof(struct uw_frame, q));
+  __builtin_memset(&f->note, 0, sizeof(f->note));
+  f->note.sp = r->sp;
   f->pc = r->pc;
   f->sp = r->sp;
   f->bp = r->bp;
@@ -1190,7 +1207,6 @@ uw_frame_start(__u32 slot, const struct uw_start *r) {
   f->cache = slot;
   f->exact = 1;
   f->pgd = r->pgd;
-  return f;
 }
 
 /* Whose tables the walk of `t` (process `tgid`) uses, set in `f`: its
@@ -1269,9 +1285,10 @@ static __always_inline void uw_memo_keep(struct uw_memo_set *ms, __u32 way,
                                          const struct uw_walk *w,
                                          const struct uw_start *r, __u64 id,
                                          __u64 py_sig, __u64 memo_stack) {
-  if (!m || way >= UW_MEMO_WAYS || py_sig == PY_SIG_UNSURE || w->note.bad ||
+  const struct uw_noting *note = &w->f->note;
+  if (!m || way >= UW_MEMO_WAYS || py_sig == PY_SIG_UNSURE || note->bad ||
       w->f->partial || w->f->end == UW_STAT_READ_FAULT || !stack_stored(id) ||
-      !w->note.nr)
+      !note->nr)
     return;
   /* Only a walk that reached an end of the stack (an end row, a frame
    * pointer chain's end, the depth limit): one that stopped outside the
@@ -1300,9 +1317,9 @@ static __always_inline void uw_memo_keep(struct uw_memo_set *ms, __u32 way,
     m->agreed++;
   else if (memo_stack != id)
     m->agreed = 0;
-  m->span = w->note.span;
+  m->span = note->span;
   m->py_sig = py_sig;
-  m->nr = w->note.nr;
+  m->nr = note->nr;
   ms->last = way;
 }
 
@@ -1394,21 +1411,24 @@ static __always_inline __u64 walk_user_stack_memo(struct task_struct *t,
     return OFFCPU_STACK_MISSED;
   /* BTF pointers: plain loads, no helper call each. */
   struct mm_struct *mmp = t->mm;
-  struct uw_start r = {
-      .pc = regs->ip,
-      .sp = regs->sp,
-      .bp = regs->bp,
-      .mm = (__u64)mmp,
-      .map_count = mmp ? uw_map_key(mmp) : 0,
-      .epoch = *(volatile __u32 *)&uw_epoch,
-  };
+  struct uw_frame *f = uw_frame_of(slot);
+  if (!f)
+    return OFFCPU_STACK_MISSED;
+  struct uw_start *r = &f->start;
+  r->pc = regs->ip;
+  r->sp = regs->sp;
+  r->bp = regs->bp;
+  r->mm = (__u64)mmp;
+  r->map_count = mmp ? uw_map_key(mmp) : 0;
+  r->epoch = *(volatile __u32 *)&uw_epoch;
+  r->pgd = 0;
   struct uw_stats *st = uw_stats_of(slot);
   __u32 tgid = t->tgid;
 #ifdef OFFCPU_DIRECT_LOADS
   if (!other_task && uw_direct_base)
-    r.pgd = pgd_of(mmp);
+    r->pgd = pgd_of(mmp);
 #endif
-  if (frozen && !r.pgd)
+  if (frozen && !r->pgd)
     return OFFCPU_STACK_MISSED; /* never: frozen walks come with the map */
 
   /* A memo that holds: the stack this walk would store, before any other
@@ -1417,10 +1437,10 @@ static __always_inline __u64 walk_user_stack_memo(struct task_struct *t,
   __u32 way = 0;
   __u64 memo_stack = OFFCPU_STACK_MISSED;
   ms = reuse_stacks && !other_task ? ms : NULL;
-  __u64 py_sig = uw_py_sig_now(ms, t, tgid, r.pgd, frozen, slot);
+  __u64 py_sig = uw_py_sig_now(ms, t, tgid, r->pgd, frozen, slot);
   __u32 cause = UW_CAUSE_FIRST;
   if (ms) {
-    m = uw_memo_pick(ms, &r, frozen, st, &way, &memo_stack, py_sig, &cause,
+    m = uw_memo_pick(ms, r, frozen, st, &way, &memo_stack, py_sig, &cause,
                      preempted);
     if (memo_stack != OFFCPU_STACK_MISSED && !reuse_verify &&
         cause == UW_CAUSE_REUSED) {
@@ -1430,12 +1450,9 @@ static __always_inline __u64 walk_user_stack_memo(struct task_struct *t,
     }
   }
 
-  struct uw_frame *f = uw_frame_start(slot, &r);
-  if (!f)
-    return OFFCPU_STACK_MISSED;
+  uw_frame_reset(f, slot);
   /* m: the memo this walk notes (NULL: none). */
   struct uw_walk w = {.task = t, .f = f, .m = m, .frozen = frozen};
-  w.note.sp = r.sp;
   w.preempted = preempted;
 
   /* Walking after all: the scratch buffer. */
@@ -1445,7 +1462,7 @@ static __always_inline __u64 walk_user_stack_memo(struct task_struct *t,
   w.s = s;
   bool parent, by_vma;
   struct uw_proc *p =
-      uw_walk_tables(f, t, tgid, r.map_count, other_task, &parent, &by_vma);
+      uw_walk_tables(f, t, tgid, r->map_count, other_task, &parent, &by_vma);
   /* A stale reading still serves: the memo keys on map_count and the
    * epoch, so a walk now would be this same walk. Without tables the walk
    * is partial and not kept. */
@@ -1456,19 +1473,19 @@ static __always_inline __u64 walk_user_stack_memo(struct task_struct *t,
   uw_walk_counted(st, f);
   if (f->partial) {
     *flags |= OFFCPU_USTACK_PARTIAL;
-    uw_request(tgid, r.map_count, st);
+    uw_request(tgid, r->map_count, st, f);
   } else if (by_vma) {
-    uw_request(tgid, r.map_count, st); /* its own tables, for later walks */
+    uw_request(tgid, r->map_count, st, f); /* its own tables, later walks */
   }
-  __u32 n =
-      uw_py_append(t, tgid, other_task, s, f, r.pgd, frozen, slot, ms, &py_sig);
+  __u32 n = uw_py_append(t, tgid, other_task, s, f, r->pgd, frozen, slot, ms,
+                         &py_sig);
   __u64 id = store_stack_from(
       slot, s, (long)n * sizeof(__u64),
       OFFCPU_STACK_USER |
           (f->end == UW_STAT_TRUNCATED ? OFFCPU_STACK_TRUNCATED : 0));
   if (memo_stack != OFFCPU_STACK_MISSED && memo_stack != id && stack_stored(id))
     uw_count(st, UW_STAT_REUSE_MISMATCH);
-  uw_memo_keep(ms, way, m, &w, &r, id, py_sig, memo_stack);
+  uw_memo_keep(ms, way, m, &w, r, id, py_sig, memo_stack);
   uw_cause_count(ms ? st : NULL, cause, preempted, t0);
   return id;
 }

@@ -153,6 +153,17 @@ static __always_inline unsigned int current_waker(struct offcpu_waker *w,
   return BPF_CORE_READ(cur, flags);
 }
 
+/* The waker being recorded, per CPU and caller (`scratch` of take_waker:
+ * one per program of an object that records wakers, as a program does not
+ * nest in itself). Off the BPF stack, whose 512 bytes the hook shares with
+ * the user walk on kernels without private stacks. */
+struct {
+  __uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+  __uint(max_entries, 2);
+  __type(key, __u32);
+  __type(value, struct offcpu_waker);
+} waker_scratch SEC(".maps");
+
 /* Who is waking the task now (the current task, or an interrupt), stored
  * once per distinct waker; returns its id or an OFFCPU_WAKER_* marker.
  * `wm`: the waker's stack memos (NULL: none), kept apart from those of its
@@ -161,29 +172,35 @@ static __always_inline unsigned int current_waker(struct offcpu_waker *w,
  * the caller knows the current task made the wakeup (the walk is what
  * tells an interrupt apart otherwise). */
 static __always_inline __u64 take_waker(void *ctx, struct waker_memo_set *wm,
-                                        bool trusted, bool kernel) {
-  struct offcpu_waker w = {};
-  w.kind = OFFCPU_WAKER_TASK;
+                                        bool trusted, bool kernel,
+                                        __u32 scratch) {
+  /* Built per CPU, off the BPF stack: see waker_scratch. */
+  struct offcpu_waker *wp = bpf_map_lookup_elem(&waker_scratch, &scratch);
+  if (!wp)
+    return OFFCPU_WAKER_UNSEEN; /* never: an array's index in range */
+  struct offcpu_waker *w = wp;
+  __builtin_memset(w, 0, sizeof(*w));
+  w->kind = OFFCPU_WAKER_TASK;
   if (kernel)
-    w.kernel_stack = waking_kernel_stack(ctx, &w.kind, wm);
+    w->kernel_stack = waking_kernel_stack(ctx, &w->kind, wm);
   struct uw_memo_set *ms = wm ? &wm->user : NULL;
-  if (w.kind == OFFCPU_WAKER_TASK) {
-    unsigned int flags = current_waker(&w, trusted);
-    if (want_user_stacks && w.pid && !(flags & PF_KTHREAD)) {
+  if (w->kind == OFFCPU_WAKER_TASK) {
+    unsigned int flags = current_waker(w, trusted);
+    if (want_user_stacks && w->pid && !(flags & PF_KTHREAD)) {
       __u32 partial = 0; /* a waker is not walked again later */
       bool reused = false;
-      w.user_stack =
+      w->user_stack =
           user_fp_walk
               ? walk_user_stack_hook(bpf_get_current_task_btf(), &partial, ms,
                                      &reused, false, SCRATCH_HOOK)
               : take_current_stack(ctx, BPF_F_USER_STACK);
       /* A reused stack was announced when it was walked. */
       if (!reused && !announce((struct task_struct *)bpf_get_current_task(),
-                               w.tgid, w.user_stack))
+                               w->tgid, w->user_stack))
         uw_memo_forget(ms);
     }
   }
-  return store_waker(&w, wm ? &wm->last : NULL);
+  return store_waker(w, wm ? &wm->last : NULL);
 }
 
 #endif /* OFFCPU_WAKER_BPF_H */

@@ -164,7 +164,7 @@ static __always_inline void on_waking(void *ctx, struct task_struct *p,
   /* With -U the kernel stack is walked only where it tells an interrupt
    * apart (its frames are not shown). */
   rec->waker = take_waker(ctx, current_waker_memos(trusted), trusted,
-                          want_kernel_stacks || !task);
+                          want_kernel_stacks || !task, 0);
   copy_hop(task_of(rec, trusted));
 }
 
