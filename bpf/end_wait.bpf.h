@@ -23,6 +23,9 @@
 struct wait_scratch {
   struct offcpu_key key;
   struct offcpu_start rec;
+  /* end_wait's scalars, here rather than spilled across its calls. */
+  __u64 start, delta, runq;
+  __u32 state, claim;
 };
 
 struct {
@@ -128,9 +131,14 @@ static __always_inline void end_wait(struct task_struct *t, __u32 pid,
     return;
   }
 
+  /* The key and the wait's figures per CPU (wait_scratch), read back where
+   * used: off the BPF stack, across the walks below. */
   struct wait_scratch *sc = wait_scratch_of(slot);
   if (!sc)
     return; /* never: an array's index in range */
+  sc->start = start;
+  sc->delta = delta;
+  sc->claim = claim;
   struct offcpu_key *key = &sc->key;
   __builtin_memset(key, 0, sizeof(*key));
   key->tgid = rec->tgid;
@@ -144,16 +152,16 @@ static __always_inline void end_wait(struct task_struct *t, __u32 pid,
                   << OFFCPU_KEY_STATE_SHIFT;
   if (key_wakers)
     key->waker = waker_of(rec);
-  unsigned int state = rec->state;
-  __u64 runq = 0;
+  sc->state = rec->state;
+  sc->runq = 0;
   /* The timeline's events carry it, without a [runqueue] in the keys. */
   if ((split_runqueue || want_events) && end > start) {
     __u64 wake = rec->wake_ns;
     if (!wake && runq_from_sched_info && rec->state != 0)
       wake = queued_ktime(t, end, trusted);
-    runq = runnable_part(rec, wake, start, end);
+    sc->runq = runnable_part(rec, wake, start, end);
   }
-  if (!claim)
+  if (!sc->claim)
     forget_start(rec, pid, trusted);
   /* Memos are the switch hook's alone: the flush iterator may walk the
    * same task at once. */
@@ -170,20 +178,22 @@ static __always_inline void end_wait(struct task_struct *t, __u32 pid,
                                                        ts ? &ts->kmemo : NULL)
                             : OFFCPU_STACK_MISSED;
   }
-  if (claim && __sync_val_compare_and_swap(&rec->start_ns, start, 0) != start)
+  if (sc->claim &&
+      __sync_val_compare_and_swap(&rec->start_ns, sc->start, 0) != sc->start)
     return;
   /* Counted by whoever charges the wait: with a claim, once. */
-  uw_partial_ended(rec->flags, slot, delta);
+  uw_partial_ended(rec->flags, slot, sc->delta);
   read_comm(key->comm, t, trusted);
   /* The timeline: the wait as an event, and as this thread's last. */
-  timeline_wait_ended(key, rec, task_of(rec, trusted), start, delta, runq);
+  timeline_wait_ended(key, rec, task_of(rec, trusted), sc->start, sc->delta,
+                      sc->runq);
   struct offcpu_held_set *held = hold_waits && ts ? &ts->held : NULL;
   if (held && !open) {
     /* After the window: what the task holds first, then no more holding. */
     charge(NULL, 0, 0, 0, held);
     held = NULL;
   }
-  charge(key, delta, runq, state, held);
+  charge(key, sc->delta, sc->runq, sc->state, held);
 }
 
 /* ---- Switch-ins that sched_switch does not report ----

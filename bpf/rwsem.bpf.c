@@ -158,11 +158,35 @@ static __always_inline void read_owner(struct rwsem_start *rec, __u64 lock,
                             owner->comm);
 }
 
+/* A wait's record as it begins and its key as it ends, per CPU: off the
+ * BPF stack, whose 512 bytes a program shares with the user walk it calls
+ * on kernels without private stacks. Entry LOCK_SCRATCH_BEGIN for the
+ * programs that begin waits (and end the one they replace),
+ * LOCK_SCRATCH_END for those that only end them: one may interrupt the
+ * other, never itself. */
+#define LOCK_SCRATCH_BEGIN 0
+#define LOCK_SCRATCH_END 1
+struct lock_scratch {
+  struct rwsem_start rec;
+  struct rwsem_key key;
+};
+
+struct {
+  __uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+  __uint(max_entries, 2);
+  __type(key, __u32);
+  __type(value, struct lock_scratch);
+} lock_scratches SEC(".maps");
+
+static __always_inline struct lock_scratch *lock_scratch_of(__u32 entry) {
+  return bpf_map_lookup_elem(&lock_scratches, &entry);
+}
+
 /* Ends the wait `pid` has open, charging it; `lock` 0: whichever lock
  * (the slow-path probes' returns do not know it). A contention_end for
  * another lock ends a nested contention not traced (the spinlock inside a
  * mutex's slow path), not this one. */
-static __always_inline void wait_end(__u32 pid, __u64 lock) {
+static __always_inline void wait_end(__u32 pid, __u64 lock, __u32 scratch) {
   struct rwsem_start *rec = open_wait(current_task_btf(), pid);
   if (!rec || (lock && rec->lock != lock))
     return;
@@ -173,16 +197,20 @@ static __always_inline void wait_end(__u32 pid, __u64 lock) {
   if (stop && now > stop)
     now = stop;
   __u64 delta = now > rec->start_ns ? now - rec->start_ns : 0;
-  struct rwsem_key key = rwsem_key_of(rec, pid);
-  if (want_wakers && !key.waker)
-    key.waker = OFFCPU_WAKER_UNSEEN;
+  struct lock_scratch *sc = lock_scratch_of(scratch);
+  if (!sc)
+    return; /* never: an array's index in range */
+  struct rwsem_key *key = &sc->key;
+  rwsem_key_fill(key, rec, pid);
+  if (want_wakers && !key->waker)
+    key->waker = OFFCPU_WAKER_UNSEEN;
   close_wait(rec, pid);
   if (!delta || delta < min_wait_ns || delta > max_block_ns)
     return;
 
   /* futex_zero: a global, off the BPF stack, which a call chain shares. */
   struct rwsem_value *val =
-      lookup_or_insert(&waits, &key, &futex_zero, OFFCPU_LOST_AGG_MAP_FULL);
+      lookup_or_insert(&waits, key, &futex_zero, OFFCPU_LOST_AGG_MAP_FULL);
   if (!val)
     return;
   __sync_fetch_and_add(&val->total_ns, delta);
@@ -437,7 +465,11 @@ static __always_inline void wait_begin(void *ctx, __u64 lock, __u32 kind,
   struct task_struct *task = (struct task_struct *)bpf_get_current_task();
   __u64 id = bpf_get_current_pid_tgid();
   __u32 pid = (__u32)id, tgid = id >> 32;
-  struct rwsem_start rec = {};
+  struct lock_scratch *sc = lock_scratch_of(LOCK_SCRATCH_BEGIN);
+  if (!sc)
+    return; /* never: an array's index in range */
+  struct rwsem_start *rec = &sc->rec;
+  __builtin_memset(rec, 0, sizeof(*rec));
   struct rwsem_start *open = open_wait(current_task_btf(), pid);
   if (open) {
     /* The same contention again (a retry in the slow path): keep it. */
@@ -446,9 +478,9 @@ static __always_inline void wait_begin(void *ctx, __u64 lock, __u32 kind,
     /* The same lock, another kind: a mutex waiter spinning between its
      * sleeps. The phase so far is charged as its own kind; the stacks are
      * the same. */
-    rec.user_stack = open->user_stack;
-    rec.kernel_stack = open->kernel_stack;
-    wait_end(pid, lock);
+    rec->user_stack = open->user_stack;
+    rec->kernel_stack = open->kernel_stack;
+    wait_end(pid, lock, LOCK_SCRATCH_BEGIN);
   }
   if (!(lock_kinds & (1u << kind)))
     return;
@@ -460,31 +492,31 @@ static __always_inline void wait_begin(void *ctx, __u64 lock, __u32 kind,
   if (!open && !passes_task_filters(task, pid, tgid, false))
     return;
 
-  rec.lock = lock;
-  rec.tgid = tgid;
-  rec.kind = kind;
-  rec.flags = kind == OFFCPU_LOCK_RWSEM_WRITE  ? RWSEM_WAIT_WRITE
-              : kind == OFFCPU_LOCK_RWSEM_READ ? RWSEM_WAIT_READ
-                                               : 0;
+  rec->lock = lock;
+  rec->tgid = tgid;
+  rec->kind = kind;
+  rec->flags = kind == OFFCPU_LOCK_RWSEM_WRITE  ? RWSEM_WAIT_WRITE
+               : kind == OFFCPU_LOCK_RWSEM_READ ? RWSEM_WAIT_READ
+                                                : 0;
   if (lock && lock == own_mmap_lock(task))
-    rec.flags |= RWSEM_LOCK_IS_MMAP;
+    rec->flags |= RWSEM_LOCK_IS_MMAP;
   else if (typed)
-    rec.cache = slab_cache_of(lock);
+    rec->cache = slab_cache_of(lock);
   if (want_wakers && lock)
-    read_owner(&rec, lock, kind);
+    read_owner(rec, lock, kind);
   if (key_cgroup)
-    rec.cgroup = bpf_get_current_cgroup_id();
-  bpf_get_current_comm(&rec.comm, sizeof(rec.comm));
+    rec->cgroup = bpf_get_current_cgroup_id();
+  bpf_get_current_comm(rec->comm, sizeof(rec->comm));
   if (!open)
-    take_stacks(ctx, task, tgid, &rec, typed);
+    take_stacks(ctx, task, tgid, rec, typed);
   /* The wait's time starts once this program's own work (the stack walks,
    * microseconds) is done: a spinning wait is often shorter than that,
    * and charging it would report offcpu's cost as the lock's. */
-  rec.start_ns = bpf_ktime_get_ns();
+  rec->start_ns = bpf_ktime_get_ns();
   __u64 stop = stop_ns;
-  if (stop && rec.start_ns >= stop)
+  if (stop && rec->start_ns >= stop)
     return; /* after the window */
-  open_new_wait(&rec, pid);
+  open_new_wait(rec, pid);
 }
 
 /* A waiter being woken (--wakers): the first wakeup of its wait names the
@@ -507,7 +539,7 @@ int BPF_PROG(rwsem_contention_begin, void *lock, unsigned int flags) {
 
 SEC("tp_btf/contention_end")
 int BPF_PROG(rwsem_contention_end, void *lock, int ret) {
-  wait_end((__u32)bpf_get_current_pid_tgid(), (__u64)lock);
+  wait_end((__u32)bpf_get_current_pid_tgid(), (__u64)lock, LOCK_SCRATCH_END);
   return 0;
 }
 
@@ -521,7 +553,7 @@ int BPF_PROG(rwsem_fentry_write, struct rw_semaphore *sem) {
 
 SEC("fexit/rwsem_down_write_slowpath")
 int BPF_PROG(rwsem_fexit_write, struct rw_semaphore *sem) {
-  wait_end((__u32)bpf_get_current_pid_tgid(), 0);
+  wait_end((__u32)bpf_get_current_pid_tgid(), 0, LOCK_SCRATCH_END);
   return 0;
 }
 
@@ -533,7 +565,7 @@ int BPF_PROG(rwsem_fentry_read, struct rw_semaphore *sem) {
 
 SEC("fexit/rwsem_down_read_slowpath")
 int BPF_PROG(rwsem_fexit_read, struct rw_semaphore *sem) {
-  wait_end((__u32)bpf_get_current_pid_tgid(), 0);
+  wait_end((__u32)bpf_get_current_pid_tgid(), 0, LOCK_SCRATCH_END);
   return 0;
 }
 
@@ -548,7 +580,7 @@ int BPF_PROG(mutex_fentry, struct mutex *lock) {
 
 SEC("fexit/__mutex_lock_slowpath")
 int BPF_PROG(mutex_fexit, struct mutex *lock) {
-  wait_end((__u32)bpf_get_current_pid_tgid(), 0);
+  wait_end((__u32)bpf_get_current_pid_tgid(), 0, LOCK_SCRATCH_END);
   return 0;
 }
 
@@ -574,7 +606,7 @@ int BPF_KPROBE(mutex_kprobe, struct mutex *lock) {
 
 SEC("kretprobe")
 int BPF_KRETPROBE(rwsem_kretprobe) {
-  wait_end((__u32)bpf_get_current_pid_tgid(), 0);
+  wait_end((__u32)bpf_get_current_pid_tgid(), 0, LOCK_SCRATCH_END);
   return 0;
 }
 

@@ -145,7 +145,9 @@ struct uw_query {
   __u32 where; /* result: UW_AT_* */
   struct uw_rule rule;
   __u32 missed; /* result: the cache did not have it */
-  __u32 pad;
+  /* The key of the lookup's map lookups: in the query (per CPU), not one
+   * more slot of the BPF stack each. */
+  __u32 key;
 };
 
 /* A binary search by bpf_loop: of a process's mappings for the one holding
@@ -213,7 +215,8 @@ static long uw_search_step(__u32 i, void *data) {
  * row's rule (none: NONE, frame pointers). */
 static __always_inline void uw_rule_in(struct uw_query *q, __u32 fidx,
                                        __u64 base, struct uw_search *rs) {
-  struct uw_file *f = bpf_map_lookup_elem(&uw_files, &fidx);
+  q->key = fidx;
+  struct uw_file *f = bpf_map_lookup_elem(&uw_files, &q->key);
   if (!f)
     return;
   __u64 rel = q->pc - base;
@@ -232,7 +235,8 @@ static __always_inline void uw_rule_in(struct uw_query *q, __u32 fidx,
   }
   if (!in_run)
     return; /* between the runs: no row covers it */
-  __u64 *pg = bpf_map_lookup_elem(&uw_pages, &pidx);
+  q->key = pidx;
+  __u64 *pg = bpf_map_lookup_elem(&uw_pages, &q->key);
   if (!pg)
     return;
   rs->p = NULL;
@@ -246,7 +250,8 @@ static __always_inline void uw_rule_in(struct uw_query *q, __u32 fidx,
   if (rs->found < 0)
     return;
   __u32 rule_id = (__u32)rs->found & UW_ROW_RULE_MASK;
-  struct uw_rule *r = bpf_map_lookup_elem(&uw_rules, &rule_id);
+  q->key = rule_id;
+  struct uw_rule *r = bpf_map_lookup_elem(&uw_rules, &q->key);
   if (r)
     q->rule = *r;
 }
@@ -338,7 +343,8 @@ static __always_inline int uw_lookup(struct uw_query *q,
   __u32 idx = (mix64(q->pc ^ ((__u64)q->owner << 40)) & (UW_CACHE_SLOTS - 1)) +
               (q->cache ? UW_CACHE_SLOTS : 0);
   __u32 chunk = idx / UW_CHUNK_SLOTS;
-  struct uw_cache_chunk *ch = bpf_map_lookup_elem(&uw_cache, &chunk);
+  q->key = chunk;
+  struct uw_cache_chunk *ch = bpf_map_lookup_elem(&uw_cache, &q->key);
   if (!ch)
     return 0;
   struct uw_cache_slot *c = &ch->s[idx & (UW_CHUNK_SLOTS - 1)];
@@ -352,7 +358,8 @@ static __always_inline int uw_lookup(struct uw_query *q,
   q->where = UW_AT_OUTSIDE;
 
   __u32 owner = q->owner;
-  struct uw_proc *p = bpf_map_lookup_elem(&uw_procs, &owner);
+  q->key = owner;
+  struct uw_proc *p = bpf_map_lookup_elem(&uw_procs, &q->key);
   if (!p)
     return 0;
   srch->p = p;
@@ -447,6 +454,11 @@ struct uw_frame {
   struct uw_noting note;   /* the memo's words noted so far */
   struct uw_start start;   /* what the walk started from */
   struct uw_demand demand; /* uw_request's new entry */
+  /* walk_user_stack_memo's scalars, kept here rather than spilled to the
+   * BPF stack across its calls. */
+  __u64 t0, memo_stack, py_sig;
+  __u32 way, cause, tgid;
+  bool preempted, parent, by_vma;
 };
 
 /* uw_frame.bp_src */
@@ -1366,13 +1378,19 @@ static __always_inline void uw_cause_count(struct uw_stats *st, __u32 cause,
                                            bool preempted, __u64 t0) {
   if (!uw_time_walks)
     return;
-  __u32 i = (preempted ? UW_STAT_CAUSE_PREEMPTED : UW_STAT_CAUSE) + cause;
+  /* 64-bit indexes, each checked where it is used: the cause is read
+   * back from memory (uw_frame), unbounded until checked. */
+  __u64 i =
+      (preempted ? UW_STAT_CAUSE_PREEMPTED : UW_STAT_CAUSE) + (__u64)cause;
   same_register(i);
   if (!st || i >= UW_STAT_CAUSE_NS)
     return;
   st->v[i]++;
-  if (uw_time_walks && i + 2 * UW_CAUSE_NR < UW_STAT_NR)
-    st->v[i + 2 * UW_CAUSE_NR] += bpf_ktime_get_ns() - t0;
+  __u64 dt = bpf_ktime_get_ns() - t0;
+  __u64 j = i + 2 * UW_CAUSE_NR;
+  same_register(j);
+  if (j < UW_STAT_NR)
+    st->v[j] += dt;
 }
 
 /* Whether the caller said the wait began with a preemption; cleared. */
@@ -1380,6 +1398,31 @@ static __always_inline bool uw_take_preempted(__u32 *flags) {
   bool preempted = *flags & OFFCPU_USTACK_PREEMPTED;
   *flags &= ~OFFCPU_USTACK_PREEMPTED;
   return preempted;
+}
+
+/* Fills f->start (and f->tgid) from task `t`'s user registers at its
+ * system call and its address space; false without registers. */
+static __always_inline bool
+uw_start_of(struct uw_frame *f, struct task_struct *t, bool other_task) {
+  struct pt_regs *regs = (struct pt_regs *)bpf_task_pt_regs(t);
+  if (!regs)
+    return false;
+  /* BTF pointers: plain loads, no helper call each. */
+  struct mm_struct *mmp = t->mm;
+  struct uw_start *r = &f->start;
+  r->pc = regs->ip;
+  r->sp = regs->sp;
+  r->bp = regs->bp;
+  r->mm = (__u64)mmp;
+  r->map_count = mmp ? uw_map_key(mmp) : 0;
+  r->epoch = *(volatile __u32 *)&uw_epoch;
+  r->pgd = 0;
+  f->tgid = t->tgid;
+#ifdef OFFCPU_DIRECT_LOADS
+  if (!other_task && uw_direct_base)
+    r->pgd = pgd_of(mmp);
+#endif
+  return true;
 }
 
 /* The user stack of `t`: the current task; or, `frozen`, a task off CPU
@@ -1397,96 +1440,87 @@ static __always_inline __u64 walk_user_stack_memo(struct task_struct *t,
                                                   bool *reused, bool frozen,
                                                   __u32 slot) {
   *reused = false;
-  bool preempted = uw_take_preempted(flags);
-  __u64 t0 = uw_time_walks ? bpf_ktime_get_ns() : 0;
 #ifndef OFFCPU_LIGHT_OBJECT
   /* Without tables: the frame-pointer walk, which needs no bpf_loop. The
    * light objects (bpf_loop kernels) walk frame pointers with the table
    * walker instead, which has memos: one walker less to load. */
-  if (!uw_tables)
+  if (!uw_tables) {
+    uw_take_preempted(flags);
     return walk_user_stack_fp(t, other_task);
+  }
 #endif
-  struct pt_regs *regs = (struct pt_regs *)bpf_task_pt_regs(t);
-  if (!regs)
-    return OFFCPU_STACK_MISSED;
-  /* BTF pointers: plain loads, no helper call each. */
-  struct mm_struct *mmp = t->mm;
+  /* The walk's state and scalars live in f (per CPU), not on the BPF
+   * stack: see struct uw_frame. */
   struct uw_frame *f = uw_frame_of(slot);
-  if (!f)
+  if (!f) {
+    uw_take_preempted(flags);
+    return OFFCPU_STACK_MISSED;
+  }
+  f->preempted = uw_take_preempted(flags);
+  f->t0 = uw_time_walks ? bpf_ktime_get_ns() : 0;
+  if (!uw_start_of(f, t, other_task))
     return OFFCPU_STACK_MISSED;
   struct uw_start *r = &f->start;
-  r->pc = regs->ip;
-  r->sp = regs->sp;
-  r->bp = regs->bp;
-  r->mm = (__u64)mmp;
-  r->map_count = mmp ? uw_map_key(mmp) : 0;
-  r->epoch = *(volatile __u32 *)&uw_epoch;
-  r->pgd = 0;
   struct uw_stats *st = uw_stats_of(slot);
-  __u32 tgid = t->tgid;
-#ifdef OFFCPU_DIRECT_LOADS
-  if (!other_task && uw_direct_base)
-    r->pgd = pgd_of(mmp);
-#endif
   if (frozen && !r->pgd)
     return OFFCPU_STACK_MISSED; /* never: frozen walks come with the map */
 
   /* A memo that holds: the stack this walk would store, before any other
    * work (the walk's state is set up after). */
   struct uw_memo *m = NULL;
-  __u32 way = 0;
-  __u64 memo_stack = OFFCPU_STACK_MISSED;
+  f->way = 0;
+  f->memo_stack = OFFCPU_STACK_MISSED;
   ms = reuse_stacks && !other_task ? ms : NULL;
-  __u64 py_sig = uw_py_sig_now(ms, t, tgid, r->pgd, frozen, slot);
-  __u32 cause = UW_CAUSE_FIRST;
+  f->py_sig = uw_py_sig_now(ms, t, f->tgid, r->pgd, frozen, slot);
+  f->cause = UW_CAUSE_FIRST;
   if (ms) {
-    m = uw_memo_pick(ms, r, frozen, st, &way, &memo_stack, py_sig, &cause,
-                     preempted);
-    if (memo_stack != OFFCPU_STACK_MISSED && !reuse_verify &&
-        cause == UW_CAUSE_REUSED) {
+    m = uw_memo_pick(ms, r, frozen, st, &f->way, &f->memo_stack, f->py_sig,
+                     &f->cause, f->preempted);
+    if (f->memo_stack != OFFCPU_STACK_MISSED && !reuse_verify &&
+        f->cause == UW_CAUSE_REUSED) {
       *reused = true;
-      uw_cause_count(st, cause, preempted, t0);
-      return memo_stack;
+      uw_cause_count(st, f->cause, f->preempted, f->t0);
+      return f->memo_stack;
     }
   }
 
   uw_frame_reset(f, slot);
   /* m: the memo this walk notes (NULL: none). */
   struct uw_walk w = {.task = t, .f = f, .m = m, .frozen = frozen};
-  w.preempted = preempted;
+  w.preempted = f->preempted;
 
   /* Walking after all: the scratch buffer. */
   struct offcpu_stack *s = scratch_stack(slot);
   if (!s)
     return OFFCPU_STACK_MISSED;
   w.s = s;
-  bool parent, by_vma;
-  struct uw_proc *p =
-      uw_walk_tables(f, t, tgid, r->map_count, other_task, &parent, &by_vma);
+  struct uw_proc *p = uw_walk_tables(f, t, f->tgid, r->map_count, other_task,
+                                     &f->parent, &f->by_vma);
   /* A stale reading still serves: the memo keys on map_count and the
    * epoch, so a walk now would be this same walk. Without tables the walk
    * is partial and not kept. */
 
-  uw_walk_begun(st, parent, by_vma, p != NULL);
+  uw_walk_begun(st, f->parent, f->by_vma, p != NULL);
   bpf_loop(OFFCPU_MAX_STACK_DEPTH + 1,
            other_task ? uw_step_other : uw_step_current, &w, 0);
   uw_walk_counted(st, f);
   if (f->partial) {
     *flags |= OFFCPU_USTACK_PARTIAL;
-    uw_request(tgid, r->map_count, st, f);
-  } else if (by_vma) {
-    uw_request(tgid, r->map_count, st, f); /* its own tables, later walks */
+    uw_request(f->tgid, r->map_count, st, f);
+  } else if (f->by_vma) {
+    uw_request(f->tgid, r->map_count, st, f); /* its own tables, later walks */
   }
-  __u32 n = uw_py_append(t, tgid, other_task, s, f, r->pgd, frozen, slot, ms,
-                         &py_sig);
+  __u32 n = uw_py_append(t, f->tgid, other_task, s, f, r->pgd, frozen, slot, ms,
+                         &f->py_sig);
   __u64 id = store_stack_from(
       slot, s, (long)n * sizeof(__u64),
       OFFCPU_STACK_USER |
           (f->end == UW_STAT_TRUNCATED ? OFFCPU_STACK_TRUNCATED : 0));
-  if (memo_stack != OFFCPU_STACK_MISSED && memo_stack != id && stack_stored(id))
+  if (f->memo_stack != OFFCPU_STACK_MISSED && f->memo_stack != id &&
+      stack_stored(id))
     uw_count(st, UW_STAT_REUSE_MISMATCH);
-  uw_memo_keep(ms, way, m, &w, r, id, py_sig, memo_stack);
-  uw_cause_count(ms ? st : NULL, cause, preempted, t0);
+  uw_memo_keep(ms, f->way, m, &w, r, id, f->py_sig, f->memo_stack);
+  uw_cause_count(ms ? st : NULL, f->cause, f->preempted, f->t0);
   return id;
 }
 

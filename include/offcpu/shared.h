@@ -458,23 +458,28 @@ struct rwsem_value {
 /* The aggregation key of a wait that began as `s`, of thread `pid`: built
  * alike by the BPF program when the wait ends and by user space for waits
  * still open at stop. */
+static inline __attribute__((always_inline)) void
+rwsem_key_fill(struct rwsem_key *k, const struct rwsem_start *s, __u32 pid) {
+  __builtin_memset(k, 0, sizeof(*k));
+  k->tgid = s->tgid;
+  k->pid = pid;
+  k->user_stack = s->user_stack;
+  k->kernel_stack = s->kernel_stack;
+  k->lock = s->lock;
+  k->waker = s->waker;
+  k->cache = s->cache;
+  k->cgroup = s->cgroup;
+  k->flags = s->flags;
+  k->kind = s->kind;
+  __builtin_memcpy(k->comm, s->comm, sizeof(k->comm));
+  k->owner = s->owner;
+  __builtin_memcpy(k->owner_comm, s->owner_comm, sizeof(k->owner_comm));
+}
+
 static inline __attribute__((always_inline)) struct rwsem_key
 rwsem_key_of(const struct rwsem_start *s, __u32 pid) {
   struct rwsem_key k;
-  __builtin_memset(&k, 0, sizeof(k));
-  k.tgid = s->tgid;
-  k.pid = pid;
-  k.user_stack = s->user_stack;
-  k.kernel_stack = s->kernel_stack;
-  k.lock = s->lock;
-  k.waker = s->waker;
-  k.cache = s->cache;
-  k.cgroup = s->cgroup;
-  k.flags = s->flags;
-  k.kind = s->kind;
-  __builtin_memcpy(k.comm, s->comm, sizeof(k.comm));
-  k.owner = s->owner;
-  __builtin_memcpy(k.owner_comm, s->owner_comm, sizeof(k.owner_comm));
+  rwsem_key_fill(&k, s, pid);
   return k;
 }
 
