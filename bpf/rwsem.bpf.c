@@ -160,12 +160,20 @@ static __always_inline void read_owner(struct rwsem_start *rec, __u64 lock,
 
 /* A wait's record as it begins and its key as it ends, per CPU: off the
  * BPF stack, whose 512 bytes a program shares with the user walk it calls
- * on kernels without private stacks. Entry LOCK_SCRATCH_BEGIN for the
- * programs that begin waits (and end the one they replace),
- * LOCK_SCRATCH_END for those that only end them: one may interrupt the
- * other, never itself. */
-#define LOCK_SCRATCH_BEGIN 0
-#define LOCK_SCRATCH_END 1
+ * on kernels without private stacks. One entry per program that may be
+ * preempted (fentry/fexit run with migration disabled only, and another
+ * of them may run on the CPU meanwhile); the tracepoint and kprobe
+ * programs run with preemption off and never nest in themselves: they
+ * share the first two. */
+#define LOCK_SCRATCH_BEGIN 0 /* contention_begin, kprobes */
+#define LOCK_SCRATCH_END 1   /* contention_end, the kretprobe */
+#define LOCK_SCRATCH_FENTRY_WRITE 2
+#define LOCK_SCRATCH_FENTRY_READ 3
+#define LOCK_SCRATCH_FENTRY_MUTEX 4
+#define LOCK_SCRATCH_FEXIT_WRITE 5
+#define LOCK_SCRATCH_FEXIT_READ 6
+#define LOCK_SCRATCH_FEXIT_MUTEX 7
+#define LOCK_SCRATCH_NR 8
 struct lock_scratch {
   struct rwsem_start rec;
   struct rwsem_key key;
@@ -173,7 +181,7 @@ struct lock_scratch {
 
 struct {
   __uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-  __uint(max_entries, 2);
+  __uint(max_entries, LOCK_SCRATCH_NR);
   __type(key, __u32);
   __type(value, struct lock_scratch);
 } lock_scratches SEC(".maps");
@@ -458,14 +466,14 @@ static __always_inline void take_stacks(void *ctx, struct task_struct *task,
 }
 
 /* `typed`: called from a BTF-typed program (tp_btf, fentry), which may
- * call kfuncs. */
+ * call kfuncs. `scratch`: the program's entry of lock_scratches. */
 static __always_inline void wait_begin(void *ctx, __u64 lock, __u32 kind,
-                                       bool typed) {
+                                       bool typed, __u32 scratch) {
   /* Read through probe reads: kprobe programs get no BTF task pointer. */
   struct task_struct *task = (struct task_struct *)bpf_get_current_task();
   __u64 id = bpf_get_current_pid_tgid();
   __u32 pid = (__u32)id, tgid = id >> 32;
-  struct lock_scratch *sc = lock_scratch_of(LOCK_SCRATCH_BEGIN);
+  struct lock_scratch *sc = lock_scratch_of(scratch);
   if (!sc)
     return; /* never: an array's index in range */
   struct rwsem_start *rec = &sc->rec;
@@ -480,7 +488,7 @@ static __always_inline void wait_begin(void *ctx, __u64 lock, __u32 kind,
      * the same. */
     rec->user_stack = open->user_stack;
     rec->kernel_stack = open->kernel_stack;
-    wait_end(pid, lock, LOCK_SCRATCH_BEGIN);
+    wait_end(pid, lock, scratch);
   }
   if (!(lock_kinds & (1u << kind)))
     return;
@@ -533,7 +541,8 @@ int BPF_PROG(rwsem_waking, struct task_struct *p) {
 
 SEC("tp_btf/contention_begin")
 int BPF_PROG(rwsem_contention_begin, void *lock, unsigned int flags) {
-  wait_begin(ctx, (__u64)lock, offcpu_lock_kind_of(flags), true);
+  wait_begin(ctx, (__u64)lock, offcpu_lock_kind_of(flags), true,
+             LOCK_SCRATCH_BEGIN);
   return 0;
 }
 
@@ -547,25 +556,27 @@ int BPF_PROG(rwsem_contention_end, void *lock, int ret) {
 
 SEC("fentry/rwsem_down_write_slowpath")
 int BPF_PROG(rwsem_fentry_write, struct rw_semaphore *sem) {
-  wait_begin(ctx, (__u64)sem, OFFCPU_LOCK_RWSEM_WRITE, true);
+  wait_begin(ctx, (__u64)sem, OFFCPU_LOCK_RWSEM_WRITE, true,
+             LOCK_SCRATCH_FENTRY_WRITE);
   return 0;
 }
 
 SEC("fexit/rwsem_down_write_slowpath")
 int BPF_PROG(rwsem_fexit_write, struct rw_semaphore *sem) {
-  wait_end((__u32)bpf_get_current_pid_tgid(), 0, LOCK_SCRATCH_END);
+  wait_end((__u32)bpf_get_current_pid_tgid(), 0, LOCK_SCRATCH_FEXIT_WRITE);
   return 0;
 }
 
 SEC("fentry/rwsem_down_read_slowpath")
 int BPF_PROG(rwsem_fentry_read, struct rw_semaphore *sem) {
-  wait_begin(ctx, (__u64)sem, OFFCPU_LOCK_RWSEM_READ, true);
+  wait_begin(ctx, (__u64)sem, OFFCPU_LOCK_RWSEM_READ, true,
+             LOCK_SCRATCH_FENTRY_READ);
   return 0;
 }
 
 SEC("fexit/rwsem_down_read_slowpath")
 int BPF_PROG(rwsem_fexit_read, struct rw_semaphore *sem) {
-  wait_end((__u32)bpf_get_current_pid_tgid(), 0, LOCK_SCRATCH_END);
+  wait_end((__u32)bpf_get_current_pid_tgid(), 0, LOCK_SCRATCH_FEXIT_READ);
   return 0;
 }
 
@@ -574,13 +585,14 @@ int BPF_PROG(rwsem_fexit_read, struct rw_semaphore *sem) {
  * one wait here: only the tracepoints tell them apart. */
 SEC("fentry/__mutex_lock_slowpath")
 int BPF_PROG(mutex_fentry, struct mutex *lock) {
-  wait_begin(ctx, (__u64)lock, OFFCPU_LOCK_MUTEX, true);
+  wait_begin(ctx, (__u64)lock, OFFCPU_LOCK_MUTEX, true,
+             LOCK_SCRATCH_FENTRY_MUTEX);
   return 0;
 }
 
 SEC("fexit/__mutex_lock_slowpath")
 int BPF_PROG(mutex_fexit, struct mutex *lock) {
-  wait_end((__u32)bpf_get_current_pid_tgid(), 0, LOCK_SCRATCH_END);
+  wait_end((__u32)bpf_get_current_pid_tgid(), 0, LOCK_SCRATCH_FEXIT_MUTEX);
   return 0;
 }
 
@@ -588,19 +600,21 @@ int BPF_PROG(mutex_fexit, struct mutex *lock) {
 
 SEC("kprobe")
 int BPF_KPROBE(rwsem_kprobe_write, struct rw_semaphore *sem) {
-  wait_begin(ctx, (__u64)sem, OFFCPU_LOCK_RWSEM_WRITE, false);
+  wait_begin(ctx, (__u64)sem, OFFCPU_LOCK_RWSEM_WRITE, false,
+             LOCK_SCRATCH_BEGIN);
   return 0;
 }
 
 SEC("kprobe")
 int BPF_KPROBE(rwsem_kprobe_read, struct rw_semaphore *sem) {
-  wait_begin(ctx, (__u64)sem, OFFCPU_LOCK_RWSEM_READ, false);
+  wait_begin(ctx, (__u64)sem, OFFCPU_LOCK_RWSEM_READ, false,
+             LOCK_SCRATCH_BEGIN);
   return 0;
 }
 
 SEC("kprobe")
 int BPF_KPROBE(mutex_kprobe, struct mutex *lock) {
-  wait_begin(ctx, (__u64)lock, OFFCPU_LOCK_MUTEX, false);
+  wait_begin(ctx, (__u64)lock, OFFCPU_LOCK_MUTEX, false, LOCK_SCRATCH_BEGIN);
   return 0;
 }
 

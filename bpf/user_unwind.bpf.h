@@ -1288,36 +1288,36 @@ static __always_inline void uw_walk_counted(struct uw_stats *st,
     st->v[end]++;
 }
 
-/* Keeps the memo the walk `w` from `r` noted in way `way` of `ms`, if the
+/* Keeps the memo the walk in `f` from `r` noted in way `way` of `ms`, if the
  * walk was whole and stored (`id`): the next walk from the same registers
  * may reuse it. `memo_stack`: the stack of the memo this walk checked
  * (OFFCPU_STACK_MISSED: none). */
 static __always_inline void uw_memo_keep(struct uw_memo_set *ms, __u32 way,
                                          struct uw_memo *m,
-                                         const struct uw_walk *w,
+                                         const struct uw_frame *f,
                                          const struct uw_start *r, __u64 id,
                                          __u64 py_sig, __u64 memo_stack) {
-  const struct uw_noting *note = &w->f->note;
+  const struct uw_noting *note = &f->note;
   if (!m || way >= UW_MEMO_WAYS || py_sig == PY_SIG_UNSURE || note->bad ||
-      w->f->partial || w->f->end == UW_STAT_READ_FAULT || !stack_stored(id) ||
+      f->partial || f->end == UW_STAT_READ_FAULT || !stack_stored(id) ||
       !note->nr)
     return;
   /* Only a walk that reached an end of the stack (an end row, a frame
    * pointer chain's end, the depth limit): one that stopped outside the
    * mappings or at a bad frame is walked again next time. */
-  __u16 end = w->f->end;
+  __u16 end = f->end;
   if (end != UW_STAT_END_OF_STACK && end != UW_STAT_END_FP &&
       end != UW_STAT_TRUNCATED) {
-    uw_count(uw_stats_of(w->f->cache), UW_STAT_MEMO_REFUSED);
+    uw_count(uw_stats_of(f->cache), UW_STAT_MEMO_REFUSED);
     return;
   }
   m->ip = r->pc;
   m->sp = r->sp;
   m->bp = r->bp;
-  m->any_bp = !w->f->bp_regs_used;
+  m->any_bp = !f->bp_regs_used;
   /* A memo a voluntary wait met (or was made by) is a voluntary one. */
   m->preempted =
-      w->preempted && (memo_stack == OFFCPU_STACK_MISSED || m->preempted);
+      f->preempted && (memo_stack == OFFCPU_STACK_MISSED || m->preempted);
   m->uses = 0;
   m->mm = r->mm;
   m->pgd = r->pgd;
@@ -1485,24 +1485,26 @@ static __always_inline __u64 walk_user_stack_memo(struct task_struct *t,
   }
 
   uw_frame_reset(f, slot);
-  /* m: the memo this walk notes (NULL: none). */
-  struct uw_walk w = {.task = t, .f = f, .m = m, .frozen = frozen};
-  w.preempted = f->preempted;
-
   /* Walking after all: the scratch buffer. */
   struct offcpu_stack *s = scratch_stack(slot);
   if (!s)
     return OFFCPU_STACK_MISSED;
-  w.s = s;
   struct uw_proc *p = uw_walk_tables(f, t, f->tgid, r->map_count, other_task,
                                      &f->parent, &f->by_vma);
   /* A stale reading still serves: the memo keys on map_count and the
    * epoch, so a walk now would be this same walk. Without tables the walk
    * is partial and not kept. */
-
   uw_walk_begun(st, f->parent, f->by_vma, p != NULL);
-  bpf_loop(OFFCPU_MAX_STACK_DEPTH + 1,
-           other_task ? uw_step_other : uw_step_current, &w, 0);
+  {
+    /* The loop's context, in a block of its own: its stack slot is free
+     * again for the Python walk's below (the 512 bytes a chain shares). m:
+     * the memo this walk notes (NULL: none). */
+    struct uw_walk w = {.task = t, .f = f, .m = m, .frozen = frozen};
+    w.preempted = f->preempted;
+    w.s = s;
+    bpf_loop(OFFCPU_MAX_STACK_DEPTH + 1,
+             other_task ? uw_step_other : uw_step_current, &w, 0);
+  }
   uw_walk_counted(st, f);
   if (f->partial) {
     *flags |= OFFCPU_USTACK_PARTIAL;
@@ -1519,7 +1521,7 @@ static __always_inline __u64 walk_user_stack_memo(struct task_struct *t,
   if (f->memo_stack != OFFCPU_STACK_MISSED && f->memo_stack != id &&
       stack_stored(id))
     uw_count(st, UW_STAT_REUSE_MISMATCH);
-  uw_memo_keep(ms, f->way, m, &w, r, id, f->py_sig, f->memo_stack);
+  uw_memo_keep(ms, f->way, m, f, r, id, f->py_sig, f->memo_stack);
   uw_cause_count(ms ? st : NULL, f->cause, f->preempted, f->t0);
   return id;
 }

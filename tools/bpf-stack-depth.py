@@ -1,15 +1,21 @@
 #!/usr/bin/env python3
 """Fails if a BPF program's deepest call chain needs more than 512 bytes of
 stack, as the verifier counts it on kernels without private stacks (before
-6.13, and builds whose JIT has none): each function's frame rounded up to
-16 bytes, summed along every chain of calls and bpf_loop callbacks from the
-program. A kernel with private stacks loads such a program anyway, so the
-development machine may not show it; Ubuntu 24.04's 6.8 and Debian 13's
-6.12 refuse it.
+6.13, and builds whose JIT has none): the frames of a chain of calls and
+bpf_loop callbacks from the program, summed. Each frame is rounded up to 32
+bytes and counts at least 32, as 6.8 counts it (6.9+ round to 16 when
+JITed): the stricter rule. A kernel with private stacks loads a program
+over the limit anyway, so the development machine may not show it; Ubuntu
+24.04's 6.8 and Debian 13's 6.12 refuse it.
 
-The frame of a function is the deepest r10 offset its code uses, read from
-llvm-objdump's listing: what the compiler allocated, at least what the
-verifier counts (only the offsets its paths touch).
+A function's frame is the deepest stack offset its code uses, from
+llvm-objdump's listing: r10-relative loads and stores, and pointers made
+from r10 (a helper's or bpf_loop's argument). That is what the compiler
+allocated, at least what the verifier counts (the offsets its paths touch).
+Calls are pseudo calls (by relocation against a function, or against
+.text, or by offset within .text) and functions passed as callbacks
+(ld_imm64 relocated against a function or .text); a call or callback
+whose target cannot be found fails the check rather than being dropped.
 
 Usage: tools/bpf-stack-depth.py LLVM_OBJDUMP OBJECT|DIR... [--list]
 (a directory: its *.bpf.o)
@@ -22,18 +28,23 @@ import subprocess
 import sys
 
 LIMIT = 512
+ROUND = 32
+
+INSN = re.compile(r"^\s+(\d+):\s+((?:[0-9a-f]{2} ){7}(?:[0-9a-f]{2} ){0,8}[0-9a-f]{2})\s+(.*)$")
+RELOC = re.compile(r"^\s+[0-9a-f]+:\s+(R_BPF_\w+)\s+(\S+)")
 
 
-def frames_and_calls(objdump, obj):
-    """Each function's frame and the functions it calls or passes as a
-    callback, and which functions are programs (outside .text)."""
-    out = subprocess.run([objdump, "-dr", "--no-show-raw-insn", obj],
-                         check=True, capture_output=True, text=True).stdout
-    frame = collections.defaultdict(int)
-    calls = collections.defaultdict(set)
-    programs, text_at = set(), {}
-    section = cur = None
-    imm = None
+class Unresolved(Exception):
+    pass
+
+
+def listing(objdump, obj):
+    """(section, index, raw bytes, text) per instruction, and each
+    instruction's relocation, from llvm-objdump; function symbols by
+    section and index."""
+    out = subprocess.run([objdump, "-dr", obj], check=True,
+                         capture_output=True, text=True).stdout
+    insns, funcs, section = [], [], None
     for line in out.splitlines():
         m = re.match(r"^Disassembly of section (\S+):", line)
         if m:
@@ -42,34 +53,76 @@ def frames_and_calls(objdump, obj):
         m = re.match(r"^([0-9a-f]+) <([^>]+)>:", line)
         if m:
             if not m.group(2).startswith("LBB"):
-                cur = m.group(2)
-                frame[cur] += 0
-                if section == ".text":
-                    text_at[int(m.group(1), 16)] = cur
-                else:
-                    programs.add(cur)
+                funcs.append((section, int(m.group(1), 16) // 8, m.group(2)))
             continue
-        if cur is None:
-            continue
-        for off in re.findall(r"r10 - (\d+)\)", line):
-            frame[cur] = max(frame[cur], int(off))
-        m = re.match(r"\s+[0-9a-f]+:\s+r\d+ = (\d+) ll", line)
+        m = INSN.match(line)
         if m:
-            imm = int(m.group(1))
-        m = re.search(r"R_BPF_64_32\s+(\S+)", line)
-        if m and m.group(1) != ".text":
-            calls[cur].add(m.group(1))  # a call (kfuncs are dropped below)
-        if re.search(r"R_BPF_64_64\s+\.text", line) and imm is not None:
-            calls[cur].add(("at", imm))  # a callback's address
-    for f in calls:
-        calls[f] = {text_at.get(c[1], "") if isinstance(c, tuple) else c
-                    for c in calls[f]} & set(frame)
+            raw = bytes.fromhex(m.group(2).replace(" ", ""))[:8]
+            insns.append([section, int(m.group(1)), raw, m.group(3), None])
+            continue
+        m = RELOC.match(line)
+        if m and insns:
+            insns[-1][4] = (m.group(1), m.group(2))
+    return insns, funcs
+
+
+def frames_and_calls(objdump, obj):
+    insns, funcs = listing(objdump, obj)
+    at = {(s, i): name for s, i, name in funcs}
+    names = {name for _, _, name in funcs}
+    frame = collections.defaultdict(int)
+    calls = collections.defaultdict(set)
+    programs = {name for s, _, name in funcs if s != ".text"}
+    cur, r10_copy = None, set()
+
+    def text_target(off_bytes, what):
+        name = at.get((".text", off_bytes // 8))
+        if name is None:
+            raise Unresolved(f"{obj}: {cur}: {what} at .text+{off_bytes}")
+        return name
+
+    for section, idx, raw, text, reloc in insns:
+        cur = at.get((section, idx), cur)
+        for off in re.findall(r"r10 - (\d+)\)", text):
+            frame[cur] = max(frame[cur], int(off))
+        # A pointer into the stack: rN = r10, then rN += -K.
+        m = re.match(r"r(\d+) = r10$", text)
+        if m:
+            r10_copy.add(m.group(1))
+            continue
+        m = re.match(r"r(\d+) \+= -(\d+)$", text)
+        if m and m.group(1) in r10_copy:
+            frame[cur] = max(frame[cur], int(m.group(2)))
+        m = re.match(r"r(\d+) ", text)
+        if m:
+            r10_copy.discard(m.group(1))
+        opcode, regs = raw[0], raw[1]
+        imm = int.from_bytes(raw[4:8], "little", signed=True)
+        if opcode == 0x85 and regs >> 4 == 1:  # a call of a BPF function
+            if reloc and reloc[1] != ".text":
+                target = reloc[1]
+                if target not in names:
+                    continue  # a kfunc: the kernel's, not on this stack
+            elif reloc:
+                target = text_target((imm + 1) * 8, "call")
+            elif section == ".text":
+                target = text_target((idx + imm + 1) * 8, "call")
+            else:
+                raise Unresolved(f"{obj}: {cur}: call without target")
+            calls[cur].add(target)
+        elif opcode == 0x18 and regs >> 4 == 4:  # a function's address
+            if reloc and reloc[1] != ".text":
+                calls[cur].add(reloc[1])
+            else:
+                calls[cur].add(text_target(imm, "callback"))
+        elif opcode == 0x18 and reloc and reloc[1] in names:
+            calls[cur].add(reloc[1])  # address of a function, as a callback
     return frame, calls, programs
 
 
 def deepest(f, frame, calls, seen=()):
     """The deepest chain from f: (bytes, [functions])."""
-    own = (frame[f] + 15) // 16 * 16
+    own = (max(frame[f], 1) + ROUND - 1) // ROUND * ROUND
     best, path = 0, []
     for g in calls[f]:
         if g not in seen:
@@ -81,7 +134,7 @@ def deepest(f, frame, calls, seen=()):
 
 def main():
     args = [a for a in sys.argv[1:] if a != "--list"]
-    listing = "--list" in sys.argv
+    show = "--list" in sys.argv
     if len(args) < 2:
         sys.exit(__doc__)
     objects = []
@@ -92,15 +145,20 @@ def main():
         sys.exit("no BPF objects in " + " ".join(args[1:]))
     bad = 0
     for obj in objects:
-        frame, calls, programs = frames_and_calls(args[0], obj)
+        try:
+            frame, calls, programs = frames_and_calls(args[0], obj)
+        except Unresolved as e:
+            print(f"cannot follow {e}", file=sys.stderr)
+            bad += 1
+            continue
         for prog in sorted(programs):
             d, path = deepest(prog, frame, calls)
-            if d > LIMIT or listing:
+            if d > LIMIT or show:
                 print(f"{obj}: {prog}: {d} bytes: {' -> '.join(path)}")
             bad += d > LIMIT
     if bad:
         print(f"{bad} programs over the {LIMIT}-byte stack of kernels "
-              "without private stacks", file=sys.stderr)
+              "without private stacks (or not followed)", file=sys.stderr)
         sys.exit(1)
 
 
