@@ -233,15 +233,23 @@ static __always_inline void orc_decode(struct orc_slot *o,
     o->signal = type == ORC_TYPE_REGS || type == ORC_TYPE_REGS_PARTIAL;
 }
 
+/* The kernel walk's leaf loops (the ORC table's search, kwalk_splice's
+ * two over frames) share one callback, kloop_leaf_step: libbpf 1.1's
+ * light-skeleton loader holds at most 32 BPF functions. What a loop does
+ * is its context's first word, a constant the verifier sees in each
+ * caller's frame (the other ways are never checked there). */
+enum { KLOOP_ORC_SEARCH = 1, KLOOP_VERIFY, KLOOP_SPLICE };
+static long kloop_leaf_step(__u32 i, void *data);
+
 struct orc_search {
+  __u64 kind; /* KLOOP_ORC_SEARCH */
   __u64 addr;
   __u64 lo, hi; /* entries [lo, hi) are still candidates */
   __s64 found;  /* last entry known to start at or below addr */
 };
 
 /* One step of a binary search of the sorted ORC address table. */
-static long orc_search_step(__u32 i, void *data) {
-  struct orc_search *c = data;
+static __always_inline long orc_search_step(struct orc_search *c) {
   if (c->lo >= c->hi)
     return 1;
   __u64 mid = c->lo + (c->hi - c->lo) / 2;
@@ -278,13 +286,14 @@ static __always_inline struct orc_slot *orc_find(__u64 addr, __u32 cache) {
   /* Bounds the verifier cannot know: with constants it would follow every
    * path of the search separately. */
   struct orc_search c = {
+      .kind = KLOOP_ORC_SEARCH,
       .addr = addr,
       .lo = kwalk_unknown_zero,
       .hi = (ktext.orc_ip_end - ktext.orc_ip_start) / sizeof(__s32) +
             kwalk_unknown_zero,
       .found = -1,
   };
-  bpf_loop(32, orc_search_step, &c, 0);
+  bpf_loop(32, kloop_leaf_step, &c, 0);
   __s64 found = c.found;
   if (found < 0 || c.lo < c.hi)
     return NULL;
@@ -482,12 +491,12 @@ static long kwalk_step(__u32 i, void *data) {
   return 0;
 }
 
-/* kwalk_splice's loops over frames, one callback for both (libbpf 1.1's
- * light-skeleton loader holds at most 32 BPF functions): with `verify`, the
- * kernel's list must be the own list (`out`, n frames) without its __sched
- * frames (j: kernel frames matched); else the kernel's frames from `from`
- * are appended to out after its n frames. */
+/* kwalk_splice's loops over frames: with KLOOP_VERIFY, the kernel's list
+ * must be the own list (`out`, n frames) without its __sched frames (j:
+ * kernel frames matched); with KLOOP_SPLICE, the kernel's frames from
+ * `from` are appended to out after its n frames. */
 struct splice_loop {
+  __u64 kind; /* KLOOP_VERIFY or KLOOP_SPLICE */
   struct offcpu_stack *out;
   const struct offcpu_stack *kernel;
   __u32 from; /* first kernel frame to append */
@@ -497,7 +506,6 @@ struct splice_loop {
   __u32 copied; /* result */
   __u32 j;      /* verify: kernel frames matched */
   bool bad;     /* verify: result */
-  bool verify;
 };
 
 static __always_inline long verify_frame(__u32 i, struct splice_loop *c) {
@@ -521,10 +529,7 @@ static __always_inline long verify_frame(__u32 i, struct splice_loop *c) {
   return 0;
 }
 
-static long splice_step(__u32 i, void *data) {
-  struct splice_loop *c = data;
-  if (c->verify)
-    return verify_frame(i, c);
+static __always_inline long splice_frame(__u32 i, struct splice_loop *c) {
   __u64 from = (__u64)c->from + i, n = (__u64)c->n + i;
   same_register(from);
   same_register(n);
@@ -534,6 +539,15 @@ static long splice_step(__u32 i, void *data) {
   c->out->ips[n] = c->kernel->ips[from];
   c->copied = i + 1;
   return 0;
+}
+
+static long kloop_leaf_step(__u32 i, void *data) {
+  __u64 kind = *(__u64 *)data;
+  if (kind == KLOOP_ORC_SEARCH)
+    return orc_search_step(data);
+  if (kind == KLOOP_VERIFY)
+    return verify_frame(i, data);
+  return splice_frame(i, data);
 }
 
 /* The own walk from frame *f into s: frames stored, how it ended. A global
@@ -622,8 +636,8 @@ __noinline __u64 kwalk_splice(struct offcpu_stack *own,
                           .n = r->n,
                           .m = m,
                           .j = kwalk_unknown_zero,
-                          .verify = true};
-  bpf_loop(OFFCPU_MAX_STACK_DEPTH, splice_step, &v, 0);
+                          .kind = KLOOP_VERIFY};
+  bpf_loop(OFFCPU_MAX_STACK_DEPTH, kloop_leaf_step, &v, 0);
   /* A complete own walk must account for every kernel frame (both are cut
    * at the same depth, so a truncated one only for its prefix). */
   if (r->status != KWALK_SPLICE && r->n < max && v.j != m)
@@ -631,8 +645,9 @@ __noinline __u64 kwalk_splice(struct offcpu_stack *own,
   if (v.bad) {
     count_kunwind(OFFCPU_KUNWIND_MISMATCH);
     /* Trust the kernel: its frames, flagged as lacking __sched ones. */
-    struct splice_loop c = {.out = own, .kernel = kernel, .m = m, .max = max};
-    bpf_loop(OFFCPU_MAX_STACK_DEPTH, splice_step, &c, 0);
+    struct splice_loop c = {
+        .kind = KLOOP_SPLICE, .out = own, .kernel = kernel, .m = m, .max = max};
+    bpf_loop(OFFCPU_MAX_STACK_DEPTH, kloop_leaf_step, &c, 0);
     return c.copied | 1ULL << 32;
   }
   if (r->status != KWALK_SPLICE) {
@@ -640,9 +655,14 @@ __noinline __u64 kwalk_splice(struct offcpu_stack *own,
     return r->n;
   }
   count_kunwind(OFFCPU_KUNWIND_SPLICED);
-  struct splice_loop c = {
-      .out = own, .kernel = kernel, .from = v.j, .m = m, .n = r->n, .max = max};
-  bpf_loop(OFFCPU_MAX_STACK_DEPTH, splice_step, &c, 0);
+  struct splice_loop c = {.kind = KLOOP_SPLICE,
+                          .out = own,
+                          .kernel = kernel,
+                          .from = v.j,
+                          .m = m,
+                          .n = r->n,
+                          .max = max};
+  bpf_loop(OFFCPU_MAX_STACK_DEPTH, kloop_leaf_step, &c, 0);
   /* Had the own walk stopped inside __sched text, __sched frames between
    * it and the kernel's next frame would be missing. */
   return (r->n + c.copied) | (__u64)(r->stopped_in_sched != 0) << 32;

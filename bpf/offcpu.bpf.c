@@ -28,6 +28,8 @@
  *   window_edges.bpf.h  the task iterators at the window's start and stop
  * This file holds the tracepoint programs, one pair (tp_btf, raw_tp) per
  * hook. */
+/* The Python walk as a global function (python.bpf.h). */
+#define OFFCPU_PY_WALK_GLOBAL
 #include "children.bpf.h"
 #include "switch_hook.bpf.h"
 #include "task_filter.bpf.h"

@@ -66,7 +66,6 @@ struct {
  * object has plain loads and the walk has them (pgd), else by a probe read
  * of the current task. */
 struct py_reader {
-  struct task_struct *task;
   __u64 pgd;        /* 0: not through the page tables */
   __u64 page, base; /* the last page translated, and where it is (0: not) */
   __u32 frozen;     /* the task is not current: no probe read can reach it */
@@ -129,6 +128,12 @@ struct py_walk {
   __u32 searching; /* looking for the thread's state (py_step) */
   __u32 store;     /* the frames go into a stack (else: signed only) */
   __u32 lo, span;  /* the frame window's first byte and length (0: none) */
+  __u32 keeps;     /* the caller keeps the thread's state (else py_threads) */
+  __u32 slot;      /* the caller's scratch (SCRATCH_*): its stack, storing */
+  __u64 known;     /* what the caller keeps: in, and out once found */
+  /* Words read by py_word between two uses, here rather than on the BPF
+   * stack (the user walk, this walk and its loop share 512 bytes). */
+  __u64 word, word2;
   /* The frame being read (py_frame_step): here, not on the BPF stack,
    * whose 512 bytes the hook, the user walk and this callback share on
    * kernels without private stacks. */
@@ -152,15 +157,16 @@ static __always_inline bool py_is_thread(const struct py_walk *w, __u64 id) {
 
 /* One step of the search for the thread's state. */
 static __always_inline long py_find_step(struct py_walk *w) {
-  __u64 ts = w->tstate, tid = 0;
+  __u64 ts = w->tstate;
   if (!ts)
     return 1;
-  if (py_word(&w->r, ts + w->p.ts_native_tid, &tid)) {
+  w->word = 0;
+  if (py_word(&w->r, ts + w->p.ts_native_tid, &w->word)) {
     w->tstate = 0;
     w->end = OFFCPU_PY_FAULT;
     return 1;
   }
-  if (py_is_thread(w, tid))
+  if (py_is_thread(w, w->word))
     return 1; /* found: w->tstate */
   if (py_word(&w->r, ts + w->p.ts_next, &w->tstate)) {
     w->tstate = 0;
@@ -171,11 +177,11 @@ static __always_inline long py_find_step(struct py_walk *w) {
 }
 
 /* What bpf_loop hands its callback: on the BPF stack, as the kernel wants
- * a loop's context; the walk itself is in py_walks. */
+ * a loop's context; the walk itself is in py_walks. Only the walk: the
+ * stack the frames go into is looked up per frame (a per-CPU array's
+ * lookup is inlined), 8 bytes less of the 512 a chain of calls shares. */
 struct py_loop {
   struct py_walk *w;
-  struct offcpu_stack *s; /* pointers kept in a map are plain numbers */
-  __u64 *known;           /* where the thread's state is kept (NULL: map) */
 };
 
 /* Field `off` of the frame read into w->buf (a u64, or its low byte). */
@@ -258,12 +264,14 @@ static __always_inline long py_frame_step(struct py_walk *w,
 
 /* The first frame of thread state `ts`'s chain; 0 if it has none. */
 static __always_inline __u64 py_first_frame(struct py_walk *w, __u64 ts) {
-  __u64 holder = ts, frame = 0;
-  if (w->p.ts_cframe != 0xffff && py_word(&w->r, ts + w->p.ts_cframe, &holder))
+  w->word = ts; /* the frame's holder */
+  w->word2 = 0;
+  if (w->p.ts_cframe != 0xffff && py_word(&w->r, ts + w->p.ts_cframe, &w->word))
     return 0;
-  if (!holder || py_word(&w->r, holder + w->p.frame_current, &frame))
+  __u64 holder = w->word;
+  if (!holder || py_word(&w->r, holder + w->p.frame_current, &w->word2))
     return 0;
-  return frame;
+  return w->word2;
 }
 
 /* The one bpf_loop callback of the walk (every BPF function counts against
@@ -272,8 +280,16 @@ static __always_inline __u64 py_first_frame(struct py_walk *w, __u64 ts) {
 static long py_step(__u32 i, void *data) {
   struct py_loop *l = data;
   struct py_walk *w = l->w;
-  if (!w->searching)
-    return py_frame_step(w, l->s);
+  if (!w->searching) {
+    if (!w->store)
+      return py_frame_step(w, NULL);
+    struct stack_scratch_buf *b = bpf_map_lookup_elem(&stack_scratch, &w->slot);
+    if (!b) {
+      w->end = OFFCPU_PY_NO_ROOM; /* never: the slot is the caller's */
+      return 1;
+    }
+    return py_frame_step(w, &b->s);
+  }
   if (i < OFFCPU_PY_MAX_THREADS && !py_find_step(w))
     return 0;
   if (i >= OFFCPU_PY_MAX_THREADS)
@@ -284,35 +300,36 @@ static long py_step(__u32 i, void *data) {
       w->end = OFFCPU_PY_NO_THREAD;
     return 1;
   }
-  if (l->known)
-    *l->known = w->tstate;
+  if (w->keeps)
+    w->known = w->tstate;
   else
     bpf_map_update_elem(&py_threads, &w->tid, &w->tstate, BPF_ANY);
   w->frame = py_first_frame(w, w->tstate);
   return 0;
 }
 
-/* The thread's PyThreadState, if the one found before (*known, else in
+/* The thread's PyThreadState, if the one found before (w->known, else in
  * py_threads) is still the thread's: then w->frame is its first frame.
  * Else sets up the search among the interpreter's threads (w->searching),
  * which py_step does. */
-static __always_inline void py_thread_state(struct py_walk *w, __u64 *known) {
-  __u64 ts = 0, tid = 0;
-  if (known) {
-    ts = *known;
+static __always_inline void py_thread_state(struct py_walk *w) {
+  __u64 ts = 0;
+  if (w->keeps) {
+    ts = w->known;
   } else {
     __u64 *kept = bpf_map_lookup_elem(&py_threads, &w->tid);
     ts = kept ? *kept : 0;
   }
-  if (ts && !py_word(&w->r, ts + w->p.ts_native_tid, &tid) &&
-      py_is_thread(w, tid)) {
+  w->word = 0;
+  if (ts && !py_word(&w->r, ts + w->p.ts_native_tid, &w->word) &&
+      py_is_thread(w, w->word)) {
     w->frame = py_first_frame(w, ts);
     return;
   }
   /* The main interpreter's threads (subinterpreters are not searched). */
-  __u64 interp = 0;
-  if (py_word(&w->r, w->p.runtime + w->p.interp_head, &interp) || !interp ||
-      py_word(&w->r, interp + w->p.interp_threads, &w->tstate)) {
+  w->word = 0;
+  if (py_word(&w->r, w->p.runtime + w->p.interp_head, &w->word) || !w->word ||
+      py_word(&w->r, w->word + w->p.interp_threads, &w->tstate)) {
     w->end = OFFCPU_PY_FAULT;
     return;
   }
@@ -356,22 +373,64 @@ struct {
   __type(value, struct py_walk);
 } py_walks SEC(".maps");
 
-/* Walks thread `t`'s chain (process record `p`; `pgd`, `frozen`: how its
- * memory is read, see py_reader): stored into `s` after its `n` native
- * frames (of `max` at most), or with `s` NULL only signed. `known`: where
- * its thread state is kept (NULL: py_threads). The signature is never 0
- * (0 is a memo's "no Python chain"); PY_SIG_UNSURE: a read failed, not a
- * chain to reuse. Returns the walk (NULL: no scratch). */
 #define PY_SIG_UNSURE 1ull
+
+/* Widens the window [*lo, *hi) to a field of `len` bytes at `off` (0xffff:
+ * the version has no such field). */
+static __always_inline void py_window_add(__u32 off, __u32 len, __u32 *lo,
+                                          __u32 *hi) {
+  if (off == 0xffff)
+    return;
+  *lo = off < *lo ? off : *lo;
+  *hi = off + len > *hi ? off + len : *hi;
+}
+
+/* The walk set up in py_walks[slot] (py_walk_chain): the thread's state
+ * found, its chain walked (into the slot's scratch stack if w->store) and
+ * signed. In offcpu's objects a global function: the verifier
+ * checks it and its loop once, not once for every way the user walks reach
+ * it (inline, this walk was 19,000 of the switch hook's 76,000 instructions
+ * verified, its loop's callback checked 14 times). The lock objects
+ * (rwsem.bpf.c) are at the light loader's 32 functions: inline there. */
+#ifdef OFFCPU_PY_WALK_GLOBAL
+__noinline int
+#else
+static __always_inline int
+#endif
+py_walk_run(__u32 slot) {
+  struct py_walk *w = bpf_map_lookup_elem(&py_walks, &slot);
+  if (!w)
+    return 0;
+  py_thread_state(w);
+  if (w->frame || w->searching) {
+    struct py_loop l = {.w = w};
+    bpf_loop(OFFCPU_PY_MAX_FRAMES + 1 +
+                 (w->searching ? OFFCPU_PY_MAX_THREADS : 0),
+             py_step, &l, 0);
+    if (w->frame && !w->end)
+      w->end = OFFCPU_PY_DEPTH;
+  }
+  w->sig = py_mix(w->sig, w->end);
+  if (w->end == OFFCPU_PY_FAULT || w->sig <= PY_SIG_UNSURE)
+    w->sig = PY_SIG_UNSURE;
+  return 0;
+}
+
+/* Walks thread `t`'s chain (process record `p`; `pgd`, `frozen`: how its
+ * memory is read, see py_reader): stored, `store`, into the scratch stack
+ * of `slot` after its `n` native frames (of `max` at most), else only
+ * signed. `known`: where its thread state is kept (NULL: py_threads). The
+ * signature is never 0 (0 is a memo's "no Python chain"); PY_SIG_UNSURE:
+ * a read failed, not a chain to reuse. Returns the walk (NULL: no
+ * scratch). */
 static __always_inline struct py_walk *
-py_walk_chain(struct task_struct *t, const struct offcpu_py_proc *p,
-              struct offcpu_stack *s, __u32 n, __u32 max, __u64 pgd,
-              bool frozen, __u32 slot, __u64 *known) {
+py_walk_chain(struct task_struct *t, const struct offcpu_py_proc *p, bool store,
+              __u32 n, __u32 max, __u64 pgd, bool frozen, __u32 slot,
+              __u64 *known) {
   struct py_walk *w = bpf_map_lookup_elem(&py_walks, &slot);
   if (!w)
     return NULL;
   __builtin_memset(w, 0, sizeof(*w));
-  w->r.task = t;
   w->r.pgd = pgd;
   w->r.frozen = frozen;
   w->p = *p;
@@ -383,44 +442,36 @@ py_walk_chain(struct task_struct *t, const struct offcpu_py_proc *p,
     w->fsbase = t->thread.fsbase;
   w->n = n;
   w->max = max;
-  w->store = s != NULL;
+  w->store = store;
+  w->slot = slot;
+  w->keeps = known != NULL;
+  w->known = known ? *known : 0;
   w->sig = 0x7079000000000000ULL; /* "py" */
   /* The frame's fields' window, for the probe reads. */
   __u32 lo = w->p.frame_code, hi = lo + 8;
-  __u32 o[3] = {w->p.frame_previous, w->p.frame_instr, w->p.frame_entry};
-  for (int k = 0; k < 3; k++) {
-    if (o[k] == 0xffff)
-      continue;
-    __u32 end = o[k] + (k == 2 ? 1 : 8);
-    lo = o[k] < lo ? o[k] : lo;
-    hi = end > hi ? end : hi;
-  }
+  py_window_add(w->p.frame_previous, 8, &lo, &hi);
+  py_window_add(w->p.frame_instr, 8, &lo, &hi);
+  py_window_add(w->p.frame_entry, 1, &lo, &hi);
   w->lo = lo;
   w->span = hi - lo <= PY_FRAME_WINDOW ? hi - lo : 0;
-  py_thread_state(w, known);
-  if (w->frame || w->searching) {
-    struct py_loop l = {.w = w, .s = s, .known = known};
-    bpf_loop(OFFCPU_PY_MAX_FRAMES + 1 +
-                 (w->searching ? OFFCPU_PY_MAX_THREADS : 0),
-             py_step, &l, 0);
-    if (w->frame && !w->end)
-      w->end = OFFCPU_PY_DEPTH;
-  }
-  w->sig = py_mix(w->sig, w->end);
-  if (w->end == OFFCPU_PY_FAULT || w->sig <= PY_SIG_UNSURE)
-    w->sig = PY_SIG_UNSURE;
+  /* Here, not in the walk's function: its frame is on the 512 bytes too. */
+  py_walk_run(slot);
   py_count(w);
+  if (known)
+    *known = w->known;
   return w;
 }
 
-/* Appends thread `t`'s Python frames to `s` (see py_walk_chain); returns
- * the new count and sets *sig to the chain's signature. */
+/* Appends thread `t`'s Python frames to `s`, the scratch stack of `slot`
+ * (see py_walk_chain); returns the new count and sets *sig to the chain's
+ * signature. */
 static __always_inline __u32 py_append(struct task_struct *t,
                                        const struct offcpu_py_proc *p,
                                        struct offcpu_stack *s, __u32 n,
                                        __u32 max, __u64 pgd, bool frozen,
                                        __u32 slot, __u64 *known, __u64 *sig) {
-  struct py_walk *w = py_walk_chain(t, p, s, n, max, pgd, frozen, slot, known);
+  struct py_walk *w =
+      py_walk_chain(t, p, s != NULL, n, max, pgd, frozen, slot, known);
   *sig = w ? w->sig : PY_SIG_UNSURE;
   return w ? w->n : n;
 }
@@ -433,7 +484,7 @@ static __always_inline __u64 py_chain_sig(struct task_struct *t, __u32 tgid,
   const struct offcpu_py_proc *p = py_proc_of(tgid);
   if (!p)
     return PY_SIG_UNSURE;
-  struct py_walk *w = py_walk_chain(t, p, NULL, 0, OFFCPU_MAX_STACK_DEPTH, pgd,
+  struct py_walk *w = py_walk_chain(t, p, false, 0, OFFCPU_MAX_STACK_DEPTH, pgd,
                                     frozen, slot, known);
   return w ? w->sig : PY_SIG_UNSURE;
 }

@@ -110,11 +110,10 @@ def frames_and_calls(objdump, obj):
             else:
                 raise Unresolved(f"{obj}: {cur}: call without target")
             calls[cur].add(target)
-        elif opcode == 0x18 and regs >> 4 == 4:  # a function's address
-            if reloc and reloc[1] != ".text":
-                calls[cur].add(reloc[1])
-            else:
-                calls[cur].add(text_target(imm, "callback"))
+        elif opcode == 0x18 and reloc and reloc[1] == ".text":
+            # A function's address (a callback) as .text plus its byte
+            # offset in the immediate: how clang refers to a static one.
+            calls[cur].add(text_target(imm, "callback"))
         elif opcode == 0x18 and reloc and reloc[1] in names:
             calls[cur].add(reloc[1])  # address of a function, as a callback
     return frame, calls, programs
