@@ -47,7 +47,6 @@ static long sleep_ms;
 static int logging;
 static int churn_waits; // churn: waits per thread
 static atomic_int started;
-static volatile sig_atomic_t dump;
 
 static unsigned long long now_ns(void) {
   struct timespec ts;
@@ -141,11 +140,6 @@ static void *churn_slot(void *arg) {
   return NULL;
 }
 
-static void on_usr1(int sig) {
-  (void)sig;
-  dump = 1;
-}
-
 int main(int argc, char **argv) {
   bool churn = argc == 5 && strcmp(argv[1], "churn") == 0;
   if (!churn && (argc != 4 ||
@@ -159,7 +153,14 @@ int main(int argc, char **argv) {
   churn_waits = churn ? atoi(argv[4]) : 0;
   if (n < 1 || n > MAX_THREADS || sleep_ms < 1 || (churn && churn_waits < 1))
     return 2;
-  signal(SIGUSR1, on_usr1);
+  // SIGUSR1 blocked in every thread (they inherit the mask) and taken by
+  // the main thread with sigwait: a handler could run on any thread and
+  // leave the main one in pause() for ever (a test once waited 20 s for
+  // the log, in CI).
+  sigset_t usr1;
+  sigemptyset(&usr1);
+  sigaddset(&usr1, SIGUSR1);
+  pthread_sigmask(SIG_BLOCK, &usr1, NULL);
   pthread_attr_t attr;
   pthread_attr_init(&attr);
   pthread_attr_setstacksize(&attr, 64 * 1024);
@@ -178,8 +179,9 @@ int main(int argc, char **argv) {
     usleep(1000);
   printf("ready %d\n", getpid());
   fflush(stdout);
-  while (!dump)
-    pause();
+  for (int sig = 0; sig != SIGUSR1;)
+    if (sigwait(&usr1, &sig) != 0)
+      return 1;
   for (int i = 0; i < n; i++) {
     int count = atomic_load_explicit(&sleepers[i].count, memory_order_acquire);
     for (int k = 0; k < count; k++)
