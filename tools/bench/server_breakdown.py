@@ -169,7 +169,10 @@ def variant_cmd(offcpu, name, tag=""):
     return [offcpu, "-v", "-f"] + args + ["3600"]
 
 
-def run_once(server, offcpu, variants, seconds, base=None, base_variants=("default",)):
+def run_once(server, offcpu, variants, seconds, base=None, base_variants=("default",),
+             turn=0):
+    """Every tracer attached at once, one after the other in an order
+    reversed every other round (sl.start_tracers)."""
     tracers = {name: (variant_cmd(offcpu, name), "offcpu_switch") for name in variants}
     for name in (base_variants if base else ()):  # an A/B of two builds, same seconds
         label = "base build" + ("" if name == "default" else " " + name)
@@ -177,11 +180,7 @@ def run_once(server, offcpu, variants, seconds, base=None, base_variants=("defau
     tracers["libbpf-tools"] = ([sl.LIBBPF_TOOLS, "3600"], "sched_switch")
     procs, errs, ids = {}, {}, {}
     try:
-        for name, (cmd, _) in tracers.items():
-            errs[name] = tempfile.TemporaryFile("w+")
-            procs[name] = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=errs[name])
-        for name, (_, prefix) in tracers.items():
-            ids[name] = sl.wait_progs(procs[name], prefix)
+        sl.start_tracers(tracers, procs, errs, ids, turn)
         time.sleep(0.5)
         server.start_load()
         time.sleep(1.0)
@@ -292,7 +291,7 @@ def main():
                                       base_variants, turn))
             else:
                 runs.append(run_once(server, offcpu, variants, args.seconds, args.base,
-                                     base_variants))
+                                     base_variants, turn))
     finally:
         server.close()
         subprocess.run(["sysctl", "-qw", "kernel.bpf_stats_enabled=0"])
