@@ -779,13 +779,15 @@ int run_profile(const ProfileOptions &given) {
   const uint64_t t_collected = monotonic_ns();
   session->stop();
   const uint64_t t_stopped = monotonic_ns();
-  RawProfile raw = session->drain();
-  const RawTimeline events = session->take_events(raw);
-  const uint64_t t_drained = monotonic_ns();
   const uint64_t name_ns = static_cast<uint64_t>(opts.name_time_s * 1e9);
   symbolizer.set_deadline(
       window_closed_ns(session->planned_stop_ns(), t_collected) + name_ns,
       name_ns);
+  symbolizer.settle_dwarf(); // before the drained counts take their memory
+  const uint64_t t_settled = monotonic_ns();
+  RawProfile raw = session->drain();
+  const RawTimeline events = session->take_events(raw);
+  const uint64_t t_drained = monotonic_ns();
   Profile profile = build_profile(raw, events, symbolizer, opts, wall_start);
   if (opts.events)
     profile.timeline = std::make_shared<const Timeline>(build_timeline(
@@ -809,7 +811,8 @@ int run_profile(const ProfileOptions &given) {
     note("after the window: " +
          ms_between(closed, std::max(closed, t_collected)) +
          " ms to leave the loop, stop " + ms_between(t_collected, t_stopped) +
-         " ms, drain " + ms_between(t_stopped, t_drained) + " ms, naming " +
+         " ms, DWARF lookups " + ms_between(t_stopped, t_settled) +
+         " ms, drain " + ms_between(t_settled, t_drained) + " ms, naming " +
          ms_between(t_drained, t_named) + " ms, output " +
          ms_between(t_named, monotonic_ns()) + " ms");
   }

@@ -747,6 +747,12 @@ bool Symbolizer::debug_from_debuginfod(FileEntry &f) {
 
 // ---- naming ----
 
+void Symbolizer::settle_dwarf() {
+  for (auto &[key, f] : files_by_key_)
+    if (f->dwarf_ticket && !f->warm_offsets.empty())
+      dwarf_for(*f);
+}
+
 void Symbolizer::end_naming() {
   dwarf_loader_.stop();
   // The loader has stopped: no one else holds the files. Their symbol

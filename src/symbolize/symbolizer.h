@@ -198,6 +198,13 @@ public:
     debug_dirs_.insert(debug_dirs_.begin(), dirs.begin(), dirs.end());
   }
 
+  // The window has closed, before the counts are drained: every file's
+  // DWARF taken from the loader and the addresses its stacks hold looked up
+  // now, one file's sections at a time, then freed. Naming then finds them
+  // cached instead of inflating a file's sections again while the profile
+  // is built (libc's debug file: 8.5 MiB on top of the run's peak).
+  void settle_dwarf();
+
   // Naming is over (no *_frame call follows): frees what only naming
   // needed, the DWARF sections still held (the loader's, files read again
   // here), the files' and the kernel's symbols and every process's maps
