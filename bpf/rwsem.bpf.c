@@ -186,6 +186,14 @@ struct {
   __type(value, struct lock_scratch);
 } lock_scratches SEC(".maps");
 
+/* fentry programs walking a stack on the CPU now (see wait_begin). */
+struct {
+  __uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+  __uint(max_entries, 1);
+  __type(key, __u32);
+  __type(value, __u32);
+} fentry_walking SEC(".maps");
+
 static __always_inline struct lock_scratch *lock_scratch_of(__u32 entry) {
   return bpf_map_lookup_elem(&lock_scratches, &entry);
 }
@@ -291,7 +299,7 @@ struct lock_span {
 
 struct {
   __uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-  __uint(max_entries, 1);
+  __uint(max_entries, 2); /* SCRATCH_HOOK, SCRATCH_ITER (see take_stacks) */
   __type(key, __u32);
   __type(value, struct lock_span);
 } lock_spans SEC(".maps");
@@ -372,15 +380,15 @@ static __always_inline bool lk_memo_holds(struct lock_kmemo *m,
 /* Walks the current thread's kernel stack and notes its memo. */
 static __always_inline __u64 lk_walk(void *ctx, struct lock_kmemo *m,
                                      struct lock_span *span, __u32 room,
-                                     __u32 top) {
+                                     __u32 top, __u32 slot) {
   __sync_fetch_and_add(&lock_kstacks_walked, 1);
   m->n = 0;
-  struct offcpu_stack *s = scratch_stack(SCRATCH_HOOK);
+  struct offcpu_stack *s = scratch_stack(slot);
   if (!s)
     return OFFCPU_STACK_MISSED;
   long bytes = bpf_get_stack(ctx, s->ips, stack_bytes() + sizeof(__u64), 0);
   __u32 kind = kernel_walk_cut(&bytes);
-  __u64 id = store_stack(s, bytes, kind);
+  __u64 id = store_stack_from(slot, s, bytes, kind);
   if (!stack_stored(id) || kind || bytes <= 0 || lk_read_span(span, room, ctx))
     return id;
   struct lk_note c = {
@@ -400,17 +408,16 @@ static __always_inline __u64 lk_walk(void *ctx, struct lock_kmemo *m,
 }
 
 /* The current thread's kernel stack at a begin (`m`: its memo, NULL
- * where there is none). */
-static __always_inline __u64 lock_kernel_stack(void *ctx,
-                                               struct lock_kmemo *m) {
+ * where there is none), in the scratch of context `slot`. */
+static __always_inline __u64 lock_kernel_stack(void *ctx, struct lock_kmemo *m,
+                                               __u32 slot) {
   if (!m)
-    return take_current_stack(ctx, 0);
+    return take_current_stack_in(ctx, 0, slot);
   struct task_struct *t = bpf_get_current_task_btf();
-  __u32 zero = 0;
-  struct lock_span *span = bpf_map_lookup_elem(&lock_spans, &zero);
+  struct lock_span *span = bpf_map_lookup_elem(&lock_spans, &slot);
   __u64 base = (__u64)ctx, bottom = (__u64)t->stack;
   if (!span || base < bottom || base >= bottom + LK_THREAD_SIZE)
-    return take_current_stack(ctx, 0);
+    return take_current_stack_in(ctx, 0, slot);
   __u32 top = (bottom + LK_THREAD_SIZE - base) / 8;
   __u32 room = top < LK_SPAN_WORDS ? top : LK_SPAN_WORDS;
   __u32 n = m->n;
@@ -427,15 +434,20 @@ static __always_inline __u64 lock_kernel_stack(void *ctx,
   }
   if (m->misses++ >= LK_MEMO_TRIES && (m->misses & 63)) {
     __sync_fetch_and_add(&lock_kstacks_walked, 1);
-    return take_current_stack(ctx, 0);
+    return take_current_stack_in(ctx, 0, slot);
   }
-  return lk_walk(ctx, m, span, room, top);
+  return lk_walk(ctx, m, span, room, top, slot);
 }
 
-/* The thread's stacks for a new wait (0 where not wanted). */
+/* The thread's stacks for a new wait (0 where not wanted), in the
+ * per-CPU scratch of context `slot`: SCRATCH_HOOK for the programs that
+ * run with preemption off (tracepoints, kprobes), SCRATCH_ITER for the
+ * fentry ones, which may be preempted mid-walk on a preemptible kernel
+ * while a hook walks on the same CPU (this object's iterators walk no
+ * stacks: that slot is theirs alone). */
 static __always_inline void take_stacks(void *ctx, struct task_struct *task,
                                         __u32 tgid, struct rwsem_start *rec,
-                                        bool typed) {
+                                        bool typed, __u32 slot) {
   /* The thread's memos: BTF-typed programs with task storage. */
   struct lock_memos *m =
       typed && use_task_storage
@@ -447,22 +459,23 @@ static __always_inline void take_stacks(void *ctx, struct task_struct *task,
     bool reused = false;
     struct task_struct *t = bpf_get_current_task_btf();
     if (!user_fp_walk)
-      rec->user_stack = take_current_stack(ctx, BPF_F_USER_STACK);
+      rec->user_stack = take_current_stack_in(ctx, BPF_F_USER_STACK, slot);
 #ifdef OFFCPU_DIRECT_LOADS
     /* The memo walk is a global function only here; inlined, it would
      * not fit the program's 512-byte stack (the probe-reads object). */
     else if (m)
-      rec->user_stack = walk_user_stack_hook(t, &partial, &m->user, &reused,
-                                             false, SCRATCH_HOOK);
+      rec->user_stack =
+          walk_user_stack_hook(t, &partial, &m->user, &reused, false, slot);
 #endif
     else
-      rec->user_stack = walk_user_stack(t, false, &partial);
+      rec->user_stack =
+          walk_user_stack_memo(t, false, &partial, NULL, &reused, false, slot);
     /* A reused stack was announced when it was walked. */
     if (!reused && !announce(task, tgid, rec->user_stack) && m)
       uw_memo_forget(&m->user);
   }
   if (want_kernel_stacks)
-    rec->kernel_stack = lock_kernel_stack(ctx, m ? &m->kernel : NULL);
+    rec->kernel_stack = lock_kernel_stack(ctx, m ? &m->kernel : NULL, slot);
 }
 
 /* `typed`: called from a BTF-typed program (tp_btf, fentry), which may
@@ -515,8 +528,27 @@ static __always_inline void wait_begin(void *ctx, __u64 lock, __u32 kind,
   if (key_cgroup)
     rec->cgroup = bpf_get_current_cgroup_id();
   bpf_get_current_comm(rec->comm, sizeof(rec->comm));
-  if (!open)
-    take_stacks(ctx, task, tgid, rec, typed);
+  if (!open && scratch < LOCK_SCRATCH_FENTRY_WRITE) {
+    take_stacks(ctx, task, tgid, rec, typed, SCRATCH_HOOK);
+  } else if (!open) {
+    /* An fentry program: the other slot, one walk at a time per CPU. */
+    __u32 zero = 0;
+    __u32 *busy = bpf_map_lookup_elem(&fentry_walking, &zero);
+    if (!busy)
+      return;
+    /* No fetching atomics before 5.12: add, then look. Whoever reads 1 is
+     * alone in the slot until it subtracts; one preempted between its add
+     * and its look makes the other read 2 (both may then skip: counted). */
+    __sync_fetch_and_add(busy, 1);
+    if (*(volatile __u32 *)busy == 1) {
+      take_stacks(ctx, task, tgid, rec, typed, SCRATCH_ITER);
+    } else {
+      rec->user_stack = want_user_stacks ? OFFCPU_STACK_MISSED : 0;
+      rec->kernel_stack = want_kernel_stacks ? OFFCPU_STACK_MISSED : 0;
+      count_loss(OFFCPU_LOST_SCRATCH_BUSY);
+    }
+    __sync_fetch_and_add(busy, -1);
+  }
   /* The wait's time starts once this program's own work (the stack walks,
    * microseconds) is done: a spinning wait is often shorter than that,
    * and charging it would report offcpu's cost as the lock's. */

@@ -314,15 +314,22 @@ static __always_inline __u32 kernel_walk_cut(long *bytes) {
   return 0;
 }
 
-/* Stack of the current task: user (BPF_F_USER_STACK) or kernel. */
-static __always_inline __u64 take_current_stack(void *ctx, __u64 flags) {
-  struct offcpu_stack *s = scratch_stack(SCRATCH_HOOK);
+/* Stack of the current task: user (BPF_F_USER_STACK) or kernel, in the
+ * scratch of context `slot`. */
+static __always_inline __u64 take_current_stack_in(void *ctx, __u64 flags,
+                                                   __u32 slot) {
+  struct offcpu_stack *s = scratch_stack(slot);
   if (!s)
     return OFFCPU_STACK_MISSED;
   __u32 kind = (flags & BPF_F_USER_STACK) ? OFFCPU_STACK_USER : 0;
   long bytes = bpf_get_stack(ctx, s->ips, stack_bytes() + sizeof(__u64), flags);
   kind |= kernel_walk_cut(&bytes);
-  return store_stack(s, bytes, kind);
+  return store_stack_from(slot, s, bytes, kind);
+}
+
+/* The same, from a tracing hook (SCRATCH_HOOK). */
+static __always_inline __u64 take_current_stack(void *ctx, __u64 flags) {
+  return take_current_stack_in(ctx, flags, SCRATCH_HOOK);
 }
 
 struct walk_loop {

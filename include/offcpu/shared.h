@@ -53,6 +53,10 @@ enum offcpu_loss {
   /* Timeline events (waits of --events-min or more) that found the events
    * ring full: user space fell behind. The aggregates still have them. */
   OFFCPU_LOST_EVENT_RING,
+  /* offcpu lock's fentry programs (kernels before 5.19): a wait whose
+   * stacks were not taken because another of them was preempted mid-walk
+   * on the same CPU, holding the scratch they share. */
+  OFFCPU_LOST_SCRATCH_BUSY,
   OFFCPU_LOST_NR,
 };
 

@@ -78,6 +78,10 @@ std::string describe_losses(const std::array<uint64_t, OFFCPU_LOST_NR> &lost,
        ": the kernel's events ring was full (offcpu fell behind); the "
        "other outputs still count their waits; raise --events-memory or "
        "--events-min");
+  line(OFFCPU_LOST_SCRATCH_BUSY, "waits without stacks",
+       ": another wait's stack walk on the same CPU had been preempted "
+       "(fentry programs, kernels before 5.19; shown as [Missed ... "
+       "Stack])");
   line(OFFCPU_LOST_HELD, "waits lost",
        ": their thread exited without a last switch-out the kernel reported, "
        "and they were not yet in the aggregation map");
