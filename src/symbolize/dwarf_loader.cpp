@@ -58,6 +58,7 @@ struct DwarfLoader::Shared {
   Ticket current = 0;
   uint64_t deadline_ns = 0;
   uint64_t read_ahead = 0;
+  uint64_t opened = 0; // files whose DWARF the thread read
   bool started = false;
   bool no_thread = false; // it could not be started
   bool stop = false;
@@ -89,6 +90,7 @@ void open_one(Shared &s, std::unique_lock<std::mutex> &lock,
   e.opened = true;
   e.file = std::move(file);
   e.why = why;
+  s.opened += e.file != nullptr;
   if (e.file && !e.warm.empty() && !e.taken)
     s.to_warm.push_back(t);
 }
@@ -361,6 +363,11 @@ DwarfRunBudget *DwarfLoader::run_budget() {
 uint64_t DwarfLoader::read_ahead() const {
   std::lock_guard<std::mutex> lock(shared_->mu);
   return shared_->read_ahead;
+}
+
+uint64_t DwarfLoader::opened() const {
+  std::lock_guard<std::mutex> lock(shared_->mu);
+  return shared_->opened;
 }
 
 size_t DwarfLoader::pending() const {

@@ -54,6 +54,8 @@ public:
 
   // Files found read when taken.
   uint64_t read_ahead() const;
+  // Files whose DWARF was read (taken or not).
+  uint64_t opened() const;
   // Files queued, being read, or with addresses left to warm.
   size_t pending() const;
 

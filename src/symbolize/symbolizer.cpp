@@ -433,12 +433,17 @@ void Symbolizer::warm_dwarf(const std::vector<Mapping> &maps,
     const uint64_t lookup = i > 0 && ips[i] ? ips[i] - 1 : ips[i];
     const Mapping *m = find_mapping(maps, lookup);
     FileEntry *f = m && m->is_file() ? file_for(*m) : nullptr;
-    if (!f || f->dwarf || (f->parsed && !f->dwarf_ticket) ||
+    if (!f || f->dwarf || (f->parsed && !f->dwarf_ticket && !f->dwarf_fd) ||
         f->warm_offsets.size() >= kMaxWarmOffsets)
       continue;
     const uint64_t offset = lookup - m->start + m->offset;
-    if (!f->warm_offsets.insert(offset).second || !f->dwarf_ticket)
+    if (!f->warm_offsets.insert(offset).second)
       continue;
+    if (!f->dwarf_ticket) {
+      if (f->parsed)
+        submit_dwarf(*f); // its first address in a stack: read it now
+      continue;
+    }
     if (auto vaddr =
             f->elf ? f->elf->file_offset_to_vaddr(offset) : std::nullopt)
       dwarf_loader_.warm(f->dwarf_ticket, *vaddr);
@@ -509,14 +514,13 @@ void Symbolizer::parse(FileEntry &f) {
         // Its own DWARF, unless a debug file gave some.
         f.dwarf_fd = std::move(f.fd);
       }
-      // Its DWARF read now, on the loader's thread: in the window, the
-      // main thread goes on polling, and the end of the run finds it read.
-      if (f.dwarf_fd) {
-        f.dwarf_ticket = dwarf_loader_.submit(std::move(f.dwarf_fd));
-        for (uint64_t offset : f.warm_offsets)
-          if (auto vaddr = f.elf->file_offset_to_vaddr(offset))
-            dwarf_loader_.warm(f.dwarf_ticket, *vaddr);
-      }
+      // Its DWARF read on the loader's thread once one of its addresses is
+      // in a stack (now, if one was before it was parsed): in the window,
+      // the main thread goes on polling, and the end of the run finds it
+      // read. A file mapped but in no stack is not read at all (libc6-dbg's
+      // ld.so and libm debug files were inflated on every run, for none).
+      if (f.dwarf_fd && !f.warm_offsets.empty())
+        submit_dwarf(f);
     }
   }
   f.fd.reset();
@@ -1011,7 +1015,16 @@ std::string Symbolizer::raw_user_address(uint32_t tgid, uint64_t addr,
   return basename_of(path) + offset;
 }
 
+void Symbolizer::submit_dwarf(FileEntry &f) {
+  f.dwarf_ticket = dwarf_loader_.submit(std::move(f.dwarf_fd));
+  for (uint64_t offset : f.warm_offsets)
+    if (auto vaddr = f.elf->file_offset_to_vaddr(offset))
+      dwarf_loader_.warm(f.dwarf_ticket, *vaddr);
+}
+
 DwarfFile *Symbolizer::dwarf_for(FileEntry &f) {
+  if (!f.dwarf && !f.dwarf_ticket && f.dwarf_fd && f.elf)
+    submit_dwarf(f); // a frame no stack noted in the window
   if (f.dwarf || !f.dwarf_ticket)
     return f.dwarf.get();
   const uint64_t ahead = dwarf_loader_.read_ahead();

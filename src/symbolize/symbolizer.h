@@ -204,6 +204,8 @@ public:
   // cached instead of inflating a file's sections again while the profile
   // is built (libc's debug file: 8.5 MiB on top of the run's peak).
   void settle_dwarf();
+  // Files whose DWARF was read so far.
+  uint64_t dwarf_files_read() const { return dwarf_loader_.opened(); }
 
   // Naming is over (no *_frame call follows): frees what only naming
   // needed, the DWARF sections still held (the loader's, files read again
@@ -254,6 +256,8 @@ private:
   const std::string *kernel_vdso();
   std::unique_ptr<ElfFile> read_elf(int fd);
   void finish_warming(FileEntry &f);
+  // Hands the file's DWARF to the loader, with the addresses noted so far.
+  void submit_dwarf(FileEntry &f);
   DwarfFile *dwarf_for(FileEntry &f);
   std::unique_ptr<ElfFile> read_elf_image(std::string image);
   void count_loss(const ElfFile *elf);

@@ -130,6 +130,29 @@ TEST(DwarfSettle, NamingReadsNoSectionAfterTheWindow) {
       << "a file's DWARF was read again while naming";
 }
 
+// A file's DWARF is read once one of its addresses is in a stack: the
+// fixture maps its library (built with -g) and libc and ld.so (debug files
+// from libc6-dbg), but only the executable is in the stack. Each was read
+// on every run before, for nothing (libc6-dbg's ld.so and libm on every
+// whole-system run: CPU and their inflated sections, issue #27).
+TEST(DwarfSettle, FilesInNoStackAreNotRead) {
+  RunningFixture f = start(FIXTURE_PIE);
+  const auto pid = static_cast<uint32_t>(f.proc->pid());
+  Symbolizer sym(system_files(), KernelSymbols{});
+  sym.note_user_stack(pid, 1, {f.addrs.at("fixture_alpha") + 1});
+  ASSERT_TRUE(sym.parse_pending(monotonic_ns() + 10'000'000'000));
+  test::sleep_seconds(0.3); // the loader's turn
+  sym.settle_dwarf();
+  EXPECT_EQ(sym.dwarf_files_read(), 1u);
+  // Named later from a stack the window did not note: read then.
+  const auto &chain = sym.user_source(pid, f.addrs.at("lib_helper") + 1, false);
+  if (!chain.empty()) { // where the library has DWARF
+    ASSERT_TRUE(chain.front().function);
+    EXPECT_EQ(*chain.front().function, "lib_helper");
+    EXPECT_EQ(sym.dwarf_files_read(), 2u);
+  }
+}
+
 TEST(Vdso, NamedFromTheProcessesOwnImage) {
   // Our own vDSO tells which names to expect; the child's is the same image
   // at another address.
