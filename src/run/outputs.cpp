@@ -13,6 +13,7 @@ SourceOptions source_options(const OutputOptions &o) {
   for (const OutputTarget &t : o.targets)
     pprof = pprof || t.format == OutputFormat::Pprof;
   s.dwarf = s.inlined || s.lines || pprof;
+  s.files = s.lines || pprof;
   s.own_dwarf = false;
   return s;
 }

@@ -73,7 +73,7 @@ bool section_used(const char *name) {
 // Checks the sections, and hides from libdw those the lookups do not use:
 // libdw skips a section marked NOBITS instead of reading it (the change is
 // to libelf's copy of the headers, never written back).
-SectionCheck check_sections(Elf *elf) {
+SectionCheck check_sections(Elf *elf, bool lines) {
   SectionCheck c;
   size_t shstrndx = 0;
   if (elf_getshdrstrndx(elf, &shstrndx) != 0) {
@@ -101,7 +101,9 @@ SectionCheck check_sections(Elf *elf) {
       c.unreadable = true;
       continue;
     }
-    if (!section_used(name)) {
+    if (!section_used(name) ||
+        (!lines && (std::strcmp(name, ".debug_line") == 0 ||
+                    std::strcmp(name, ".debug_line_str") == 0))) {
       shdr.sh_type = SHT_NOBITS;
       if (!gelf_update_shdr(scn, &shdr))
         c.unreadable = true;
@@ -223,7 +225,7 @@ std::unique_ptr<DwarfFile> DwarfFile::from_impl(std::unique_ptr<Impl> impl,
   if (!impl->elf || elf_kind(impl->elf) != ELF_K_ELF)
     return nullptr;
   const uint64_t start = monotonic_ns();
-  SectionCheck c = check_sections(impl->elf);
+  SectionCheck c = check_sections(impl->elf, limits.lines);
   if (!c.has_info)
     return nullptr; // no DWARF: nothing lost
   if (c.other_files) {
@@ -345,7 +347,7 @@ bool DwarfFile::reopen() {
   reopens_++;
   impl_->elf = begin_elf(impl_->fd.get());
   if (impl_->elf && elf_kind(impl_->elf) == ELF_K_ELF) {
-    SectionCheck c = check_sections(impl_->elf);
+    SectionCheck c = check_sections(impl_->elf, limits_.lines);
     if (c.has_info && !c.other_files && !c.unreadable &&
         c.bytes <= limits_.max_bytes)
       impl_->dwarf = dwarf_begin_elf(impl_->elf, DWARF_C_READ, nullptr);
@@ -450,7 +452,8 @@ using Intern = std::function<const std::string *(const char *)>;
 SourceFrame frame_of(std::vector<Dwarf_Die> &path, size_t i,
                      const Intern &intern,
                      const std::function<const std::string *(Dwarf_Word)> &file,
-                     const std::string *leaf_file, uint32_t leaf_line) {
+                     const std::string *leaf_file, uint32_t leaf_line,
+                     bool lines) {
   Dwarf_Die *d = &path[i];
   SourceFrame f;
   const char *linkage = string_attr(d, DW_AT_linkage_name);
@@ -465,7 +468,8 @@ SourceFrame frame_of(std::vector<Dwarf_Die> &path, size_t i,
   int decl = 0;
   if (dwarf_decl_line(d, &decl) == 0 && decl > 0)
     f.start_line = static_cast<uint32_t>(decl);
-  f.decl_file = intern(dwarf_decl_file(d));
+  if (lines)
+    f.decl_file = intern(dwarf_decl_file(d));
   if (i + 1 < path.size()) {
     // A caller's line is where the next function was inlined into it.
     Dwarf_Word call_line = 0, call_file = 0;
@@ -529,15 +533,15 @@ Dwarf_Line *line_at(Dwarf_Die *cudie, uint64_t vaddr) {
 }
 
 // The frames of `path` (the scopes holding vaddr in unit `cudie`), each
-// with its line.
+// with its line (`lines`; else functions alone).
 std::vector<SourceFrame> frames_of(std::vector<Dwarf_Die> &path,
                                    Dwarf_Die *cudie, uint64_t vaddr,
-                                   const Intern &intern) {
+                                   const Intern &intern, bool lines) {
   std::vector<SourceFrame> out;
   // The unit's file table, for DW_AT_call_file.
   Dwarf_Files *files = nullptr;
   size_t nfiles = 0;
-  if (dwarf_getsrcfiles(cudie, &files, &nfiles) != 0)
+  if (lines && dwarf_getsrcfiles(cudie, &files, &nfiles) != 0)
     files = nullptr;
   auto file_name = [&](Dwarf_Word index) -> const std::string * {
     if (!files || index >= nfiles)
@@ -547,7 +551,7 @@ std::vector<SourceFrame> frames_of(std::vector<Dwarf_Die> &path,
   // The leaf's current line, from the line table.
   const std::string *leaf_file = nullptr;
   uint32_t leaf_line = 0;
-  if (Dwarf_Line *line = line_at(cudie, vaddr)) {
+  if (Dwarf_Line *line = lines ? line_at(cudie, vaddr) : nullptr) {
     int n = 0;
     if (dwarf_lineno(line, &n) == 0 && n > 0)
       leaf_line = static_cast<uint32_t>(n);
@@ -561,7 +565,8 @@ std::vector<SourceFrame> frames_of(std::vector<Dwarf_Die> &path,
   }
   out.reserve(path.size());
   for (size_t i = 0; i < path.size(); i++)
-    out.push_back(frame_of(path, i, intern, file_name, leaf_file, leaf_line));
+    out.push_back(
+        frame_of(path, i, intern, file_name, leaf_file, leaf_line, lines));
   return out;
 }
 
@@ -596,8 +601,9 @@ std::vector<SourceFrame> DwarfFile::look_up(uint64_t vaddr,
     if (dwarf_tag(&path[i]) == DW_TAG_subprogram)
       first = i;
   path.erase(path.begin(), path.begin() + static_cast<long>(first));
-  return frames_of(path, &cudie, vaddr,
-                   [this](const char *s) { return intern(s); });
+  return frames_of(
+      path, &cudie, vaddr, [this](const char *s) { return intern(s); },
+      limits_.lines);
 }
 
 // The unit's out-of-line functions and their ranges, in one walk of its

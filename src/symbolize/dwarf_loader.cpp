@@ -57,6 +57,7 @@ struct DwarfLoader::Shared {
   // (DwarfFile::release) when the thread turns to another file.
   Ticket current = 0;
   uint64_t deadline_ns = 0;
+  DwarfLimits limits;
   uint64_t read_ahead = 0;
   uint64_t opened = 0; // files whose DWARF the thread read
   bool started = false;
@@ -75,6 +76,7 @@ void open_one(Shared &s, std::unique_lock<std::mutex> &lock,
   Shared::Entry &e = s.entries.at(t);
   UniqueFd fd = std::move(e.fd);
   const uint64_t deadline = s.deadline_ns;
+  const DwarfLimits limits = s.limits;
   e.busy = true;
   lock.unlock();
   std::unique_ptr<DwarfFile> file;
@@ -82,8 +84,7 @@ void open_one(Shared &s, std::unique_lock<std::mutex> &lock,
   if (deadline && monotonic_ns() >= deadline)
     why = DwarfLoss::Time;
   else
-    file =
-        DwarfFile::open_fd(fd.get(), DwarfLimits{}, &s.budget, deadline, &why);
+    file = DwarfFile::open_fd(fd.get(), limits, &s.budget, deadline, &why);
   fd.reset();
   lock.lock();
   e.busy = false;
@@ -354,6 +355,11 @@ DwarfLoader::take(Ticket ticket, uint64_t deadline_ns, DwarfLoss *why) {
 void DwarfLoader::set_deadline(uint64_t deadline_ns) {
   std::lock_guard<std::mutex> lock(shared_->mu);
   shared_->deadline_ns = deadline_ns;
+}
+
+void DwarfLoader::set_limits(const DwarfLimits &limits) {
+  std::lock_guard<std::mutex> lock(shared_->mu);
+  shared_->limits = limits;
 }
 
 DwarfRunBudget *DwarfLoader::run_budget() {

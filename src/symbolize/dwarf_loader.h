@@ -51,6 +51,8 @@ public:
   // is spent by the caller's thread (DwarfFile::frames_at), its bytes by
   // the loader's: no field is written by both.
   DwarfRunBudget *run_budget();
+  // What each file opened from now on may cost and read.
+  void set_limits(const DwarfLimits &limits);
 
   // Files found read when taken.
   uint64_t read_ahead() const;

@@ -1015,6 +1015,13 @@ std::string Symbolizer::raw_user_address(uint32_t tgid, uint64_t addr,
   return basename_of(path) + offset;
 }
 
+void Symbolizer::set_source_options(SourceOptions o) {
+  source_ = o;
+  DwarfLimits limits;
+  limits.lines = o.files;
+  dwarf_loader_.set_limits(limits);
+}
+
 void Symbolizer::submit_dwarf(FileEntry &f) {
   f.dwarf_ticket = dwarf_loader_.submit(std::move(f.dwarf_fd));
   for (uint64_t offset : f.warm_offsets)

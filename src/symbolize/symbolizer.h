@@ -97,7 +97,9 @@ struct SourceOptions {
       true; // read DWARF at all (off: --no-inline, no --lines, no pprof)
   bool inlined = true; // inlined calls as frames of their own (--no-inline)
   bool lines = false;  // "function (file.c:123)" names (--lines)
-  bool python = true;  // CPython processes' Python frames (--no-python)
+  // Each frame's source file and line read at all (--lines, pprof).
+  bool files = true;
+  bool python = true; // CPython processes' Python frames (--no-python)
   // DWARF of offcpu's own executable too. A whole-system run traces offcpu
   // itself; naming its few stacks from its own DWARF (39 MB in a
   // RelWithDebInfo build) mapped 13 MiB of it, a third of the run's peak
@@ -172,7 +174,7 @@ public:
   // live as long as the Symbolizer, the chain until the next call.
   const std::vector<SourceFrame> &user_source(uint32_t tgid, uint64_t addr,
                                               bool is_return_address);
-  void set_source_options(SourceOptions o) { source_ = o; }
+  void set_source_options(SourceOptions o);
   // Debug files from debuginfod servers (DEBUGINFOD_URLS) for build ids
   // without a local one, `budget_ns` of downloads per run (0: off).
   void enable_debuginfod(uint64_t budget_ns) {

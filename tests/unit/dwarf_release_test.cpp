@@ -211,5 +211,36 @@ TEST(DwarfRelease, LoaderGoesOnAfterAFileIsTakenMidWarming) {
             std::string::npos);
 }
 
+// Without --lines or pprof, frames are named by function alone: the line
+// tables are not read (limits.lines off), and the loader opens its files
+// so once told.
+TEST(DwarfLines, FunctionsWithoutLineTablesWhenNoOneWantsLines) {
+  ASSERT_EQ(release_probe_first(3) + release_probe_second(3), 27);
+  LoaderOfThisBinary p;
+  DwarfLimits no_lines;
+  no_lines.lines = false;
+  p.loader.set_limits(no_lines);
+  const DwarfLoader::Ticket t = p.submit();
+  DwarfLoss why = DwarfLoss::None;
+  auto bare = p.loader.take(t, 0, &why);
+  ASSERT_TRUE(bare) << static_cast<int>(why);
+  const auto &chain = bare->frames_at(p.first);
+  ASSERT_FALSE(chain.empty());
+  EXPECT_NE(holder(chain).find("release_probe_first"), std::string::npos);
+  for (const SourceFrame &f : chain) {
+    EXPECT_EQ(f.file, nullptr);
+    EXPECT_EQ(f.decl_file, nullptr);
+    EXPECT_EQ(f.line, 0u);
+  }
+  // The same file with lines: the leaf's file and line are there.
+  UniqueFd fd(open("/proc/self/exe", O_RDONLY | O_CLOEXEC));
+  auto full = DwarfFile::open_fd(fd.get(), DwarfLimits{}, nullptr, 0, &why);
+  ASSERT_TRUE(full);
+  const auto &lined = full->frames_at(p.first);
+  ASSERT_FALSE(lined.empty());
+  EXPECT_NE(lined.back().file, nullptr);
+  EXPECT_GT(lined.back().line, 0u);
+}
+
 } // namespace
 } // namespace offcpu
