@@ -723,6 +723,23 @@ OffcpuSession::Finished release_command(TracedCommand &command,
   return [&command] { return command.exited(); };
 }
 
+// When each step after the window ended (CLOCK_MONOTONIC).
+struct EndTimes {
+  uint64_t collected = 0, stopped = 0, settled = 0, drained = 0, named = 0;
+};
+
+// -v: what the end took; after a signal, the whole of it is the user's
+// wait. `closed`: when the window closed.
+void note_end_times(const EndTimes &t, uint64_t closed) {
+  note(
+      "after the window: " + ms_between(closed, std::max(closed, t.collected)) +
+      " ms to leave the loop, stop " + ms_between(t.collected, t.stopped) +
+      " ms, DWARF lookups " + ms_between(t.stopped, t.settled) + " ms, drain " +
+      ms_between(t.settled, t.drained) + " ms, naming " +
+      ms_between(t.drained, t.named) + " ms, output " +
+      ms_between(t.named, monotonic_ns()) + " ms");
+}
+
 } // namespace
 
 int run_profile(const ProfileOptions &given) {
@@ -776,24 +793,25 @@ int run_profile(const ProfileOptions &given) {
   collect(*session, opts, symbolizer, unwinder, cost, finished);
   // The rest is a burst of work the user waits for (see kBurstNice).
   PriorityBoost finishing(kBurstNice);
-  const uint64_t t_collected = monotonic_ns();
+  EndTimes t;
+  t.collected = monotonic_ns();
   session->stop();
-  const uint64_t t_stopped = monotonic_ns();
+  t.stopped = monotonic_ns();
   const uint64_t name_ns = static_cast<uint64_t>(opts.name_time_s * 1e9);
   symbolizer.set_deadline(
-      window_closed_ns(session->planned_stop_ns(), t_collected) + name_ns,
+      window_closed_ns(session->planned_stop_ns(), t.collected) + name_ns,
       name_ns);
   symbolizer.settle_dwarf(); // before the drained counts take their memory
-  const uint64_t t_settled = monotonic_ns();
+  t.settled = monotonic_ns();
   RawProfile raw = session->drain();
   const RawTimeline events = session->take_events(raw);
-  const uint64_t t_drained = monotonic_ns();
+  t.drained = monotonic_ns();
   Profile profile = build_profile(raw, events, symbolizer, opts, wall_start);
   if (opts.events)
     profile.timeline = std::make_shared<const Timeline>(build_timeline(
         events, raw, symbolizer, timeline_setup(opts, *session, raw)));
   symbolizer.end_naming();
-  const uint64_t t_named = monotonic_ns();
+  t.named = monotonic_ns();
   if (outputs.write_all(profile) && profile.timeline && opts.top_waits)
     write_top_waits(*profile.timeline, opts.top_waits);
   if (profile.timeline && profile.timeline->lost_store)
@@ -805,17 +823,8 @@ int run_profile(const ProfileOptions &given) {
          " MiB of them; the other outputs still count their waits; raise "
          "--events-memory or --events-min");
   report(raw, symbolizer, *session, opts, unwinder, cost.report(raw.window_ns));
-  if (opts.verbose) {
-    // What the end took: after a signal, the whole of it is the user's wait.
-    const uint64_t closed = session->window_start_ns() + raw.window_ns;
-    note("after the window: " +
-         ms_between(closed, std::max(closed, t_collected)) +
-         " ms to leave the loop, stop " + ms_between(t_collected, t_stopped) +
-         " ms, DWARF lookups " + ms_between(t_stopped, t_settled) +
-         " ms, drain " + ms_between(t_settled, t_drained) + " ms, naming " +
-         ms_between(t_drained, t_named) + " ms, output " +
-         ms_between(t_named, monotonic_ns()) + " ms");
-  }
+  if (opts.verbose)
+    note_end_times(t, session->window_start_ns() + raw.window_ns);
   report_unmatched_name(opts, raw);
   return command ? finish_command(*command) : kExitOk;
 }
