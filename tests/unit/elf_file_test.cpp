@@ -102,6 +102,21 @@ TEST(ElfCache, EachFileParsedOnce) {
   EXPECT_EQ(sym.stats().elf_files_parsed, parsed);
 }
 
+// The fixture running, and a Symbolizer that noted a stack holding
+// fixture_alpha and parsed the files the fixture maps.
+struct NotedFixture {
+  RunningFixture f = start(FIXTURE_PIE);
+  uint32_t pid = static_cast<uint32_t>(f.proc->pid());
+  Symbolizer sym{system_files(), KernelSymbols{}};
+  bool parsed = false;
+  NotedFixture() {
+    sym.note_user_stack(pid, 1, {at("fixture_alpha")});
+    parsed = sym.parse_pending(monotonic_ns() + 10'000'000'000);
+  }
+  // A return address inside `fn`.
+  uint64_t at(const char *fn) const { return f.addrs.at(fn) + 1; }
+};
+
 // The end of the window (settle_dwarf): each file's DWARF is taken and the
 // addresses its stacks hold are looked up then, before the counts are
 // drained. Naming reads no section again, even for an address noted after
@@ -109,19 +124,17 @@ TEST(ElfCache, EachFileParsedOnce) {
 // inflated again while the profile was being built, was 8.5 MiB of a
 // whole-system run's peak RSS, issue #27).
 TEST(DwarfSettle, NamingReadsNoSectionAfterTheWindow) {
-  RunningFixture f = start(FIXTURE_PIE);
-  const auto pid = static_cast<uint32_t>(f.proc->pid());
-  Symbolizer sym(system_files(), KernelSymbols{});
-  sym.note_user_stack(pid, 1, {f.addrs.at("fixture_alpha") + 1});
-  ASSERT_TRUE(sym.parse_pending(monotonic_ns() + 10'000'000'000));
-  sym.note_user_stack(pid, 2, {f.addrs.at("lib_helper") + 1});
+  NotedFixture n;
+  ASSERT_TRUE(n.parsed);
+  Symbolizer &sym = n.sym;
+  sym.note_user_stack(n.pid, 2, {n.at("lib_helper")});
   test::sleep_seconds(0.3); // the loader may turn to the library's DWARF
-  sym.note_user_stack(pid, 3, {f.addrs.at("fixture_beta") + 1});
+  sym.note_user_stack(n.pid, 3, {n.at("fixture_beta")});
   sym.settle_dwarf();
   const uint64_t reopens = sym.stats().dwarf_reopens;
   EXPECT_GE(sym.stats().dwarf_files, 1u); // the executable's, at least
   for (const char *fn : {"fixture_alpha", "fixture_beta"}) {
-    const auto &chain = sym.user_source(pid, f.addrs.at(fn) + 1, false);
+    const auto &chain = sym.user_source(n.pid, n.at(fn), false);
     ASSERT_FALSE(chain.empty()) << fn;
     ASSERT_TRUE(chain.front().function) << fn;
     EXPECT_EQ(*chain.front().function, fn);
@@ -136,16 +149,14 @@ TEST(DwarfSettle, NamingReadsNoSectionAfterTheWindow) {
 // on every run before, for nothing (libc6-dbg's ld.so and libm on every
 // whole-system run: CPU and their inflated sections, issue #27).
 TEST(DwarfSettle, FilesInNoStackAreNotRead) {
-  RunningFixture f = start(FIXTURE_PIE);
-  const auto pid = static_cast<uint32_t>(f.proc->pid());
-  Symbolizer sym(system_files(), KernelSymbols{});
-  sym.note_user_stack(pid, 1, {f.addrs.at("fixture_alpha") + 1});
-  ASSERT_TRUE(sym.parse_pending(monotonic_ns() + 10'000'000'000));
+  NotedFixture n;
+  ASSERT_TRUE(n.parsed);
+  Symbolizer &sym = n.sym;
   test::sleep_seconds(0.3); // the loader's turn
   sym.settle_dwarf();
   EXPECT_EQ(sym.dwarf_files_read(), 1u);
   // Named later from a stack the window did not note: read then.
-  const auto &chain = sym.user_source(pid, f.addrs.at("lib_helper") + 1, false);
+  const auto &chain = sym.user_source(n.pid, n.at("lib_helper"), false);
   if (!chain.empty()) { // where the library has DWARF
     ASSERT_TRUE(chain.front().function);
     EXPECT_EQ(*chain.front().function, "lib_helper");
