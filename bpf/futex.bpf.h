@@ -180,7 +180,7 @@ static __always_inline bool in_futex_syscall(struct task_struct *t) {
  * are not inside a futex call (a sleep, a timer's wakeup), by their call
  * number: a wait is asleep in its call from switch-out to switch-in. */
 static __always_inline struct futex_task *futex_wait_of(struct task_struct *t) {
-  if (!maybe_traced(t->tgid))
+  if (!maybe_traced(t->tgid) || !in_futex_syscall(t))
     return NULL;
   struct futex_task *ft = bpf_task_storage_get(&futex_tasks, t, 0, 0);
   return ft && ft->w.since_ns ? ft : NULL;
