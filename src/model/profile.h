@@ -43,17 +43,18 @@ struct Module {
 };
 constexpr uint32_t kNoModule = UINT32_MAX;
 
-// A range of one process's memory mapped from a module (pprof's Mapping):
-// what turns a frame's address into an offset in its file.
+// A range of memory mapped from a module (pprof's Mapping): what turns a
+// frame's address into an offset in its file. Processes that map a file
+// at the same place (a server's workers, forked from one parent) share
+// one, and so can share their stacks' frames.
 struct MappedRange {
-  uint32_t pid = 0;
   uint64_t start = 0, limit = 0; // [start, limit)
   uint64_t file_offset = 0;      // of start
   uint32_t module = kNoModule;
 
   bool operator<(const MappedRange &o) const {
-    return std::tie(pid, start, limit, file_offset, module) <
-           std::tie(o.pid, o.start, o.limit, o.file_offset, o.module);
+    return std::tie(start, limit, file_offset, module) <
+           std::tie(o.start, o.limit, o.file_offset, o.module);
   }
 };
 constexpr uint32_t kNoMapping = UINT32_MAX;

@@ -72,7 +72,7 @@ TEST(Pprof, ProfileHasTypesSamplesLabelsAndStrings) {
                           5000, 11, 2);
   s.tgid = 10;
   uint32_t range =
-      p.mapping({10, 0x7f0000000000, 0x7f0000100000, 0x28000, libc});
+      p.mapping({0x7f0000000000, 0x7f0000100000, 0x28000, libc});
   // Root first: main returns to 0x...1234, read (the leaf) is at 0x...5678.
   s.user.mut()[0].address = 0x7f0000001234;
   s.user.mut()[0].return_address = true;
@@ -219,7 +219,7 @@ TEST(Pprof, UnsymbolizedUserFramesCarryAddressesOnly) {
   Sample s = test::sample("app", {"app+0x1234"}, {}, 5000, 11, 2);
   s.user.mut()[0].module = exe;
   s.user.mut()[0].address = 0x401234;
-  s.user.mut()[0].mapping = p.mapping({11, 0x400000, 0x500000, 0, exe});
+  s.user.mut()[0].mapping = p.mapping({0x400000, 0x500000, 0, exe});
   p.samples = {s};
   bool line = false, has_functions = false, address = false;
   for (const Field &f : fields(encode_pprof(p))) {
@@ -308,11 +308,11 @@ TEST(Pprof, ExecutableMapsFirstAndDebugFilesNameStrippedCode) {
                           5000, 11, 2);
   s.user.mut()[0].module = exe;
   s.user.mut()[0].address = 0x401010;
-  s.user.mut()[0].mapping = p.mapping({11, 0x401000, 0x402000, 0x1000, exe});
+  s.user.mut()[0].mapping = p.mapping({0x401000, 0x402000, 0x1000, exe});
   s.user.mut()[1].module = libc;
   s.user.mut()[1].address = 0x7f0000026020;
   s.user.mut()[1].mapping =
-      p.mapping({11, 0x7f0000026000, 0x7f0000100000, 0x26000, libc});
+      p.mapping({0x7f0000026000, 0x7f0000100000, 0x26000, libc});
   p.samples = {s};
   std::vector<std::string> table;
   std::vector<std::string> mappings;

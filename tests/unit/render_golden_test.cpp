@@ -149,8 +149,7 @@ Profile build(ProfileKind kind) {
   p.comment = "offcpu golden";
   // Addresses as a stack holds them: files mapped in the process's range
   // of that file, the kernel high up; every frame but the leaf returns.
-  auto frames = [&p](const std::vector<FrameSpec> &specs, FrameKind k,
-                     uint32_t tgid) {
+  auto frames = [&p](const std::vector<FrameSpec> &specs, FrameKind k) {
     std::vector<Frame> out;
     for (size_t i = 0; i < specs.size(); i++) {
       const FrameSpec &f = specs[i];
@@ -162,8 +161,7 @@ Profile build(ProfileKind kind) {
           base + 0x1000 + 0x40 * (std::string(f.name).size() + i);
       Frame frame{f.name, k, module, address, kNoMapping, i + 1 < specs.size()};
       if (k == FrameKind::User && module != kNoModule)
-        frame.mapping =
-            p.mapping({tgid, base, base + 0x100000, 0x2000, module});
+        frame.mapping = p.mapping({base, base + 0x100000, 0x2000, module});
       out.push_back(frame);
     }
     return out;
@@ -173,8 +171,8 @@ Profile build(ProfileKind kind) {
     s.tgid = spec.tgid;
     s.tid = spec.tid;
     s.comm = spec.comm;
-    s.user = frames(spec.user, FrameKind::User, spec.tgid);
-    s.kernel = frames(spec.kernel, FrameKind::Kernel, spec.tgid);
+    s.user = frames(spec.user, FrameKind::User);
+    s.kernel = frames(spec.kernel, FrameKind::Kernel);
     s.user_missed = spec.user_missed;
     s.kernel_missed = spec.kernel_missed;
     s.kernel_nosched = spec.nosched;

@@ -215,26 +215,32 @@ TEST(MapsReadings, EachStackUsesTheMapsItWasTakenUnder) {
 
 // A busy host's thread churn gives many samples on few stacks: the
 // threads of one process on one stack share its frames, named once; a
-// process with other maps names the same addresses on its own.
+// process that names the same addresses alike (a forked worker, its maps
+// its parent's) shares them too; one with other maps has its own.
 TEST_F(SampleTest, ThreadsOfOneStackShareItsFrames) {
   files_.files["/fakeproc/88/maps"] = "";
+  files_.files["/fakeproc/89/maps"] =
+      "400000-403000 r-xp 00000000 00:00 0 [jit_c]\n";
   RawProfile raw;
   raw.stacks[100] = {0xffffffff81000410, 0xffffffff81000310};
   raw.stacks[200] = {0x401000, 0x402000};
   raw.counts.push_back({key(5, 200, 100), {1000, 1, 0, 0, {}}});
   raw.counts.push_back({key(6, 200, 100), {2000, 1, 0, 0, {}}});
-  offcpu_key other = key(88, 200, 100);
-  other.tgid = 88;
-  raw.counts.push_back({other, {3000, 1, 0, 0, {}}});
+  for (uint32_t tgid : {88u, 89u}) {
+    offcpu_key other = key(tgid, 200, 100);
+    other.tgid = tgid;
+    raw.counts.push_back({other, {3000, 1, 0, 0, {}}});
+  }
   Profile p;
   add_offcpu_samples(p, raw, *sym_, {});
   auto &s = p.samples;
-  ASSERT_EQ(s.size(), 3u);
+  ASSERT_EQ(s.size(), 4u);
   EXPECT_EQ(s[0].user.identity(), s[1].user.identity());
   EXPECT_EQ(s[0].kernel.identity(), s[1].kernel.identity());
   EXPECT_EQ(s[0].kernel.identity(), s[2].kernel.identity());
-  EXPECT_NE(s[0].user.identity(), s[2].user.identity());
-  EXPECT_EQ(names(s[2].user), names(s[0].user));
+  EXPECT_EQ(s[0].user.identity(), s[2].user.identity());
+  EXPECT_NE(s[0].user.identity(), s[3].user.identity());
+  EXPECT_EQ(names(s[3].user), (std::vector<std::string>{"[jit_c]", "[jit_c]"}));
 
   // Changing one sample's frames leaves the others' as they were.
   s[1].user.mut()[0].name = "changed";
