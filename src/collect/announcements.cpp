@@ -29,7 +29,8 @@ int on_new_stack(void *ctx, void *data, size_t size) {
   }
   // A flood of announcements must not hold the loop past the window's end
   // or a Ctrl-C: the rest waits for the next poll.
-  if (stop_requested() || (c->deadline && monotonic_ns() >= c->deadline))
+  if ((!c->backlog && stop_requested()) ||
+      (c->deadline && monotonic_ns() >= c->deadline))
     return -EINTR;
   return 0;
 }
@@ -83,6 +84,21 @@ void Announcements::poll_ring(int timeout_ms) {
     // Not this one that was ready: nothing to read.
   }
   ring_buffer__consume(ring_.get());
+}
+
+void Announcements::read_backlog(const NewStack &new_stack,
+                                 uint64_t deadline_ns) {
+  if (ring_fd_ < 0)
+    return;
+  if (!ring_)
+    open_ring();
+  if (!ring_)
+    return;
+  ctx_.callback = new_stack;
+  ctx_.deadline = deadline_ns;
+  ctx_.backlog = true;
+  ring_buffer__consume(ring_.get());
+  ctx_.backlog = false;
 }
 
 bool Announcements::wait(uint64_t deadline, const NewStack &new_stack,

@@ -40,11 +40,17 @@ public:
   bool wait(uint64_t deadline_ns, const NewStack &new_stack,
             const IdleWork &idle, const Finished &finished = {});
 
+  // After the window: the announcements still unread (those the programs
+  // let wait for the next poll, those of the stop pass), up to
+  // `deadline_ns`, a stop request notwithstanding.
+  void read_backlog(const NewStack &new_stack, uint64_t deadline_ns);
+
   // What the ring's callback sees; public for the C callback only.
   struct Context {
     NewStack callback;
     uint64_t deadline = 0;
     Request request;
+    bool backlog = false; // read_backlog(): a stop request ends nothing
   };
 
 private:

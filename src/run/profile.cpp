@@ -124,6 +124,12 @@ uint64_t window_closed_ns(uint64_t planned_stop_ns, uint64_t left_loop_ns) {
 // loaded VM) is cut there and built whole after the window opens.
 constexpr uint64_t kTablesBeforeWindowNs = 200000000;
 
+// What reading the announcements left at the window's end may take: a
+// few hundred under a server load (50 ms of batched ones), up to a few
+// thousand from the stop pass of a busy host, each a map lookup and, for a
+// process not read yet, its maps.
+constexpr uint64_t kBacklogNs = 250000000;
+
 // The processes whose name (comm) is `name` now, for -n.
 std::vector<uint32_t> processes_named(const std::string &name) {
   std::vector<uint32_t> out;
@@ -311,13 +317,21 @@ std::string describe_python(const std::array<uint64_t, OFFCPU_PY_STAT_NR> &c,
 // Waits out the window; on a terminal, one line updated in place.
 // Processes announced by the kernel get their maps read and files opened
 // now, while they exist; files are parsed between polls.
-void collect(OffcpuSession &session, const ProfileOptions &opts,
-             Symbolizer &symbolizer, Unwinder &unwinder, const SelfCost &cost,
-             const OffcpuSession::Finished &finished) {
-  auto remember = [&](uint32_t tgid, uint64_t stack, uint32_t parent) {
+// An announced (process, user stack) pair: the process's maps read while
+// it lives, the stack's addresses noted for naming.
+OffcpuSession::NewStack stack_noter(OffcpuSession &session,
+                                    Symbolizer &symbolizer) {
+  return [&session, &symbolizer](uint32_t tgid, uint64_t stack,
+                                 uint32_t parent) {
     symbolizer.note_user_stack(tgid, stack, session.read_stack(stack), parent);
     tell_python(session, symbolizer);
   };
+}
+
+void collect(OffcpuSession &session, const ProfileOptions &opts,
+             Symbolizer &symbolizer, Unwinder &unwinder, const SelfCost &cost,
+             const OffcpuSession::Finished &finished) {
+  const OffcpuSession::NewStack remember = stack_noter(session, symbolizer);
   // A blocked thread's stack walked before its process's tables were ready
   // is walked again while it still sleeps, by the rewalker's thread: at
   // each install, and where the walk can find files' tables from a
@@ -801,6 +815,11 @@ int run_profile(const ProfileOptions &given) {
   symbolizer.set_deadline(
       window_closed_ns(session->planned_stop_ns(), t.collected) + name_ns,
       name_ns);
+  // The announcements still unread (batched, or made by the stop pass):
+  // their stacks' addresses are known before the DWARF settles, which
+  // otherwise reopens files for them while naming.
+  session->read_announced(stack_noter(*session, symbolizer),
+                          monotonic_ns() + kBacklogNs);
   symbolizer.settle_dwarf(); // before the drained counts take their memory
   t.settled = monotonic_ns();
   RawProfile raw = session->drain();

@@ -544,6 +544,35 @@ TEST_F(Profile, ShortLivedProcessesKeepTheirFrames) {
   EXPECT_GE(coverage, 0.99);
 }
 
+// The same with a library each child loads after its first wait and
+// sleeps in before exiting: a stack in code its maps did not hold when it
+// was first announced reaches user space while the process lives, though
+// a known process's new stacks otherwise wait for the next poll.
+TEST_F(Profile, ShortLivedProcessesKeepFramesOfLibrariesLoadedLate) {
+  test::Subprocess tracer({OFFCPU_BIN, "-f", "4"});
+  test::sleep_seconds(0.5);
+  auto wl = test::run({WORKLOAD_SHORT_LIVED, "100", WORKLOAD_LATE_LIB}, 60);
+  ASSERT_EQ(wl.exit_code, 0) << wl.err;
+  auto r = tracer.wait(60);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  uint64_t late = 0;
+  std::map<std::string, uint64_t> leaves; // of the other children's waits
+  for (const auto &l : test::parse_folded(r.out)) {
+    if (l.frames[0] != "slchild")
+      continue;
+    int at = test::frame_index(l, "late_lib_nap");
+    if (at >= 0 && test::frame_index(l, "child_main") == at - 1)
+      late += l.value;
+    else if (test::frame_index(l, "block_briefly") < 0)
+      leaves[l.frames.size() > 1 ? l.frames[1] : ""] += l.value;
+  }
+  std::string others;
+  for (const auto &[frame, us] : leaves)
+    others += " " + frame + ": " + std::to_string(us) + " us;";
+  // 100 naps of 20 ms; dlopen's own waits (page faults) are others.
+  EXPECT_GE(late, 100u * 20000 * 95 / 100) << "other waits:" << others;
+}
+
 TEST_F(Profile, WholeSystemTraceSeesKernelThreadsAndOurs) {
   Workload w;
   auto r = offcpu({"-f", "1"});

@@ -71,8 +71,7 @@ TEST(Pprof, ProfileHasTypesSamplesLabelsAndStrings) {
   Sample s = test::sample("worker", {"main", "read"}, {"ksys_read", "schedule"},
                           5000, 11, 2);
   s.tgid = 10;
-  uint32_t range =
-      p.mapping({0x7f0000000000, 0x7f0000100000, 0x28000, libc});
+  uint32_t range = p.mapping({0x7f0000000000, 0x7f0000100000, 0x28000, libc});
   // Root first: main returns to 0x...1234, read (the leaf) is at 0x...5678.
   s.user.mut()[0].address = 0x7f0000001234;
   s.user.mut()[0].return_address = true;
