@@ -74,15 +74,18 @@ void Announcements::poll_ring(int timeout_ms) {
   // EINTR on a signal: the caller's loop checks.
   if (!epoll_) {
     ring_buffer__poll(ring_.get(), timeout_ms);
-    return;
+  } else {
+    epoll_event ev;
+    if (epoll_wait(epoll_.get(), &ev, 1, timeout_ms) > 0) {
+      uint64_t count;
+      if (read(wake_fd_, &count, sizeof(count)) < 0) {
+        // Not this one that was ready: nothing to read.
+      }
+    }
   }
-  epoll_event ev;
-  if (epoll_wait(epoll_.get(), &ev, 1, timeout_ms) <= 0)
-    return;
-  uint64_t count;
-  if (read(wake_fd_, &count, sizeof(count)) < 0) {
-    // Not this one that was ready: nothing to read.
-  }
+  // Read whether or not the ring woke the poll: a known process's new
+  // stacks are announced without a wakeup (bpf/announce.bpf.h) and wait
+  // for this, one timeout at most.
   ring_buffer__consume(ring_.get());
 }
 
