@@ -34,6 +34,10 @@
 namespace offcpu {
 namespace {
 
+// What reading the announcements left at an interval's end may take (a
+// few hundred: 50 ms of batched ones).
+constexpr uint64_t kBacklogNs = 250000000;
+
 struct DirCloser {
   void operator()(DIR *d) const { closedir(d); }
 };
@@ -306,6 +310,16 @@ private:
     PriorityBoost boost(kTracingNice);
     const uint64_t end =
         step < 0 ? 0 : monotonic_ns() + static_cast<uint64_t>(step * 1e9);
+    const bool stopped = wait_until(end, remember, parse);
+    // Stacks announced without a wakeup in the interval's last poll: their
+    // processes' maps are read before the interval is named.
+    session_.read_announced(remember, monotonic_ns() + kBacklogNs);
+    return stopped;
+  }
+
+  // wait_interval()'s wait: true when stopped by a signal.
+  bool wait_until(uint64_t end, const Announcements::NewStack &remember,
+                  const Announcements::IdleWork &parse) {
     if (!ended_)
       return session_.wait(end, remember, parse);
     // A traced command: looked at every 100 ms, its exit ends the run.
