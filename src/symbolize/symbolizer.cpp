@@ -393,10 +393,16 @@ void Symbolizer::note_native_stack(uint32_t tgid, uint64_t stack_id,
   if (!slot)
     slot = std::make_unique<Process>();
   Process &p = *slot;
+  // Code is executable: an address in data of the reading (dlopen maps
+  // ld.so.cache, unmaps it and may put the library where it was) means
+  // the reading is older than the stack.
   auto covered = [&](const std::vector<Mapping> &maps) {
-    for (size_t i = 0; i < ips.size(); i++)
-      if (!find_mapping(maps, i > 0 && ips[i] ? ips[i] - 1 : ips[i]))
+    for (size_t i = 0; i < ips.size(); i++) {
+      const Mapping *m =
+          find_mapping(maps, i > 0 && ips[i] ? ips[i] - 1 : ips[i]);
+      if (!m || !m->executable)
         return false;
+    }
     return true;
   };
   if (p.readings.empty() || !covered(p.readings.back())) {

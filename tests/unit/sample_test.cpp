@@ -213,6 +213,24 @@ TEST(MapsReadings, EachStackUsesTheMapsItWasTakenUnder) {
             std::vector<std::string>{"[unknown]"});
 }
 
+// dlopen maps ld.so.cache, unmaps it and may map the library where it
+// was: a reading that holds data where the stack has code is older than
+// the stack, and is read again.
+TEST(MapsReadings, CodeWhereTheReadingHasDataIsReadAgain) {
+  test::FakeFiles files;
+  Symbolizer sym(files, KernelSymbols{}, "/fakeproc");
+  files.files["/fakeproc/6/maps"] = "1000-2000 r-xp 00000000 00:00 0 [jit_a]\n"
+                                    "3000-4000 r--p 00000000 00:00 0 [cache]\n";
+  sym.note_user_stack(6, 101, {0x1500});
+  files.files["/fakeproc/6/maps"] =
+      "1000-2000 r-xp 00000000 00:00 0 [jit_a]\n"
+      "3000-4000 r-xp 00000000 00:00 0 [jit_lib]\n";
+  sym.note_user_stack(6, 102, {0x3500, 0x1500});
+  files.files.erase("/fakeproc/6/maps");
+  EXPECT_EQ(name_user_stack(6, 102, {0x3500, 0x1500}, sym),
+            (std::vector<std::string>{"[jit_a]", "[jit_lib]"}));
+}
+
 // A busy host's thread churn gives many samples on few stacks: the
 // threads of one process on one stack share its frames, named once; a
 // process that names the same addresses alike (a forked worker, its maps
