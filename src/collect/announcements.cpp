@@ -89,8 +89,7 @@ void Announcements::poll_ring(int timeout_ms) {
   ring_buffer__consume(ring_.get());
 }
 
-void Announcements::read_backlog(const NewStack &new_stack,
-                                 uint64_t deadline_ns) {
+void Announcements::read_backlog(const NewStack &new_stack) {
   if (ring_fd_ < 0)
     return;
   if (!ring_)
@@ -98,7 +97,7 @@ void Announcements::read_backlog(const NewStack &new_stack,
   if (!ring_)
     return;
   ctx_.callback = new_stack;
-  ctx_.deadline = deadline_ns;
+  ctx_.deadline = monotonic_ns() + kBacklogNs;
   ctx_.backlog = true;
   ring_buffer__consume(ring_.get());
   ctx_.backlog = false;

@@ -40,10 +40,14 @@ public:
   bool wait(uint64_t deadline_ns, const NewStack &new_stack,
             const IdleWork &idle, const Finished &finished = {});
 
-  // After the window: the announcements still unread (those the programs
-  // let wait for the next poll, those of the stop pass), up to
-  // `deadline_ns`, a stop request notwithstanding.
-  void read_backlog(const NewStack &new_stack, uint64_t deadline_ns);
+  // After the window (or an interval): the announcements still unread
+  // (those the programs let wait for the next poll, those of the stop
+  // pass), for kBacklogNs at most, a stop request notwithstanding.
+  void read_backlog(const NewStack &new_stack);
+  // A few hundred under a server load (50 ms of batched ones), up to a few
+  // thousand from the stop pass of a busy host: each a map lookup and, for
+  // a process not read yet, its maps.
+  static constexpr uint64_t kBacklogNs = 250000000;
 
   // What the ring's callback sees; public for the C callback only.
   struct Context {

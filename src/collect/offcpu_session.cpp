@@ -711,10 +711,9 @@ bool OffcpuSession::wait(uint64_t deadline, const NewStack &new_stack,
   return announcements_->wait(deadline, new_stack, read_events, finished);
 }
 
-void OffcpuSession::read_announced(const NewStack &new_stack,
-                                   uint64_t deadline_ns) {
+void OffcpuSession::read_announced(const NewStack &new_stack) {
   if (announcements_)
-    announcements_->read_backlog(new_stack, deadline_ns);
+    announcements_->read_backlog(new_stack);
 }
 
 void OffcpuSession::stop() {

@@ -67,7 +67,7 @@ public:
   bool wait(uint64_t deadline_ns, const NewStack &new_stack,
             const IdleWork &idle, const Finished &finished = {});
   // After stop(): the announcements wait() left unread (see Announcements).
-  void read_announced(const NewStack &new_stack, uint64_t deadline_ns);
+  void read_announced(const NewStack &new_stack);
   // Traces this process from now on (and, following children, what it
   // forks); for a command started by offcpu.
   void add_process(uint32_t tgid);

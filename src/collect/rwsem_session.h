@@ -32,10 +32,9 @@ public:
   bool wait(uint64_t deadline_ns, const Announcements::NewStack &new_stack,
             const Announcements::IdleWork &idle);
   // The announcements wait() left unread (see Announcements::read_backlog).
-  void read_announced(const Announcements::NewStack &new_stack,
-                      uint64_t deadline_ns) {
+  void read_announced(const Announcements::NewStack &new_stack) {
     if (announcements_)
-      announcements_->read_backlog(new_stack, deadline_ns);
+      announcements_->read_backlog(new_stack);
   }
   // User stacks through unwind tables: the maps to fill, and where the
   // walker asks for a process's tables (set before wait()).

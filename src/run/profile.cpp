@@ -124,12 +124,6 @@ uint64_t window_closed_ns(uint64_t planned_stop_ns, uint64_t left_loop_ns) {
 // loaded VM) is cut there and built whole after the window opens.
 constexpr uint64_t kTablesBeforeWindowNs = 200000000;
 
-// What reading the announcements left at the window's end may take: a
-// few hundred under a server load (50 ms of batched ones), up to a few
-// thousand from the stop pass of a busy host, each a map lookup and, for a
-// process not read yet, its maps.
-constexpr uint64_t kBacklogNs = 250000000;
-
 // The processes whose name (comm) is `name` now, for -n.
 std::vector<uint32_t> processes_named(const std::string &name) {
   std::vector<uint32_t> out;
@@ -818,8 +812,7 @@ int run_profile(const ProfileOptions &given) {
   // The announcements still unread (batched, or made by the stop pass):
   // their stacks' addresses are known before the DWARF settles, which
   // otherwise reopens files for them while naming.
-  session->read_announced(stack_noter(*session, symbolizer),
-                          monotonic_ns() + kBacklogNs);
+  session->read_announced(stack_noter(*session, symbolizer));
   symbolizer.settle_dwarf(); // before the drained counts take their memory
   t.settled = monotonic_ns();
   RawProfile raw = session->drain();

@@ -34,10 +34,6 @@
 namespace offcpu {
 namespace {
 
-// What reading the announcements left at an interval's end may take (a
-// few hundred: 50 ms of batched ones).
-constexpr uint64_t kBacklogNs = 250000000;
-
 struct DirCloser {
   void operator()(DIR *d) const { closedir(d); }
 };
@@ -313,7 +309,7 @@ private:
     const bool stopped = wait_until(end, remember, parse);
     // Stacks announced without a wakeup in the interval's last poll: their
     // processes' maps are read before the interval is named.
-    session_.read_announced(remember, monotonic_ns() + kBacklogNs);
+    session_.read_announced(remember);
     return stopped;
   }
 

@@ -284,12 +284,34 @@ void Symbolizer::capture_perf_map(uint32_t tgid, Process &p) {
     refuse(FileKind::PerfMap, f.failure);
 }
 
+namespace {
+
+bool same_maps(const std::vector<Mapping> &a, const std::vector<Mapping> &b) {
+  return std::equal(a.begin(), a.end(), b.begin(), b.end(),
+                    [](const Mapping &x, const Mapping &y) {
+                      return x.start == y.start && x.end == y.end &&
+                             x.offset == y.offset && x.inode == y.inode &&
+                             x.dev_major == y.dev_major &&
+                             x.dev_minor == y.dev_minor &&
+                             x.executable == y.executable && x.path == y.path;
+                    });
+}
+
+} // namespace
+
 bool Symbolizer::read_maps(uint32_t tgid, Process &p) {
   auto text = files_.read(proc_root_ + "/" + std::to_string(tgid) + "/maps",
                           kMaxMapsBytes);
   if (!text || text->empty())
     return false;
-  p.readings.push_back(parse_proc_maps(*text));
+  std::vector<Mapping> fresh = parse_proc_maps(*text);
+  // Unchanged (a stack's frame-pointer junk in [heap] asks again each
+  // time): the latest reading stands, and no copy is kept to the end.
+  if (!p.readings.empty() && same_maps(p.readings.back(), fresh)) {
+    capture_perf_map(tgid, p);
+    return true;
+  }
+  p.readings.push_back(std::move(fresh));
   // Kept to the end of the run (naming): a whole system's readings were
   // 15 MB of the peak heap, up to half of it spare capacity.
   p.readings.back().shrink_to_fit();
