@@ -26,6 +26,7 @@ struct wait_scratch {
   /* end_wait's scalars, here rather than spilled across its calls. */
   __u64 start, delta, runq;
   __u32 state, claim;
+  __u32 flags; /* the record's, read before its user stack */
 };
 
 struct {
@@ -143,6 +144,10 @@ static __always_inline void end_wait(struct task_struct *t, __u32 pid,
   __builtin_memset(key, 0, sizeof(*key));
   key->tgid = rec->tgid;
   key->pid = pid;
+  /* The flags before the stack: the rewalk iterator stores a deferred
+   * stack, then clears the flag (offcpu_seed_stacks). */
+  sc->flags = rec->flags;
+  asm volatile("" ::: "memory");
   key->user_stack = rec->user_stack;
   key->kernel_stack = rec->kernel_stack;
   key->flags = rec->flags & OFFCPU_KSTACK_NOSCHED;
@@ -168,10 +173,10 @@ static __always_inline void end_wait(struct task_struct *t, __u32 pid,
   struct offcpu_task *ts = slot == SCRATCH_HOOK ? task_of(rec, trusted) : NULL;
   /* The flush finds none still deferred but those of tasks that ran
    * unseen: the rewalk iterator takes the others first (see stop()). */
-  if (trusted && (rec->flags & OFFCPU_USTACK_DEFERRED))
-    key->user_stack = take_deferred_user_stack(t, rec->tgid, rec->flags,
-                                               ts ? &ts->memo : NULL,
-                                               frozen && slot == SCRATCH_HOOK);
+  if (trusted && (sc->flags & OFFCPU_USTACK_DEFERRED))
+    key->user_stack =
+        take_deferred_user_stack(t, rec->tgid, sc->flags, ts ? &ts->memo : NULL,
+                                 frozen && slot == SCRATCH_HOOK);
   if (trusted && kstack_at_switch_in && want_kernel_stacks) {
     key->kernel_stack = frozen
                             ? take_frozen_kernel_stack(t, &key->flags, slot,

@@ -28,8 +28,32 @@
  *    those records, walking each task's frame pointers in its own memory.
  *    That can fault and sleep, so it is kept out of pass 1: a task waking
  *    during a slow pass 1 would lose the start of its wait. One waking
- *    between the passes keeps its time and shows [Missed User Stack]. */
+ *    between the passes keeps its time and shows [Missed User Stack],
+ *    unless its stack is left for its switch-in (edges_later: pass 2's
+ *    program is verified after the attach, tens of ms later; the switch-in
+ *    walks the frozen stack through the page tables). */
 #define OFFCPU_START_SEEDED 0x100u /* offcpu_start.flags only */
+
+/* Waits still open at stop that no pass charged: the flush failed to load
+ * after the attach (edges_later). For the warning. */
+__u64 edges_open_lost = 0;
+/* Set by user space: offcpu_seed_open runs as that stop pass. */
+__u32 release_pass = 0;
+
+/* At stop, in place of the flush when it failed to load after the attach:
+ * what `task` holds is added (as the flush would), a wait still open is
+ * counted. */
+static __always_inline void release_without_flush(struct task_struct *task,
+                                                  __u32 pid) {
+  struct offcpu_start *rec = find_start(task, pid, true);
+  if (!rec)
+    return;
+  struct offcpu_task *ts = task_of(rec, true);
+  if (hold_waits && ts)
+    charge(NULL, 0, 0, 0, &ts->held);
+  if (rec->start_ns)
+    __sync_fetch_and_add(&edges_open_lost, 1);
+}
 
 SEC("iter/task")
 int offcpu_seed_open(struct bpf_iter__task *ctx) {
@@ -38,6 +62,11 @@ int offcpu_seed_open(struct bpf_iter__task *ctx) {
     return 0;
   __u32 pid = task->pid;
   __u32 tgid = task->tgid;
+  if (edges_later && release_pass) {
+    if (pid)
+      release_without_flush(task, pid);
+    return 0;
+  }
   if (task->on_cpu || !passes_task_filters(task, pid, tgid, true))
     return 0;
   unsigned int state = task_state(task);
@@ -59,8 +88,13 @@ int offcpu_seed_open(struct bpf_iter__task *ctx) {
       .state = state,
       .flags = OFFCPU_START_SEEDED,
   };
-  if (want_user_stacks && !(task->flags & PF_KTHREAD) && task->mm)
+  if (want_user_stacks && !(task->flags & PF_KTHREAD) && task->mm) {
     rec.user_stack = OFFCPU_STACK_MISSED; /* until pass 2 walks it */
+    if (edges_later) {
+      rec.flags |= OFFCPU_USTACK_DEFERRED | OFFCPU_USTACK_DEFERRED_ANY;
+      uw_count(uw_stats_of(SCRATCH_ITER), UW_STAT_DEFERRED);
+    }
+  }
   if (want_kernel_stacks && !kstack_at_switch_in)
     rec.kernel_stack =
         take_frozen_kernel_stack(task, &rec.flags, SCRATCH_ITER, NULL);
@@ -87,7 +121,7 @@ static __always_inline bool mm_changing(struct task_struct *task) {
 SEC("iter.s/task")
 int offcpu_seed_stacks(struct bpf_iter__task *ctx) {
   struct task_struct *task = ctx->task;
-  if (!task || maps_only)
+  if (!task || maps_only || edges_later)
     return 0;
   __u32 pid = task->pid;
   struct offcpu_start *rec = find_start(task, pid, true);
@@ -128,10 +162,10 @@ int offcpu_seed_stacks(struct bpf_iter__task *ctx) {
     return 0;
   announce(task, rec->tgid, stack);
   rec->user_stack = stack;
-  if (deferred) {
+  if (rec->flags & OFFCPU_USTACK_DEFERRED) {
     /* The stack first: the switch hook reads the flag, then the stack (x86
      * keeps stores in order; the barrier keeps the compiler from moving
-     * them). */
+     * them). A seeded wait's too (edges_later). */
     asm volatile("" ::: "memory");
     rec->flags &= ~OFFCPU_USTACK_DEFERRED;
     uw_count(uw_stats_of(SCRATCH_ITER), UW_STAT_DEFER_TAKEN);
@@ -152,7 +186,7 @@ int offcpu_seed_stacks(struct bpf_iter__task *ctx) {
 SEC("iter/task")
 int offcpu_flush(struct bpf_iter__task *ctx) {
   struct task_struct *task = ctx->task;
-  if (!task || !stop_ns || maps_only)
+  if (!task || !stop_ns || maps_only || edges_later)
     return 0;
   __u32 pid = task->pid;
   if (pid == 0)

@@ -97,6 +97,10 @@
    * creates the maps, so its programs return at once and are verified in  \
    * no time; libbpf's objects verify the real ones against those maps.   */\
   X(bool, maps_only, false)                                                    \
+  /* The window edges' programs (seed_stacks, flush) return at once: their \
+   * real copies load after the attach (collect/edge_loader.h), and the    \
+   * seeded waits' user stacks are left for their switch-in until then.  */\
+  X(bool, edges_later, false)                                                  \
                                                                                \
   /* ---- Stack and key storage (stack_store.bpf.h, charge.bpf.h) ---- */     \
   /* Frames to keep (<= OFFCPU_MAX_STACK_DEPTH); --perf-max-stack-depth. */  \

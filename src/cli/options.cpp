@@ -581,10 +581,17 @@ void add_profile_limits(CLI::App &app, ProfileOptions &o, ProfileArgs &a) {
         std::string bad;
         for (const std::string &w : CLI::detail::split(v, ','))
           if (w != "split" && w != "light" && w != "light-probe-reads" &&
-              w != "tp_btf")
-            bad = "not one of split, light, light-probe-reads, tp_btf: " + w;
+              w != "tp_btf" && w != "edges")
+            bad = "not one of split, light, light-probe-reads, tp_btf, "
+                  "edges: " +
+                  w;
         return bad;
       })
+      ->group("");
+  app.add_option("--delay-edges", o.edges_delay_ms,
+                 "load the window edges' programs MS later, to test the "
+                 "waits that end or stop before they are loaded")
+      ->check(CLI::Range(0u, 60000u))
       ->group("");
 }
 

@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <chrono>
 #include <cstdio>
 #include <cstring>
 #include <functional>
@@ -14,6 +15,7 @@
 #include <thread>
 
 #include "collect/bpf_setup.h"
+#include "collect/edge_loader.h"
 #include "collect/light_loader.h"
 #include "collect/load_fallback.h"
 #include "offcpu.skel.h"
@@ -112,6 +114,7 @@ offcpu_settings settings_for(const OffcpuConfig &o, const OffcpuPlan &p) {
   // checked at switch-out, while the thread's stack is still in the cache,
   // not at a switch-in after other threads ran (1,000 threads sleeping 10
   // ms: 0.65x the BPF time per switch).
+  s.edges_later = p.edges_after_attach;
   s.uw_defer = s.uw_direct_base && s.uw_tables && s.reuse_stacks &&
                (s.min_block_ns > 1000 || s.max_block_ns != UINT64_MAX);
   return s;
@@ -270,6 +273,20 @@ bool light_can_serve(const OffcpuPlan &p) {
          p.user_fp_walk;
 }
 
+// Whether the window edges' iterators may load after the attach
+// (collect/edge_loader.h): where a switch-in can take a seeded wait's user
+// stack from its frozen stack (plain loads, the page-table reads) and
+// unless the user chose the loader (`--loader light` verifies them all at
+// once, as before). Not for a command or --children either: a process
+// tree that starts under offcpu forks and execs in the window's first ms,
+// when the rewalk passes (this iterator, with bpf_find_vma) finish the
+// stacks walked before their tables; with them late, a command that execs
+// itself 30 times had 0.96 of its time on whole stacks, not 0.998.
+bool edges_can_wait(const OffcpuConfig &o, const OffcpuPlan &p) {
+  return o.loader == Loader::Auto && !o.follow_children && light_can_serve(p) &&
+         p.direct_loads && p.direct_map_base != 0 && p.user_unwind_tables;
+}
+
 // What -v says of the split load.
 constexpr const char *kSplitLoaded =
     "in parallel (maps by the kernel's light skeleton, the programs by "
@@ -422,6 +439,22 @@ void OffcpuSession::set_handles(const offcpu_fds &fds, void *bss) {
                fds.uw_file_ids, fds.uw_asked};
 }
 
+void OffcpuSession::configure(const OffcpuConfig &opts) {
+  waking_ = wants_waking_hook(opts, plan_);
+  forks_ = opts.follow_children;
+  if (plan_.edges_after_attach) {
+    edge_settings_ = settings_for(opts, plan_);
+    edges_fail_ = opts.fails_load("edges");
+    edges_delay_ms_ = opts.edges_delay_ms;
+  }
+  if (opts.events)
+    events_ = std::make_unique<EventReader>(
+        h_.fd.events, uint64_t{opts.events_memory_mib} << 20);
+  fill_id_set(h_.fd.filter_tgids, opts.pids);
+  fill_cgroup_set(h_.fd.filter_cgroups, opts.cgroup_ids);
+  fill_id_set(h_.fd.filter_tids, opts.tids);
+}
+
 std::unique_ptr<OffcpuSession>
 OffcpuSession::load(const OffcpuConfig &opts,
                     const std::vector<OffcpuPlan> &plans, bool verbose) {
@@ -436,14 +469,7 @@ OffcpuSession::load(const OffcpuConfig &opts,
   LoadFallbacks fallbacks;
   auto loaded = [&](std::unique_ptr<OffcpuSession> s, const char *loader,
                     const std::string &what) {
-    s->waking_ = wants_waking_hook(opts, s->plan_);
-    s->forks_ = opts.follow_children;
-    if (opts.events)
-      s->events_ = std::make_unique<EventReader>(
-          s->h_.fd.events, uint64_t{opts.events_memory_mib} << 20);
-    fill_id_set(s->h_.fd.filter_tgids, opts.pids);
-    fill_cgroup_set(s->h_.fd.filter_cgroups, opts.cgroup_ids);
-    fill_id_set(s->h_.fd.filter_tids, opts.tids);
+    s->configure(opts);
     if (verbose)
       fprintf(stderr, "offcpu: attach plan: %s; loaded %s\n",
               s->plan_.describe().c_str(), loader);
@@ -469,6 +495,7 @@ OffcpuSession::load(const OffcpuConfig &opts,
       // page tables (its rodata says how stacks are read).
       OffcpuPlan plan = plans[0];
       plan.direct_loads = direct;
+      plan.edges_after_attach = edges_can_wait(opts, plan);
       err = light ? try_load_light(light.get(), opts, plan) : -ENOMEM;
       if (err == 0) {
         std::unique_ptr<OffcpuSession> s(new OffcpuSession(plan, verbose));
@@ -517,9 +544,11 @@ OffcpuSession::load(const OffcpuConfig &opts,
 }
 
 std::unique_ptr<OffcpuSession>
-OffcpuSession::load_split(const OffcpuConfig &opts, const OffcpuPlan &plan,
+OffcpuSession::load_split(const OffcpuConfig &opts, const OffcpuPlan &chosen,
                           bool verbose, LoadFallbacks &fallbacks,
                           bool &direct_failed) {
+  OffcpuPlan plan = chosen;
+  plan.edges_after_attach = edges_can_wait(opts, plan);
   // Only where there are two hooks to verify at once: the switch hook alone
   // takes as long as the light object's whole load (startup.py: default
   // 198 vs 190 ms, --wakers 208 vs 280).
@@ -560,6 +589,7 @@ OffcpuSession::load_split(const OffcpuConfig &opts, const OffcpuPlan &plan,
   want.waking = wants_waking_hook(opts, plan);
   want.fork = opts.follow_children;
   want.fail = opts.fails_load("split");
+  want.edges = !plan.edges_after_attach;
   SplitTimes times;
   err = load_split_programs(light.get(), settings_for(opts, plan), want,
                             programs.get(), &times);
@@ -628,7 +658,7 @@ void OffcpuSession::seed_open_waits() {
   if (plan_.seed_open_waits) {
     bss_of(h_)->reserve_open = OFFCPU_RESERVE_ITER;
     int err = run_iterator(h_.fd.offcpu_seed_open);
-    if (!err && plan_.seed_user_stacks)
+    if (!err && plan_.seed_user_stacks && !plan_.edges_after_attach)
       err = run_iterator(h_.fd.offcpu_seed_stacks);
     bss_of(h_)->reserve_open = 0;
     if (err)
@@ -636,10 +666,56 @@ void OffcpuSession::seed_open_waits() {
               "offcpu: warning: waits in progress at start not all seen: %s\n",
               errno_text(err).c_str());
   }
+  if (plan_.edges_after_attach)
+    load_edges();
+}
+
+void OffcpuSession::load_edges() {
+  offcpu_light *light = light_.get();
+  const SplitPrograms *big = split_.get();
+  const uint64_t attached = start_ns_;
+  auto load = [this, light, big](SplitPrograms *out) {
+    if (edges_delay_ms_)
+      std::this_thread::sleep_for(std::chrono::milliseconds(edges_delay_ms_));
+    return load_edge_programs(light, big, edge_settings_, edges_fail_, out);
+  };
+  // Then the seeding's second pass: the user stacks of the waits open at
+  // start whose tasks still block (the others were taken at switch-in).
+  auto then = [this, attached](const SplitPrograms &p) {
+    int err = run_iterator(p.offcpu_seed_stacks.get());
+    if (err)
+      fprintf(stderr,
+              "offcpu: warning: user stacks of the waits in progress at start "
+              "not all taken: %s\n",
+              errno_text(err).c_str());
+    if (verbose_)
+      fprintf(stderr,
+              "offcpu: the window edges' iterators loaded and the waits open "
+              "at start walked %llu ms after the attach\n",
+              static_cast<unsigned long long>((monotonic_ns() - attached) /
+                                              1000000));
+  };
+  edges_ = std::make_unique<EdgeLoader>(load, then);
+}
+
+uint64_t OffcpuSession::edges_ready_ns() const {
+  return edges_ ? edges_->done_ns() : 0;
+}
+
+int OffcpuSession::edge_program(bool flush) {
+  if (!edges_)
+    return flush ? h_.fd.offcpu_flush : h_.fd.offcpu_seed_stacks;
+  const SplitPrograms *p = edges_->wait();
+  if (!p)
+    return -1;
+  return flush ? p->offcpu_flush.get() : p->offcpu_seed_stacks.get();
 }
 
 bool OffcpuSession::rewalk_user_stacks() {
-  if (!plan_.seed_user_stacks || run_iterator(h_.fd.offcpu_seed_stacks) != 0)
+  if (!plan_.seed_user_stacks)
+    return false;
+  const int prog = edge_program(false);
+  if (prog < 0 || run_iterator(prog) != 0)
     return false;
   return __atomic_exchange_n(&bss_of(h_)->rewalks_deferred, 0,
                              __ATOMIC_RELAXED) != 0;
@@ -731,10 +807,15 @@ void OffcpuSession::stop() {
   // they and the flush may use the map room kept for the stop pass.
   bss_of(h_)->reserve_open = OFFCPU_RESERVE_ITER | OFFCPU_RESERVE_HOOK;
   bss_of(h_)->stop_ns = stop_ns_;
+  // The edges' iterators, if they load after the attach, are needed now.
+  const bool edges_failed = edges_ && !edges_->wait();
   auto flush = [&] {
-    if (!plan_.flush_open_waits)
+    if (edges_failed)
+      return release_without_flush();
+    const int prog = edge_program(true);
+    if (!plan_.flush_open_waits || prog < 0)
       return;
-    int err = run_iterator(h_.fd.offcpu_flush);
+    int err = run_iterator(prog);
     if (err)
       fprintf(stderr, "offcpu: waits still open at stop were not charged: %s\n",
               errno_text(err).c_str());
@@ -765,11 +846,26 @@ void OffcpuSession::stop() {
   }
 }
 
+void OffcpuSession::release_without_flush() {
+  // The seeding iterator, run at stop, adds what threads hold (see
+  // bpf/window_edges.bpf.h) and counts the waits still open.
+  bss_of(h_)->release_pass = 1;
+  int err = run_iterator(h_.fd.offcpu_seed_open);
+  const unsigned long long open = bss_of(h_)->edges_open_lost;
+  fprintf(stderr,
+          "offcpu: warning: the programs of the window's edges failed to load "
+          "(%s): the waits still open at stop are not charged (%llu "
+          "waits%s)\n",
+          errno_text(edges_->error()).c_str(), open,
+          err ? ", or more: the pass that counts them failed" : "");
+}
+
 void OffcpuSession::take_deferred_stacks() {
   // User stacks left for switch-ins that will not come in the window are
   // walked while their tasks still block (the flush cannot read them).
-  if (plan_.direct_loads && plan_.seed_user_stacks) {
-    int err = run_iterator(h_.fd.offcpu_seed_stacks);
+  const int prog = edge_program(false);
+  if (plan_.direct_loads && plan_.seed_user_stacks && prog >= 0) {
+    int err = run_iterator(prog);
     if (err)
       fprintf(stderr,
               "offcpu: user stacks of the waits still open at stop were not "

@@ -26,6 +26,7 @@ struct offcpu_light;
 
 namespace offcpu {
 
+class EdgeLoader;
 class LoadFallbacks;
 
 class OffcpuSession {
@@ -104,6 +105,10 @@ public:
   // Ends the window: waits end now; the switch hook is detached and waits
   // still open are charged up to this moment.
   void stop();
+  // When the edges' iterators that load after the attach were ready
+  // (CLOCK_MONOTONIC ns; 0: none, or not yet): a stop before waits for
+  // them, and the time given to naming counts from then.
+  uint64_t edges_ready_ns() const;
   // Copies the aggregated data out of the maps.
   RawProfile drain() const;
   // The timeline's events (after stop), and the stacks and wakers they
@@ -131,6 +136,13 @@ public:
 private:
   // At stop: the user stacks still left for a switch-in, while blocked.
   void take_deferred_stacks();
+  // The stop pass when the edges' iterators failed to load.
+  void release_without_flush();
+  // Starts loading the edges' iterators (plan_.edges_after_attach).
+  void load_edges();
+  // The seeding/rewalk iterator, or (flush) the stop pass's; -1 if it failed
+  // to load. Waits for its load.
+  int edge_program(bool flush);
   struct SkelDeleter {
     void operator()(offcpu_bpf *skel) const;
   };
@@ -147,12 +159,22 @@ private:
   // With `programs`, the split load's: the light object holds the maps only.
   bool take(std::unique_ptr<offcpu_light, LightDeleter> light,
             std::unique_ptr<SplitPrograms> programs = nullptr);
+  // What the options ask of a loaded session: hooks, filters, the edges'
+  // late load, the timeline's reader.
+  void configure(const OffcpuConfig &opts);
   // The handles from either skeleton's descriptors and mapped .bss.
   void set_handles(const offcpu_fds &fds, void *bss);
 
   std::unique_ptr<offcpu_bpf, SkelDeleter> skel_;
   std::unique_ptr<offcpu_light, LightDeleter> light_;
   std::unique_ptr<SplitPrograms> split_; // the split load's programs
+  // The edges' iterators when they load after the attach; before the light
+  // object and the split programs, whose maps its thread uses, in
+  // destruction order.
+  std::unique_ptr<EdgeLoader> edges_;
+  offcpu_settings edge_settings_{}; // their settings, kept from the load
+  bool edges_fail_ = false;         // --fail-load edges
+  uint32_t edges_delay_ms_ = 0;     // --delay-edges
   Handles h_;
   OffcpuPlan plan_;
   bool verbose_;

@@ -92,18 +92,28 @@ int load_share(const std::vector<int> &fds, const offcpu_settings &settings,
   return 0;
 }
 
-// The light object's descriptor of each big map, replaced by the real one.
-void use_big_maps(offcpu_light *light, const SplitPrograms &programs,
-                  std::vector<int> &fds) {
+// The maps of `light`, in the object's order, each big one's descriptor
+// replaced by `big`'s (the split load's; nullptr: the light object's own).
+int light_maps(offcpu_light *light, const SplitPrograms *big,
+               std::vector<int> *out) {
+  std::vector<int> &fds = *out;
+  fds.assign(64, -1);
+  const size_t maps = offcpu_light_map_fds(light, fds.data(), fds.size());
+  if (maps > fds.size())
+    return -E2BIG;
+  fds.resize(maps);
+  if (!big)
+    return 0;
   offcpu_fds small{};
   offcpu_light_get_fds(light, &small);
   for (int &fd : fds) {
 #define OFFCPU_USE_BIG(name)                                                   \
   if (fd == small.name)                                                        \
-    fd = programs.maps.name.get();
+    fd = big->maps.name.get();
     OFFCPU_SPLIT_BIG_MAPS(OFFCPU_USE_BIG)
 #undef OFFCPU_USE_BIG
   }
+  return 0;
 }
 
 } // namespace
@@ -132,27 +142,29 @@ int create_split_maps(const offcpu_map_sizes &sizes, SplitPrograms *out) {
 int load_split_programs(offcpu_light *light, const offcpu_settings &settings,
                         const SplitWant &want, SplitPrograms *out,
                         SplitTimes *times) {
-  std::vector<int> fds(64, -1);
-  const size_t maps = offcpu_light_map_fds(light, fds.data(), fds.size());
-  if (maps > fds.size())
-    return -E2BIG;
-  fds.resize(maps);
-  use_big_maps(light, *out, fds);
+  std::vector<int> fds;
+  if (int err = light_maps(light, out, &fds))
+    return err;
   // Two shares of about the same verifier time (log_level 4 here, with
   // --wakers): the switch hook (~130 ms) and the stop pass's iterator (~23)
   // against the waking hook (~105) and the iterators that open the waits
   // in progress (~35); without the waking hook (never so in offcpu, where
   // the light object alone is as fast then), the switch hook against the
   // three iterators.
+  // Without the edges' iterators (loaded after the attach), the two hooks.
   Share first, second;
   first.offcpu_switch_btf = true;
   first.offcpu_fork_btf = want.fork;
-  first.offcpu_flush = want.waking;
-  first.offcpu_seed_open = !want.waking;
   second.offcpu_waking_btf = want.waking;
-  second.offcpu_seed_stacks = true;
-  second.offcpu_seed_open = want.waking;
-  second.offcpu_flush = !want.waking;
+  if (want.edges) {
+    first.offcpu_flush = want.waking;
+    first.offcpu_seed_open = !want.waking;
+    second.offcpu_seed_stacks = true;
+    second.offcpu_seed_open = want.waking;
+    second.offcpu_flush = !want.waking;
+  } else {
+    first.offcpu_seed_open = true;
+  }
   int second_err = 0;
   const uint64_t t0 = monotonic_ns();
   auto load_second = [&] {
@@ -170,6 +182,21 @@ int load_split_programs(offcpu_light *light, const offcpu_settings &settings,
   if (other.joinable())
     other.join();
   return err != 0 ? err : second_err;
+}
+
+int load_edge_programs(offcpu_light *light, const SplitPrograms *big,
+                       const offcpu_settings &settings, bool fail,
+                       SplitPrograms *out) {
+  std::vector<int> fds;
+  if (int err = light_maps(light, big, &fds))
+    return err;
+  Share edges;
+  edges.offcpu_seed_stacks = true;
+  edges.offcpu_flush = true;
+  offcpu_settings real = settings; // these programs run in full
+  real.edges_later = false;
+  real.maps_only = false;
+  return load_share(fds, real, edges, fail, out);
 }
 
 } // namespace offcpu

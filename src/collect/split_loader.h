@@ -26,6 +26,9 @@ struct SplitWant {
   // --fail-load split: the counts map created by libbpf, too large for the
   // kernel (E2BIG), so the split load fails where a real one would.
   bool fail = false;
+  // The window edges' iterators too; else they load after the attach
+  // (load_edge_programs).
+  bool edges = true;
 };
 
 // The largest preallocated maps, created by a thread of their own while
@@ -64,5 +67,13 @@ struct SplitTimes {
 int load_split_programs(offcpu_light *light, const offcpu_settings &settings,
                         const SplitWant &want, SplitPrograms *out,
                         SplitTimes *times);
+
+// Loads the window edges' iterators (offcpu_seed_stacks, offcpu_flush) with
+// `settings` against the maps of `light`: the split load's (its big maps
+// `big`'s) or a whole light object's (`big` nullptr). `fail`: as
+// SplitWant's. 0, or a negative errno.
+int load_edge_programs(offcpu_light *light, const SplitPrograms *big,
+                       const offcpu_settings &settings, bool fail,
+                       SplitPrograms *out);
 
 } // namespace offcpu

@@ -62,8 +62,12 @@ struct OffcpuConfig {
   // Test knob (--fail-load): the loads named are made to fail in the
   // kernel (a map too large to create), to exercise the fallbacks after
   // them: "split" (its libbpf objects), "light" (plain loads; the split
-  // load's maps too), "light-probe-reads", "tp_btf" (libbpf's).
+  // load's maps too), "light-probe-reads", "tp_btf" (libbpf's), "edges"
+  // (the window edges' iterators loaded after the attach).
   std::string fail_load; // comma list
+  // Test knob (--delay-edges): the edges' iterators, where they load after
+  // the attach, load this much later.
+  uint32_t edges_delay_ms = 0;
   bool fails_load(const std::string &what) const {
     const std::string list = "," + fail_load + ",";
     return list.find("," + what + ",") != std::string::npos;

@@ -179,6 +179,8 @@ std::string OffcpuPlan::describe() const {
                        : ", waits open at start missed (no task iterator)";
   s += flush_open_waits ? ", waits open at stop charged"
                         : ", waits open at stop dropped (no task iterator)";
+  if (edges_after_attach)
+    s += " (the programs of the window's edges verified after the attach)";
   return s;
 }
 

@@ -63,6 +63,9 @@ struct OffcpuPlan {
   bool seed_open_waits = true;    // iterator opens waits at attach time
   bool seed_user_stacks = true;   // and a sleepable one walks their user stacks
   bool flush_open_waits = true;   // iterator charges open waits at stop
+  // The last two iterators verified on a thread of their own once the hooks
+  // are attached (collect/edge_loader.h); set by the loader, not the probes.
+  bool edges_after_attach = false;
   // --runqueue reads when the task was queued from the scheduler at
   // switch-in, with no sched_waking hook (still needed by --wakers).
   bool runq_from_sched_info = false;

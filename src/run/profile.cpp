@@ -748,6 +748,13 @@ void note_end_times(const EndTimes &t, uint64_t closed) {
       ms_between(t.named, monotonic_ns()) + " ms");
 }
 
+// When the time given to naming starts: the window's end, or when the stop
+// could begin, if it waited for the edges' iterators (a short window).
+uint64_t naming_from(const OffcpuSession &session, uint64_t collected) {
+  return std::max(window_closed_ns(session.planned_stop_ns(), collected),
+                  session.edges_ready_ns());
+}
+
 } // namespace
 
 int run_profile(const ProfileOptions &given) {
@@ -806,9 +813,8 @@ int run_profile(const ProfileOptions &given) {
   session->stop();
   t.stopped = monotonic_ns();
   const uint64_t name_ns = static_cast<uint64_t>(opts.name_time_s * 1e9);
-  symbolizer.set_deadline(
-      window_closed_ns(session->planned_stop_ns(), t.collected) + name_ns,
-      name_ns);
+  symbolizer.set_deadline(naming_from(*session, t.collected) + name_ns,
+                          name_ns);
   // The announcements still unread (batched, or made by the stop pass):
   // their stacks' addresses are known before the DWARF settles, which
   // otherwise reopens files for them while naming.

@@ -1,0 +1,129 @@
+// Waits in progress when the window opens, with the window edges'
+// iterators verified after the attach (collect/edge_loader.h, issue #27
+// start-up): a wait open at start that ends before they are loaded gets its
+// user stack at its switch-in, one still open gets it from the late pass or
+// at stop, and a stop that comes before they are loaded waits for them.
+// --delay-edges holds their load back, so each case happens in every run.
+// The real binary against tests/workloads/seeded_waits.c (no frame
+// pointers: only the unwind tables reach main).
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include "support/folded_parse.h"
+#include "support/process.h"
+
+namespace offcpu {
+namespace {
+
+class SeededWaits : public ::testing::Test {
+protected:
+  void SetUp() override {
+    if (geteuid() != 0)
+      GTEST_SKIP() << "integration tests load BPF programs: run as root";
+  }
+};
+
+// The time of `comm`'s lines that have `frame`, and of those that also reach
+// `outer` (whole).
+struct Time {
+  uint64_t us = 0, whole_us = 0;
+  std::string lines;
+};
+
+Time time_in(const std::string &folded, const std::string &comm,
+             const std::string &frame, const std::string &outer) {
+  Time t;
+  for (const auto &l : test::parse_folded(folded)) {
+    if (l.frames.empty() || l.frames[0] != comm)
+      continue;
+    t.lines += l.text + "\n";
+    if (test::frame_index(l, frame) < 0)
+      continue;
+    t.us += l.value;
+    if (test::frame_index(l, outer) >= 0)
+      t.whole_us += l.value;
+  }
+  return t;
+}
+
+constexpr const char *kMain = "seeded_waits";
+constexpr const char *kStuck = "sw_stuck";
+
+test::RunResult trace(const test::Subprocess &w, const std::string &seconds,
+                      std::vector<std::string> extra) {
+  std::vector<std::string> args = {OFFCPU_BIN, "-v", "-f", "-p",
+                                   std::to_string(w.pid())};
+  args.insert(args.end(), extra.begin(), extra.end());
+  args.push_back(seconds);
+  return test::run(args, 60);
+}
+
+// The main thread naps 1 s from before the attach; the edges load 1.5 s
+// after it. Its wait, open at start, ends first: its user stack is taken at
+// its switch-in from the stack it blocked on (before, the late pass would
+// have found it gone: [Missed User Stack]).
+TEST_F(SeededWaits, WaitEndedBeforeTheEdgesLoadKeepsItsUserStack) {
+  test::Subprocess w({WORKLOAD_SEEDED_WAITS, "1"});
+  ASSERT_TRUE(w.read_line(10)) << "the workload did not start";
+  auto r = trace(w, "2.5", {"--delay-edges", "1500"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  ASSERT_NE(r.err.find("verified after the attach"), std::string::npos)
+      << "the plan this test is for: " << r.err;
+  EXPECT_NE(r.err.find("the window edges' iterators loaded"), std::string::npos)
+      << r.err;
+  Time before = time_in(r.out, kMain, "sw_nap_from_before", "main");
+  // The rest of the 1 s nap after the attach (~0.1-0.3 s on a quiet host).
+  EXPECT_GT(before.us, 300000u) << before.lines << r.err;
+  EXPECT_LT(before.us, 1000000u) << before.lines;
+  EXPECT_EQ(before.whole_us, before.us) << before.lines;
+  // Every wait of the main thread has its whole user stack.
+  Time all = time_in(r.out, kMain, "sw_nap", "main");
+  EXPECT_EQ(all.whole_us, all.us) << all.lines;
+  EXPECT_GT(all.us, 2000000u) << all.lines;
+  // The thread blocked all window: its stack from the late pass.
+  Time stuck = time_in(r.out, kStuck, "sw_block_all_window", "start_thread");
+  EXPECT_NEAR(static_cast<double>(stuck.whole_us), 2.5e6, 2.5e6 * 0.05)
+      << stuck.lines;
+}
+
+// The window ends at 0.5 s, before the edges load (1.5 s): the stop waits
+// for them, then charges the waits still open with their stacks.
+TEST_F(SeededWaits, StopBeforeTheEdgesLoadWaitsForThem) {
+  test::Subprocess w({WORKLOAD_SEEDED_WAITS, "5"});
+  ASSERT_TRUE(w.read_line(10)) << "the workload did not start";
+  auto r = trace(w, "0.5", {"--delay-edges", "1500"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  for (const char *comm : {kMain, kStuck}) {
+    Time t =
+        time_in(r.out, comm,
+                comm == kMain ? "sw_nap_from_before" : "sw_block_all_window",
+                comm == kMain ? "main" : "start_thread");
+    EXPECT_NEAR(static_cast<double>(t.whole_us), 0.5e6, 0.5e6 * 0.05)
+        << comm << "\n"
+        << t.lines << r.err;
+  }
+}
+
+// The edges' iterators fail to load: one warning says what is lost (the
+// waits still open at stop: sw_stuck's), and the waits that ended are all
+// there, those the thread held at stop too.
+TEST_F(SeededWaits, EdgesThatFailToLoadAreReported) {
+  test::Subprocess w({WORKLOAD_SEEDED_WAITS, "0.5"});
+  ASSERT_TRUE(w.read_line(10)) << "the workload did not start";
+  auto r = trace(w, "1.5", {"--fail-load", "edges"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.err.find("offcpu: warning: the programs of the window's edges "
+                       "failed to load (Argument list too long): the waits "
+                       "still open at stop are not charged ("),
+            std::string::npos)
+      << r.err;
+  Time before = time_in(r.out, kMain, "sw_nap_from_before", "main");
+  EXPECT_GT(before.whole_us, 0u) << before.lines;
+  Time after = time_in(r.out, kMain, "sw_nap_after", "main");
+  EXPECT_GT(after.whole_us, 700000u) << after.lines << r.err;
+  EXPECT_EQ(time_in(r.out, kStuck, "sw_block_all_window", "main").us, 0u);
+  EXPECT_EQ(after.whole_us, after.us) << after.lines;
+}
+
+} // namespace
+} // namespace offcpu
