@@ -142,7 +142,12 @@ struct Symbolizer::Process {
   std::vector<std::vector<Mapping>> readings; // oldest first
   std::unordered_map<uint64_t, size_t> stack_reading;
   size_t selected = SIZE_MAX; // reading for the stack being named
-  bool captured = false;      // status read, root and perf map looked for
+  // Stacks newer than its last reading, noted once it was gone (an exec's
+  // first reading, before ld.so mapped the libraries): their frames outside
+  // that reading are counted as a process's gone before its maps were read.
+  std::unordered_set<uint64_t> newer_than_reading;
+  bool selected_newer = false; // the stack being named is one
+  bool captured = false;       // status read, root and perf map looked for
   std::string ns_pid;
   std::optional<Credentials> creds;
   RootRef root;
@@ -431,7 +436,11 @@ void Symbolizer::note_native_stack(uint32_t tgid, uint64_t stack_id,
     if (!read_maps(tgid, p)) {
       // Gone already. A child forked without exec has its parent's image:
       // its parent's maps name its frames.
-      if (!p.readings.empty() || parent == 0 || parent == tgid)
+      if (!p.readings.empty()) {
+        p.newer_than_reading.insert(stack_id);
+        return;
+      }
+      if (parent == 0 || parent == tgid)
         return;
       auto &ps = processes_[parent];
       if (!ps) {
@@ -810,6 +819,7 @@ void Symbolizer::select_stack(uint32_t tgid, uint64_t stack_id) {
   Process &p = process(tgid);
   auto it = p.stack_reading.find(stack_id);
   p.selected = it == p.stack_reading.end() ? SIZE_MAX : it->second;
+  p.selected_newer = p.newer_than_reading.count(stack_id) != 0;
 }
 
 void Symbolizer::expect_user_stack(uint32_t tgid, uint64_t stack_id,
@@ -953,6 +963,15 @@ std::optional<std::string> Symbolizer::symbol_at(const ElfFile &elf,
   if (d == demangled_.end())
     d = demangled_.emplace(name, demangle(name)).first;
   return d->second;
+}
+
+std::string Symbolizer::gone_frame(Process &p) {
+  if (!p.gone) {
+    p.gone = true;
+    stats_.processes_gone++;
+  }
+  stats_.frames_process_gone++;
+  return unnamed("[unknown]", true);
 }
 
 std::string Symbolizer::unnamed(const std::string &label, bool exited) {
@@ -1133,19 +1152,17 @@ Symbolizer::user_source(uint32_t tgid, uint64_t addr, bool is_return_address) {
 std::string Symbolizer::name_user_address(uint32_t tgid, uint64_t lookup,
                                           const ModuleInfo **where) {
   Process &p = process(tgid);
-  if (p.readings.empty()) {
-    if (!p.gone) {
-      p.gone = true;
-      stats_.processes_gone++;
-    }
-    stats_.frames_process_gone++;
-    return unnamed("[unknown]", true);
-  }
+  if (p.readings.empty())
+    return gone_frame(p);
   const Mapping *m = find_mapping(maps_of(tgid), lookup);
   const bool file = m && m->is_file();
   if (!file)
     if (const std::string *jit = jit_name(p, lookup, where))
       return *jit;
+  // Code where the reading, older than the stack, has none (see
+  // newer_than_reading): the process was gone before a newer one.
+  if (p.selected_newer && (!m || !m->executable))
+    return gone_frame(p);
   if (!m)
     return unnamed("[unknown]", false);
   if (m->path == "[vdso]") {

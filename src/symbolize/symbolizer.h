@@ -51,7 +51,8 @@ struct SymbolizeStats {
   std::map<std::string, uint64_t> unnamed_by_module;
   uint64_t elf_files_parsed = 0;
   // Frames left unnamed because their process had exited before its maps
-  // could be read (no reading of its own, none inherited from its parent).
+  // could be read (no reading of its own, none inherited from its parent;
+  // or, for a stack newer than its last reading, none that holds it).
   uint64_t frames_process_gone = 0;
   uint64_t processes_gone = 0;
   // Processes named with their parent's maps (they exited first, and had
@@ -286,6 +287,8 @@ private:
   std::optional<std::string> symbol_at(const ElfFile &elf, const Mapping &m,
                                        uint64_t lookup, bool demangled);
   std::string unnamed(const std::string &label, bool exited);
+  // A frame of a process gone before its maps could be read: counted.
+  std::string gone_frame(Process &p);
   void refuse(FileKind kind, OpenFailure why);
 
   const FileReader &files_;
