@@ -157,19 +157,23 @@ int offcpu_seed_stacks(struct bpf_iter__task *ctx) {
   __u32 flags = 0;
   __u64 stack = walk_user_stack(task, true, &flags);
   /* The task may have woken meanwhile (it ran: a new record, or a closed
-   * one); then the walk may be of a moving stack and is dropped. */
+   * one); then the walk may be of a moving stack and is dropped. Checked
+   * right before the stores, the announcement after them. */
   if (rec->start_ns != start || task_pcount(task, true) != pcount)
     return 0;
-  announce(task, rec->tgid, stack);
   rec->user_stack = stack;
-  if (rec->flags & OFFCPU_USTACK_DEFERRED) {
+  /* A seeded wait's stack left for its switch-in (edges_later) stays left
+   * for it if this walk could not be stored; at stop none comes. */
+  if ((rec->flags & OFFCPU_USTACK_DEFERRED) &&
+      (deferred || stack_stored(stack))) {
     /* The stack first: the switch hook reads the flag, then the stack (x86
      * keeps stores in order; the barrier keeps the compiler from moving
-     * them). A seeded wait's too (edges_later). */
+     * them). */
     asm volatile("" ::: "memory");
     rec->flags &= ~OFFCPU_USTACK_DEFERRED;
     uw_count(uw_stats_of(SCRATCH_ITER), UW_STAT_DEFER_TAKEN);
   }
+  announce(task, rec->tgid, stack);
   if (!(flags & OFFCPU_USTACK_PARTIAL) &&
       (rec->flags & OFFCPU_USTACK_PARTIAL)) {
     rec->flags &= ~OFFCPU_USTACK_PARTIAL;

@@ -274,14 +274,17 @@ bool light_can_serve(const OffcpuPlan &p) {
 }
 
 // Whether the window edges' iterators may load after the attach
-// (collect/edge_loader.h): where a switch-in can take a seeded wait's user
-// stack from its frozen stack (plain loads, the page-table reads) and
-// unless the user chose the loader (`--loader light` verifies them all at
-// once, as before). Not for a command or --children either: a process
-// tree that starts under offcpu forks and execs in the window's first ms,
-// when the rewalk passes (this iterator, with bpf_find_vma) finish the
-// stacks walked before their tables; with them late, a command that execs
-// itself 30 times had 0.96 of its time on whole stacks, not 0.998.
+// (collect/edge_loader.h): in the split load, whose libbpf objects already
+// parse the kernel's BTF, where a switch-in can take a seeded wait's user
+// stack from its frozen stack (plain loads, the page-table reads). Not in
+// the light object's load: a libbpf object there parses the kernel's BTF
+// too, and a default run's peak RSS went from 21.6 to 29.7 MB (idle host),
+// its CPU up 20-40 ms, for 144 -> 112 ms of start-up. Not for a command or
+// --children either: a process tree that starts under offcpu forks and
+// execs in the window's first ms, when the rewalk passes (this iterator,
+// with bpf_find_vma) finish the stacks walked before their tables; with
+// them late, a command that execs itself 30 times had 0.96 of its time on
+// whole stacks, not 0.998.
 bool edges_can_wait(const OffcpuConfig &o, const OffcpuPlan &p) {
   return o.loader == Loader::Auto && !o.follow_children && light_can_serve(p) &&
          p.direct_loads && p.direct_map_base != 0 && p.user_unwind_tables;
@@ -383,7 +386,9 @@ void OffcpuSession::LightDeleter::operator()(offcpu_light *l) const {
 OffcpuSession::OffcpuSession(OffcpuPlan plan, bool verbose)
     : plan_(plan), verbose_(verbose) {}
 
-OffcpuSession::~OffcpuSession() = default;
+OffcpuSession::~OffcpuSession() {
+  edges_.reset(); // its thread uses the maps and the members below
+}
 
 void OffcpuSession::take(std::unique_ptr<offcpu_bpf, SkelDeleter> skel) {
   skel_ = std::move(skel);
@@ -495,7 +500,6 @@ OffcpuSession::load(const OffcpuConfig &opts,
       // page tables (its rodata says how stacks are read).
       OffcpuPlan plan = plans[0];
       plan.direct_loads = direct;
-      plan.edges_after_attach = edges_can_wait(opts, plan);
       err = light ? try_load_light(light.get(), opts, plan) : -ENOMEM;
       if (err == 0) {
         std::unique_ptr<OffcpuSession> s(new OffcpuSession(plan, verbose));
@@ -682,7 +686,12 @@ void OffcpuSession::load_edges() {
   // Then the seeding's second pass: the user stacks of the waits open at
   // start whose tasks still block (the others were taken at switch-in).
   auto then = [this, attached](const SplitPrograms &p) {
+    // With the map room kept for the window's edges, as the first pass had.
+    uint32_t *reserve = &bss_of(h_)->reserve_open;
+    __atomic_fetch_or(reserve, OFFCPU_RESERVE_ITER, __ATOMIC_RELAXED);
     int err = run_iterator(p.offcpu_seed_stacks.get());
+    __atomic_fetch_and(reserve, ~uint32_t{OFFCPU_RESERVE_ITER},
+                       __ATOMIC_RELAXED);
     if (err)
       fprintf(stderr,
               "offcpu: warning: user stacks of the waits in progress at start "
@@ -703,6 +712,8 @@ uint64_t OffcpuSession::edges_ready_ns() const {
 }
 
 int OffcpuSession::edge_program(bool flush) {
+  if (plan_.edges_after_attach && !edges_)
+    return -1; // never started: seed_open_waits() was not called
   if (!edges_)
     return flush ? h_.fd.offcpu_flush : h_.fd.offcpu_seed_stacks;
   const SplitPrograms *p = edges_->wait();
@@ -714,6 +725,10 @@ int OffcpuSession::edge_program(bool flush) {
 bool OffcpuSession::rewalk_user_stacks() {
   if (!plan_.seed_user_stacks)
     return false;
+  // Still loading: asked again after the install gap, the requests read
+  // meanwhile (the rewalker's thread does both).
+  if (edges_ && !edges_->done())
+    return true;
   const int prog = edge_program(false);
   if (prog < 0 || run_iterator(prog) != 0)
     return false;
@@ -807,11 +822,20 @@ void OffcpuSession::stop() {
   // they and the flush may use the map room kept for the stop pass.
   bss_of(h_)->reserve_open = OFFCPU_RESERVE_ITER | OFFCPU_RESERVE_HOOK;
   bss_of(h_)->stop_ns = stop_ns_;
-  // The edges' iterators, if they load after the attach, are needed now.
-  const bool edges_failed = edges_ && !edges_->wait();
-  auto flush = [&] {
-    if (edges_failed)
+  // The edges' iterators, if they load after the attach, are needed now: a
+  // window shorter than their load waits for it. Without them, what threads
+  // hold is added after the detach, and what is still open counted.
+  if (plan_.edges_after_attach) {
+    if (!edges_ || !edges_->wait()) {
+      detach();
       return release_without_flush();
+    }
+    // The late pass gives its own room back when it is done.
+    __atomic_fetch_or(&bss_of(h_)->reserve_open,
+                      OFFCPU_RESERVE_ITER | OFFCPU_RESERVE_HOOK,
+                      __ATOMIC_RELAXED);
+  }
+  auto flush = [&] {
     const int prog = edge_program(true);
     if (!plan_.flush_open_waits || prog < 0)
       return;
@@ -832,18 +856,20 @@ void OffcpuSession::stop() {
       usleep(20000);
     take_deferred_stacks();
     flush();
-    switch_link_.reset();
-    waking_link_.reset();
-    fork_link_.reset();
+    detach();
   } else {
     // Detaching waits for programs in flight, so the flush cannot race with
     // a switch-in charging the same wait.
-    switch_link_.reset();
-    waking_link_.reset();
-    fork_link_.reset();
+    detach();
     take_deferred_stacks();
     flush();
   }
+}
+
+void OffcpuSession::detach() {
+  switch_link_.reset();
+  waking_link_.reset();
+  fork_link_.reset();
 }
 
 void OffcpuSession::release_without_flush() {
@@ -852,11 +878,17 @@ void OffcpuSession::release_without_flush() {
   bss_of(h_)->release_pass = 1;
   int err = run_iterator(h_.fd.offcpu_seed_open);
   const unsigned long long open = bss_of(h_)->edges_open_lost;
+  if (verbose_) {
+    std::string log = take_libbpf_messages();
+    if (log.size() > 4000)
+      log.erase(0, log.size() - 4000);
+    fprintf(stderr, "%s", log.c_str());
+  }
   fprintf(stderr,
           "offcpu: warning: the programs of the window's edges failed to load "
           "(%s): the waits still open at stop are not charged (%llu "
           "waits%s)\n",
-          errno_text(edges_->error()).c_str(), open,
+          errno_text(edges_ ? edges_->error() : -ENOENT).c_str(), open,
           err ? ", or more: the pass that counts them failed" : "");
 }
 

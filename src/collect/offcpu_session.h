@@ -138,6 +138,8 @@ private:
   void take_deferred_stacks();
   // The stop pass when the edges' iterators failed to load.
   void release_without_flush();
+  // Detaches the hooks.
+  void detach();
   // Starts loading the edges' iterators (plan_.edges_after_attach).
   void load_edges();
   // The seeding/rewalk iterator, or (flush) the stop pass's; -1 if it failed
