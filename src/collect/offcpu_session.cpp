@@ -675,13 +675,17 @@ void OffcpuSession::seed_open_waits() {
 }
 
 void OffcpuSession::load_edges() {
+  // Only the split load defers them (edges_can_wait): its light object
+  // holds the maps, its programs the big ones.
   offcpu_light *light = light_.get();
   const SplitPrograms *big = split_.get();
   const uint64_t attached = start_ns_;
   auto load = [this, light, big](SplitPrograms *out) {
+    if (!light || !big)
+      return -EINVAL; // never: edges_after_attach is the split load's
     if (edges_delay_ms_)
       std::this_thread::sleep_for(std::chrono::milliseconds(edges_delay_ms_));
-    return load_edge_programs(light, big, edge_settings_, edges_fail_, out);
+    return load_edge_programs(light, *big, edge_settings_, edges_fail_, out);
   };
   // Then the seeding's second pass: the user stacks of the waits open at
   // start whose tasks still block (the others were taken at switch-in).

@@ -93,8 +93,8 @@ int load_share(const std::vector<int> &fds, const offcpu_settings &settings,
 }
 
 // The maps of `light`, in the object's order, each big one's descriptor
-// replaced by `big`'s (the split load's; nullptr: the light object's own).
-int light_maps(offcpu_light *light, const SplitPrograms *big,
+// replaced by the split load's real one in `big`.
+int light_maps(offcpu_light *light, const SplitPrograms &big,
                std::vector<int> *out) {
   std::vector<int> &fds = *out;
   fds.assign(64, -1);
@@ -102,14 +102,12 @@ int light_maps(offcpu_light *light, const SplitPrograms *big,
   if (maps > fds.size())
     return -E2BIG;
   fds.resize(maps);
-  if (!big)
-    return 0;
   offcpu_fds small{};
   offcpu_light_get_fds(light, &small);
   for (int &fd : fds) {
 #define OFFCPU_USE_BIG(name)                                                   \
   if (fd == small.name)                                                        \
-    fd = big->maps.name.get();
+    fd = big.maps.name.get();
     OFFCPU_SPLIT_BIG_MAPS(OFFCPU_USE_BIG)
 #undef OFFCPU_USE_BIG
   }
@@ -143,7 +141,7 @@ int load_split_programs(offcpu_light *light, const offcpu_settings &settings,
                         const SplitWant &want, SplitPrograms *out,
                         SplitTimes *times) {
   std::vector<int> fds;
-  if (int err = light_maps(light, out, &fds))
+  if (int err = light_maps(light, *out, &fds))
     return err;
   // Two shares of about the same verifier time (log_level 4 here, with
   // --wakers): the switch hook (~130 ms) and the stop pass's iterator (~23)
@@ -184,7 +182,7 @@ int load_split_programs(offcpu_light *light, const offcpu_settings &settings,
   return err != 0 ? err : second_err;
 }
 
-int load_edge_programs(offcpu_light *light, const SplitPrograms *big,
+int load_edge_programs(offcpu_light *light, const SplitPrograms &big,
                        const offcpu_settings &settings, bool fail,
                        SplitPrograms *out) {
   std::vector<int> fds;
@@ -195,7 +193,6 @@ int load_edge_programs(offcpu_light *light, const SplitPrograms *big,
   edges.offcpu_flush = true;
   offcpu_settings real = settings; // these programs run in full
   real.edges_later = false;
-  real.maps_only = false;
   return load_share(fds, real, edges, fail, out);
 }
 

@@ -69,10 +69,10 @@ int load_split_programs(offcpu_light *light, const offcpu_settings &settings,
                         SplitTimes *times);
 
 // Loads the window edges' iterators (offcpu_seed_stacks, offcpu_flush) with
-// `settings` against the maps of `light`: the split load's (its big maps
-// `big`'s) or a whole light object's (`big` nullptr). `fail`: as
-// SplitWant's. 0, or a negative errno.
-int load_edge_programs(offcpu_light *light, const SplitPrograms *big,
+// `settings` (edges_later cleared here) against the split load's maps:
+// `light`'s, the big ones `big`'s. `fail`: as SplitWant's. 0, or a
+// negative errno.
+int load_edge_programs(offcpu_light *light, const SplitPrograms &big,
                        const offcpu_settings &settings, bool fail,
                        SplitPrograms *out);
 
