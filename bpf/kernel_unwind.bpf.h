@@ -234,11 +234,18 @@ static __always_inline void orc_decode(struct orc_slot *o,
 }
 
 /* The kernel walk's leaf loops (the ORC table's search, kwalk_splice's
- * two over frames) share one callback, kloop_leaf_step: libbpf 1.1's
- * light-skeleton loader holds at most 32 BPF functions. What a loop does
- * is its context's first word, a constant the verifier sees in each
- * caller's frame (the other ways are never checked there). */
-enum { KLOOP_ORC_SEARCH = 1, KLOOP_VERIFY, KLOOP_SPLICE };
+ * two over frames, live_calibrate's search of a word) share one callback,
+ * kloop_leaf_step: libbpf 1.1's light-skeleton loader holds at most 32 BPF
+ * functions. What a loop does is its context's first word, a constant the
+ * verifier sees in each caller's frame (the other ways are never checked
+ * there). */
+enum {
+  KLOOP_ORC_SEARCH = 1,
+  KLOOP_VERIFY,
+  KLOOP_SPLICE,
+  KLOOP_FIND_WORD,
+  KLOOP_SAME
+};
 static long kloop_leaf_step(__u32 i, void *data);
 
 struct orc_search {
@@ -541,12 +548,59 @@ static __always_inline long splice_frame(__u32 i, struct splice_loop *c) {
   return 0;
 }
 
+/* live_calibrate's search: the highest of `words` (below the context) that
+ * holds `want`, from the top down, word 0 excluded (the saved rbp lies
+ * below the return address). */
+#define LIVE_SCAN_WORDS 128 /* words below the context searched */
+struct word_find {
+  __u64 kind; /* KLOOP_FIND_WORD */
+  const __u64 *words;
+  __u64 want;
+  __s64 found; /* -1: not there */
+};
+
+static __always_inline long find_word_step(__u32 i, struct word_find *c) {
+  __u64 w = LIVE_SCAN_WORDS - 1 - (__u64)i;
+  same_register(w);
+  if (w < 1 || w >= LIVE_SCAN_WORDS)
+    return 1;
+  if (c->words[w] != c->want)
+    return 0;
+  c->found = w;
+  return 1;
+}
+
+/* live_calibrate's check: own's n frames are the kernel's from `from`. */
+struct frames_same {
+  __u64 kind; /* KLOOP_SAME */
+  const struct offcpu_stack *own, *kernel;
+  __u32 n, from;
+  __u32 bad; /* result */
+};
+
+static __always_inline long same_frame_step(__u32 i, struct frames_same *c) {
+  __u64 a = i, b = (__u64)c->from + i;
+  same_register(a);
+  same_register(b);
+  if (a >= c->n || a >= OFFCPU_MAX_STACK_DEPTH)
+    return 1;
+  if (b >= OFFCPU_MAX_STACK_DEPTH || c->own->ips[a] != c->kernel->ips[b]) {
+    c->bad = 1;
+    return 1;
+  }
+  return 0;
+}
+
 static long kloop_leaf_step(__u32 i, void *data) {
   __u64 kind = *(__u64 *)data;
   if (kind == KLOOP_ORC_SEARCH)
     return orc_search_step(data);
   if (kind == KLOOP_VERIFY)
     return verify_frame(i, data);
+  if (kind == KLOOP_FIND_WORD)
+    return find_word_step(i, data);
+  if (kind == KLOOP_SAME)
+    return same_frame_step(i, data);
   return splice_frame(i, data);
 }
 
@@ -754,7 +808,6 @@ __u32 live_tries = 0;     /* calibrations that could not decide */
 #define LIVE_FOUND 1
 #define LIVE_CANNOT 2 /* not found, or the walks disagreed: the kernel's */
 #define LIVE_MAX_TRIES 64
-#define LIVE_SCAN_WORDS 128 /* words below the context searched */
 
 static __always_inline __u32 walk_live_kernel_stack(struct task_struct *t,
                                                     __u64 fp, __u64 ret,
@@ -806,17 +859,21 @@ static __always_inline void live_calibrate(void *ctx, struct task_struct *t) {
     live_state = LIVE_CANNOT;
     return;
   }
-  /* Bounded loops here and below, not bpf_loop callbacks: the light
-   * skeleton's loader of libbpf 1.1 holds at most 32 functions. This runs
-   * once, with --wakers only. */
-  const __u64 *words = (const __u64 *)buf->b;
+  /* The loops through the kernel walk's leaf callback: as bounded loops,
+   * the verifier checked each of their 128 steps on every way here, a
+   * fifth of the waking hook's load for what runs once a run. */
   __u64 want = k->ips[j & 7];
-  __s64 found = -1;
-  for (__s64 w = LIVE_SCAN_WORDS - 1; w >= 1; w--) /* from the context down */
-    if (words[w] == want) {
-      found = w;
-      break;
-    }
+  /* One place for both loops' contexts: with it the waking hook's deepest
+   * chain takes the whole 512-byte stack (bpf-stack-depth.py). */
+  union {
+    struct word_find f;
+    struct frames_same v;
+  } lc = {.f = {.kind = KLOOP_FIND_WORD,
+                .words = (const __u64 *)buf->b,
+                .want = want,
+                .found = -1}};
+  bpf_loop(LIVE_SCAN_WORDS, kloop_leaf_step, &lc.f, 0);
+  __s64 found = lc.f.found;
   if (found < 1) { /* the saved rbp is the word below */
     live_state = LIVE_CANNOT;
     return;
@@ -839,16 +896,10 @@ static __always_inline void live_calibrate(void *ctx, struct task_struct *t) {
   }
   /* Our walk must give the kernel's frames from the return address on,
    * all of them. */
-  bool bad = n + (j & 7) != m;
-  for (__u32 i = 0; i < OFFCPU_MAX_STACK_DEPTH && !bad; i++) {
-    __u64 a = i, b = (__u64)(j & 7) + i;
-    same_register(a);
-    same_register(b);
-    if (a >= n || b >= OFFCPU_MAX_STACK_DEPTH)
-      break;
-    bad = s->ips[a] != k->ips[b];
-  }
-  if (bad) {
+  lc.v = (struct frames_same){
+      .kind = KLOOP_SAME, .own = s, .kernel = k, .n = n, .from = j & 7};
+  bpf_loop(OFFCPU_MAX_STACK_DEPTH, kloop_leaf_step, &lc.v, 0);
+  if (n + (j & 7) != m || lc.v.bad) {
     live_state = LIVE_CANNOT;
     return;
   }

@@ -23,12 +23,17 @@ static __always_inline void read_comm(char *dst, struct task_struct *t,
     BPF_CORE_READ_STR_INTO((char(*)[OFFCPU_COMM_LEN])dst, t, comm);
     return;
   }
-  __u64 w[2];
-  __builtin_memcpy(w, t->comm, sizeof(w));
+  /* Word loads and stores: copied as char arrays, the 16 bytes were 16
+   * loads and 16 stores with their shifts, checked by the verifier on
+   * every way to each of the hook's calls. x86 loads unaligned words. */
+  const __u64 *src = (const __u64 *)t->comm;
+  __u64 w0 = src[0], w1 = src[1];
   bool ended;
-  w[0] = below_nul(w[0], &ended);
-  w[1] = ended ? 0 : below_nul(w[1], &ended);
-  __builtin_memcpy(dst, w, sizeof(w));
+  w0 = below_nul(w0, &ended);
+  w1 = ended ? 0 : below_nul(w1, &ended);
+  __u64 *out = (__u64 *)dst;
+  out[0] = w0;
+  out[1] = w1;
 }
 
 #endif /* OFFCPU_TASK_COMM_BPF_H */
