@@ -131,9 +131,17 @@ static __always_inline void merge_to_counts(const struct offcpu_key *key,
     __sync_fetch_and_add(&val->runq_ns, add->runq_ns);
   if (add->max_ns > val->max_ns)
     val->max_ns = add->max_ns;
-  for (int i = 0; i < OFFCPU_HIST_BUCKETS; i++)
-    if (add->hist[i])
-      __sync_fetch_and_add(&val->hist[i], add->hist[i]);
+  /* Through the shared leaf callback: as a bounded loop, its 32 steps were
+   * checked on each of the three ways here, in every program that charges
+   * (2,400 instructions each). A merge is a key making way, not a switch. */
+  struct hist_add c = {
+      .kind = KLOOP_HIST_ADD, .to = val->hist, .from = add->hist};
+  if (use_bpf_loop) {
+    bpf_loop(OFFCPU_HIST_BUCKETS, kloop_leaf_step, &c, 0);
+  } else { /* before 5.17 */
+    for (__u32 i = 0; i < OFFCPU_HIST_BUCKETS; i++)
+      hist_add_step(i, &c);
+  }
 }
 
 /* Adds the waits `held` holds to the aggregation map, if it holds any. The

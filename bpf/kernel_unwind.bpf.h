@@ -234,17 +234,18 @@ static __always_inline void orc_decode(struct orc_slot *o,
 }
 
 /* The kernel walk's leaf loops (the ORC table's search, kwalk_splice's
- * two over frames, live_calibrate's search of a word) share one callback,
- * kloop_leaf_step: libbpf 1.1's light-skeleton loader holds at most 32 BPF
- * functions. What a loop does is its context's first word, a constant the
- * verifier sees in each caller's frame (the other ways are never checked
- * there). */
+ * two over frames, live_calibrate's two) and charge's merge of a histogram
+ * share one callback, kloop_leaf_step: libbpf 1.1's light-skeleton loader
+ * holds at most 32 BPF functions. What a loop does is its context's first
+ * word, a constant the verifier sees in each caller's frame (the other
+ * ways are never checked there). */
 enum {
   KLOOP_ORC_SEARCH = 1,
   KLOOP_VERIFY,
   KLOOP_SPLICE,
   KLOOP_FIND_WORD,
-  KLOOP_SAME
+  KLOOP_SAME,
+  KLOOP_HIST_ADD
 };
 static long kloop_leaf_step(__u32 i, void *data);
 
@@ -591,6 +592,24 @@ static __always_inline long same_frame_step(__u32 i, struct frames_same *c) {
   return 0;
 }
 
+/* charge's merge of a histogram into another (charge.bpf.h). */
+struct hist_add {
+  __u64 kind; /* KLOOP_HIST_ADD */
+  __u32 *to;
+  const __u32 *from;
+};
+
+static __always_inline long hist_add_step(__u32 i, struct hist_add *c) {
+  __u64 b = i;
+  same_register(b);
+  if (b >= OFFCPU_HIST_BUCKETS)
+    return 1;
+  __u32 n = c->from[b];
+  if (n)
+    __sync_fetch_and_add(&c->to[b], n);
+  return 0;
+}
+
 static long kloop_leaf_step(__u32 i, void *data) {
   __u64 kind = *(__u64 *)data;
   if (kind == KLOOP_ORC_SEARCH)
@@ -601,6 +620,8 @@ static long kloop_leaf_step(__u32 i, void *data) {
     return find_word_step(i, data);
   if (kind == KLOOP_SAME)
     return same_frame_step(i, data);
+  if (kind == KLOOP_HIST_ADD)
+    return hist_add_step(i, data);
   return splice_frame(i, data);
 }
 

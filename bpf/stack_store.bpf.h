@@ -274,15 +274,16 @@ static __always_inline bool stack_stored(__u64 id) {
 }
 
 /* A global function: the verifier checks it once per program, not once
- * for every path that leads to one of its callers. The switch hook's hashes
- * in a bounded loop (no call per frame); the iterators' (`iter`), run
- * rarely, with bpf_loop, which is quicker to verify. One function for both:
- * each counts against the light loader's 32 (see bpf_objects_test). */
+ * for every path that leads to one of its callers. The hash runs in
+ * bpf_loop where there is one, for the hooks too: a call per frame (a few
+ * ns, where the walk that gave the frames took microseconds) against a
+ * bounded loop the verifier checked once per possible frame in every
+ * program that stores stacks (1,300-2,000 instructions each). One function
+ * for hooks and iterators: each counts against the light loader's 32 (see
+ * bpf_objects_test). */
 __noinline __u64 store_stack_in(struct offcpu_stack *s, long bytes, __u32 flags,
                                 __u32 iter) {
-  if (iter)
-    return store_stack_impl(s, bytes, flags, use_bpf_loop, false);
-  return store_stack_impl(s, bytes, flags, false, true);
+  return store_stack_impl(s, bytes, flags, use_bpf_loop, !iter);
 }
 
 static __always_inline __u64 store_stack(struct offcpu_stack *s, long bytes,
