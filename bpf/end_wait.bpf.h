@@ -224,12 +224,17 @@ static __always_inline void end_unseen_wait(struct task_struct *t, __u32 pid,
                                             struct wait_end_mode mode) {
   __u64 start = rec->start_ns;
   __u64 end = arrival_ktime(t, now, clock);
-  if (end < start)
-    end = start;
-  if (end > now)
-    end = now;
-  if (stop && end > stop)
-    end = stop;
+  /* Clamped into [start, min(now, stop)] through per-CPU memory: each
+   * clamp's ways would each carry their own bounds on `end` into the
+   * wait's end, checked once per way. */
+  __u64 hi = stop && stop < now ? stop : now;
+  end = end < start ? start : end;
+  end = end > hi ? hi : end;
+  struct wait_scratch *sc = wait_scratch_of(mode.slot);
+  if (sc) {
+    sc->delta = end;
+    end = load_u64(&sc->delta);
+  }
   __sync_fetch_and_add(&switch_events[OFFCPU_EV_UNSEEN_SWITCH_IN], 1);
   mode.frozen = false;
   end_wait(t, pid, rec, end, mode);

@@ -260,32 +260,36 @@ struct offcpu_key {
  * last. Without a division (a 64-bit divide is the costliest instruction
  * the switch hook would run): with 2^l <= ns < 2^(l+1), ns / 1000 lies in
  * (2^(l-10), 2^(l-8)), so its log2 is l - 10 or l - 9, told apart by one
- * compare. The log2 itself is a branch-free halving. */
+ * compare. Without a branch either: a compare is a branch in BPF, and each
+ * way's bucket, a different constant, was checked by the verifier through
+ * the rest of the program (a compare of values under 2^63 is the sign of
+ * their difference). */
 static inline __attribute__((always_inline)) __u32
 offcpu_hist_bucket(__u64 ns) {
-  if (ns < 2000)
-    return 0;
-  __u64 v = ns;
-  __u32 l = 0, shift;
-  shift = (v > 0xFFFFFFFFULL) << 5;
-  v >>= shift;
-  l |= shift;
-  shift = (v > 0xFFFF) << 4;
-  v >>= shift;
-  l |= shift;
-  shift = (v > 0xFF) << 3;
-  v >>= shift;
-  l |= shift;
-  shift = (v > 0xF) << 2;
-  v >>= shift;
-  l |= shift;
-  shift = (v > 0x3) << 1;
-  v >>= shift;
-  l |= shift;
-  l |= (__u32)(v >> 1);
-  /* ns >= 2000: l >= 10 */
-  __u32 b = ns >= (1000ULL << (l - 9)) ? l - 9 : l - 10;
-  return b < OFFCPU_HIST_BUCKETS ? b : OFFCPU_HIST_BUCKETS - 1;
+  __u64 v = ns | 1, l = 0, s;
+  s = ((0xFFFFFFFFULL - v) >> 63) << 5; /* 32 if v > 0xFFFFFFFF */
+  v >>= s;
+  l |= s;
+  s = ((0xFFFFULL - v) >> 63) << 4;
+  v >>= s;
+  l |= s;
+  s = ((0xFFULL - v) >> 63) << 3;
+  v >>= s;
+  l |= s;
+  s = ((0xFULL - v) >> 63) << 2;
+  v >>= s;
+  l |= s;
+  s = ((0x3ULL - v) >> 63) << 1;
+  v >>= s;
+  l |= s;
+  l |= v >> 1;
+  /* At least 10: under 2000 ns is bucket 0, below. */
+  l += (10 - l) & ((__u64)0 - ((l - 10) >> 63));
+  __u64 b = l - 10 + ((((1000ULL << (l - 9)) - 1) - ns) >> 63);
+  __u64 over = ((__u64)(OFFCPU_HIST_BUCKETS - 1) - b) >> 63;
+  b = (b & (over - 1)) | ((OFFCPU_HIST_BUCKETS - 1) & ((__u64)0 - over));
+  __u64 small = ((ns - 2000) >> 63) & ~(ns >> 63); /* ns < 2000 */
+  return (__u32)(b & (small - 1));
 }
 
 #ifdef __bpf__
