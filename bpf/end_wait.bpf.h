@@ -224,8 +224,9 @@ static __always_inline void end_unseen_wait(struct task_struct *t, __u32 pid,
                                             struct wait_end_mode mode) {
   __u64 start = rec->start_ns;
   __u64 end = arrival_ktime(t, now, clock);
-  /* Clamped into [start, min(now, stop)] through per-CPU memory: each
-   * clamp's ways would each carry their own bounds on `end` into the
+  /* At least start, then at most now (and stop, if set): a start after
+   * those gives a wait of 0, dropped. Read back through per-CPU memory:
+   * each clamp's ways would carry their own bounds on `end` into the
    * wait's end, checked once per way. */
   __u64 hi = stop && stop < now ? stop : now;
   end = end < start ? start : end;

@@ -881,7 +881,7 @@ static __always_inline void live_calibrate(void *ctx, struct task_struct *t) {
     return;
   }
   /* The loops through the kernel walk's leaf callback: as bounded loops,
-   * the verifier checked each of their 128 steps on every way here, a
+   * the verifier checked each of their 127 steps on every way here, a
    * fifth of the waking hook's load for what runs once a run. */
   __u64 want = k->ips[j & 7];
   /* One place for both loops' contexts: with it the waking hook's deepest

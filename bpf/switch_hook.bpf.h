@@ -165,8 +165,9 @@ static __always_inline void on_switch(void *ctx, struct task_struct *prev,
   } else {
     prev_open = find_start(prev, pid, trusted);
   }
-  /* `&`, not `&&`: a branch there gave the verifier two ways through the
-   * whole end of the wait (8,600 instructions of the hook's 54,000). */
+  /* Its mode's `open & !dying`, not `&&`: a branch there gave the verifier
+   * two ways through the whole end of the wait (8,600 instructions of the
+   * hook's 54,000). */
   if (prev_open && prev_open->start_ns)
     end_unseen_wait(
         prev, pid, prev_open, now, clock ? clock : rq_clock_of(prev), stop,

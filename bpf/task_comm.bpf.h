@@ -25,7 +25,9 @@ static __always_inline void read_comm(char *dst, struct task_struct *t,
   }
   /* Word loads and stores: copied as char arrays, the 16 bytes were 16
    * loads and 16 stores with their shifts, checked by the verifier on
-   * every way to each of the hook's calls. x86 loads unaligned words. */
+   * every way to each of the hook's calls. Both comms are 8-aligned (the
+   * task's follows pointers; each key's follows 64-bit fields), which the
+   * verifier requires of a destination on the BPF stack. */
   const __u64 *src = (const __u64 *)t->comm;
   __u64 w0 = src[0], w1 = src[1];
   bool ended;

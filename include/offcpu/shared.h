@@ -263,11 +263,12 @@ struct offcpu_key {
  * compare. Without a branch either: a compare is a branch in BPF, and each
  * way's bucket, a different constant, was checked by the verifier through
  * the rest of the program (a compare of values under 2^63 is the sign of
- * their difference). */
+ * their difference: the first step's shift leaves v under 2^32, and the
+ * largest shift of 1000 is by 54). */
 static inline __attribute__((always_inline)) __u32
 offcpu_hist_bucket(__u64 ns) {
   __u64 v = ns | 1, l = 0, s;
-  s = ((0xFFFFFFFFULL - v) >> 63) << 5; /* 32 if v > 0xFFFFFFFF */
+  s = (((__u64)0 - (v >> 32)) >> 63) << 5; /* 32 if v >> 32: any v */
   v >>= s;
   l |= s;
   s = ((0xFFFFULL - v) >> 63) << 4;
