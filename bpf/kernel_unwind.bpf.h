@@ -315,8 +315,8 @@ static __always_inline struct orc_slot *orc_find(__u64 addr, __u32 cache) {
 }
 
 static __always_inline bool in_sched_text(__u64 ip) {
-  return (ip >= ktext.sched_start && ip < ktext.sched_end) ||
-         (ip >= ktext.lock_start && ip < ktext.lock_end);
+  return in_range(ip, ktext.sched_start, ktext.sched_end) |
+         in_range(ip, ktext.lock_start, ktext.lock_end);
 }
 
 #define KWALK_GOING 0
@@ -483,7 +483,7 @@ static long kwalk_step(__u32 i, void *data) {
   /* Checked here, once per frame walked, rather than by a loop over the
    * frames afterwards: a bounded loop is checked by the verifier once per
    * frame and per path to it (26,000 instructions of the waking hook). */
-  w->irq |= ip >= ktext.irqentry_start && ip < ktext.irqentry_end;
+  w->irq |= in_range(ip, ktext.irqentry_start, ktext.irqentry_end);
   w->stopped_in_sched = in_sched_text(ip);
   /* (A knob at or past the depth limit is the limit: the walk goes on to
    * see whether it cuts the stack.) */
@@ -858,7 +858,7 @@ static __always_inline void live_calibrate(void *ctx, struct task_struct *t) {
       return;
     }
     __u64 ip = k->ips[idx];
-    if (ip >= ktext.text_start && ip < ktext.text_end)
+    if (in_range(ip, ktext.text_start, ktext.text_end))
       break;
   }
   if (j >= 8) {

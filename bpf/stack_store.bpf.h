@@ -174,6 +174,15 @@ struct hash_loop {
  * indexing with another, unchecked one, which the verifier rejects. */
 #define same_register(x) asm volatile("" : "+r"(x))
 
+/* 1 if start <= ip < end, without a branch (kernel text addresses: ip -
+ * start wraps past 2^63 only when ip is below start). A compare is a
+ * branch in BPF, and a bpf_loop body whose context gets a different
+ * constant on each way is checked again until they agree. */
+static __always_inline __u64 in_range(__u64 ip, __u64 start, __u64 end) {
+  __u64 x = ip - start;
+  return ((x - (end - start)) >> 63) & ~(x >> 63);
+}
+
 /* One frame into the stack's hash: cheap, as the verifier checks the
  * bounded loop below once per frame (the id is mixed once at the end). */
 static __always_inline long hash_step(__u32 i, struct hash_loop *c) {
@@ -194,7 +203,7 @@ static __always_inline long irq_entry_step(__u32 i, struct hash_loop *c) {
   if (idx >= c->nr || idx >= OFFCPU_MAX_STACK_DEPTH)
     return 1;
   __u64 ip = c->s->ips[idx];
-  if (ip >= irqentry_start && ip < irqentry_end) {
+  if (in_range(ip, irqentry_start, irqentry_end)) {
     c->h = idx + 1;
     return 1;
   }
