@@ -1183,14 +1183,15 @@ static __always_inline __u64 take_kernel_stack(struct task_struct *t,
     if (ms) {
       /* The switch hook's task pointer is trusted: a plain load. */
       __u64 frame = live ? live_fp : t->thread.sp;
-      bool tried = false;
-      /* The way used last first. */
+      /* Not 0 once a way held words (a count, not a flag set on a branch:
+       * the verifier would check each step twice). */
+      __u64 tried = 0;
+      /* The way used last first. An empty way fails kw_memo_holds at its
+       * first check: asked anyway, as a skip would be another branch. */
       for (__u32 k = 0; k < KW_MEMO_WAYS; k++) {
         way = (ms->last ^ k) & (KW_MEMO_WAYS - 1);
         struct kw_memo *c = &ms->way[way];
-        if (!c->nr)
-          continue;
-        tried = true;
+        tried |= c->nr;
         if (kw_memo_holds(c, frame)) {
           m = c;
           break;
