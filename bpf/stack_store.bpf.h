@@ -223,7 +223,8 @@ static long hash_step_cb(__u32 i, void *data) {
  * loop (checked once per possible frame). */
 static __always_inline __u64 store_stack_impl(struct offcpu_stack *s,
                                               long bytes, __u32 flags,
-                                              bool looped, bool hook) {
+                                              bool looped, bool hook,
+                                              bool cut_irq) {
   if (!s)
     return OFFCPU_STACK_MISSED;
   if (bytes <= 0) {
@@ -234,14 +235,27 @@ static __always_inline __u64 store_stack_impl(struct offcpu_stack *s,
   __u32 nr = bytes / sizeof(__u64);
   if (nr > OFFCPU_MAX_STACK_DEPTH)
     nr = OFFCPU_MAX_STACK_DEPTH;
+
+  struct hash_loop c = {.s = s, .nr = nr < 48 ? nr : 48, .find_irq_entry = 1};
+  if (cut_irq && cut_irq_stacks && irqentry_start) {
+    /* Through the first interrupt entry frame among the first 48, if one
+     * is: the frames below it are of whatever the interrupt hit. */
+    if (looped) {
+      bpf_loop(48, hash_step_cb, &c, 0);
+    } else {
+      for (int i = 0; i < 48; i++)
+        if (irq_entry_step(i, &c))
+          break;
+    }
+    if (c.h)
+      nr = c.h & 63;
+  }
   s->nr = nr;
   s->flags = flags;
 
-  struct hash_loop c = {
-      .s = s,
-      .h = 0x9e3779b97f4a7c15ULL ^ ((__u64)nr << 2) ^ flags,
-      .nr = nr,
-  };
+  c.h = 0x9e3779b97f4a7c15ULL ^ ((__u64)nr << 2) ^ flags;
+  c.nr = nr;
+  c.find_irq_entry = 0;
   if (looped) {
     bpf_loop(OFFCPU_MAX_STACK_DEPTH, hash_step_cb, &c, 0);
   } else {
@@ -291,20 +305,30 @@ static __always_inline bool stack_stored(__u64 id) {
  * for hooks and iterators: each counts against the light loader's 32 (see
  * bpf_objects_test). */
 __noinline __u64 store_stack_in(struct offcpu_stack *s, long bytes, __u32 flags,
-                                __u32 iter) {
-  return store_stack_impl(s, bytes, flags, use_bpf_loop, !iter);
+                                __u32 iter, __u32 cut_irq) {
+  return store_stack_impl(s, bytes, flags, use_bpf_loop, !iter, cut_irq);
 }
 
 static __always_inline __u64 store_stack(struct offcpu_stack *s, long bytes,
                                          __u32 flags) {
-  return store_stack_in(s, bytes, flags, 0);
+  return store_stack_in(s, bytes, flags, 0, 0);
+}
+
+/* A waking context's kernel stack from the kernel's walk, cut after its
+ * first interrupt entry frame if it has one (s->nr then tells how many
+ * frames were kept). Searched here, in the global function, rather than
+ * in the hook: there the search's loop body was checked once for each of
+ * the ~20 ways to it (2,500 instructions). */
+static __always_inline __u64 store_stack_cut_irq(struct offcpu_stack *s,
+                                                 long bytes) {
+  return store_stack_in(s, bytes, 0, 0, 1);
 }
 
 /* The store for the context of scratch slot `slot`. */
 static __always_inline __u64 store_stack_from(__u32 slot,
                                               struct offcpu_stack *s,
                                               long bytes, __u32 flags) {
-  return store_stack_in(s, bytes, flags, slot == SCRATCH_ITER);
+  return store_stack_in(s, bytes, flags, slot == SCRATCH_ITER, 0);
 }
 
 /* Whether a stack the kernel's walk returned (bpf_get_stack and

@@ -68,39 +68,11 @@ static __always_inline __u64 waking_kernel_stack(void *ctx, __u32 *kind,
   long bytes = bpf_get_stack(ctx, s->ips, stack_bytes(), 0);
   if (bytes <= 0 || !irqentry_start)
     return store_stack(s, bytes, 0);
-  __u32 n = bytes / sizeof(__u64);
-  __u64 cut = 0; /* frames to keep, through the interrupt entry; 0: all */
-  /* The first 48 frames searched. A bpf_loop body is checked once; the
-   * bounded loop (kernels without bpf_loop), once per iteration and per
-   * path that leads here (15,000 instructions of the waking hook's). */
-  if (use_bpf_loop) {
-    struct hash_loop c = {.s = s, .nr = n < 48 ? n : 48, .find_irq_entry = 1};
-    bpf_loop(48, hash_step_cb, &c, 0);
-    cut = c.h;
-  } else {
-    for (__u32 i = 0; i < 48; i++) {
-      __u64 idx = i;
-      same_register(idx);
-      if (idx >= n || idx >= OFFCPU_MAX_STACK_DEPTH)
-        break;
-      __u64 ip = s->ips[idx];
-      if (ip >= irqentry_start && ip < irqentry_end) {
-        cut = idx + 1;
-        break;
-      }
-    }
-  }
-  /* Each way out of the loop holds its own constant, and the verifier
-   * would check the rest of the hook (the user walk) once per way: read
-   * back from the scratch stack's header (store_stack writes it), it is
-   * one unknown number. */
-  *(volatile __u64 *)s = cut;
-  cut = load_u64(s);
-  if (cut) {
+  __u64 stored = store_stack_cut_irq(s, bytes);
+  /* Fewer frames kept than walked: it was an interrupt's. */
+  if (s->nr < bytes / sizeof(__u64))
     *kind = OFFCPU_WAKER_INTERRUPT;
-    bytes = (long)(cut & 63) * sizeof(__u64);
-  }
-  return store_stack(s, bytes, 0);
+  return stored;
 }
 
 /* Waker record `w`'s id, the record stored once per distinct waker in the

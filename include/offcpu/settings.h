@@ -60,6 +60,11 @@
    * scheduler's own accounting at switch-in (runq_from_sched_info), and    \
    * uses the hook only on kernels without it. */                             \
   X(bool, want_wakers, false)                                                  \
+  /* Wakers' kernel stacks from the kernel's walk are cut after their first \
+   * interrupt entry frame, in store_stack_in: off where no program of the  \
+   * object takes them (the split load's switch share), as the search costs \
+   * every program that stores stacks its verification. */                 \
+  X(bool, cut_irq_stacks, false)                                               \
   X(bool, split_runqueue, false)                                               \
   X(bool, runq_from_sched_info, false)                                         \
   /* The waker in the key (--wakers); want_wakers alone takes it for the    \

@@ -73,6 +73,7 @@ offcpu_settings settings_for(const OffcpuConfig &o, const OffcpuPlan &p) {
   s.show_state = o.show_state;
   // The timeline's events take their wakers without putting them in keys.
   s.want_wakers = o.wakers || o.events;
+  s.cut_irq_stacks = s.want_wakers;
   s.key_wakers = o.wakers;
   s.want_events = o.events;
   s.events_min_ns = o.events_min_us * 1000;

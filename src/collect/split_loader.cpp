@@ -175,7 +175,10 @@ int load_split_programs(offcpu_light *light, const offcpu_settings &settings,
   } catch (const std::system_error &) {
     load_second(); // no thread to be had: one after the other
   }
-  int err = load_share(fds, settings, first, want.fail, out);
+  // The first share has no waking hook: no stack of its cut.
+  offcpu_settings first_settings = settings;
+  first_settings.cut_irq_stacks = false;
+  int err = load_share(fds, first_settings, first, want.fail, out);
   times->first_ns = monotonic_ns() - t0;
   if (other.joinable())
     other.join();
@@ -193,6 +196,7 @@ int load_edge_programs(offcpu_light *light, const SplitPrograms &big,
   edges.offcpu_flush = true;
   offcpu_settings real = settings; // these programs run in full
   real.edges_later = false;
+  real.cut_irq_stacks = false; // no waker's stack among them
   return load_share(fds, real, edges, fail, out);
 }
 
