@@ -174,13 +174,16 @@ struct hash_loop {
  * indexing with another, unchecked one, which the verifier rejects. */
 #define same_register(x) asm volatile("" : "+r"(x))
 
-/* 1 if start <= ip < end, without a branch (kernel text addresses: ip -
- * start wraps past 2^63 only when ip is below start). A compare is a
- * branch in BPF, and a bpf_loop body whose context gets a different
- * constant on each way is checked again until they agree. */
+/* 1 if start <= ip < end, without a branch: ip - start (mod 2^64) is
+ * below end - start exactly then. The compare is the sign of the
+ * difference, true while both are under 2^63: an x past it is never in a
+ * range, and a range past it (end below start: a symbol not found) holds
+ * nothing. A compare is a branch in BPF, and a bpf_loop body whose
+ * context gets a different constant on each way is checked again until
+ * they agree. */
 static __always_inline __u64 in_range(__u64 ip, __u64 start, __u64 end) {
-  __u64 x = ip - start;
-  return ((x - (end - start)) >> 63) & ~(x >> 63);
+  __u64 x = ip - start, len = end - start;
+  return ((x - len) >> 63) & ~(x >> 63) & ~(len >> 63);
 }
 
 /* One frame into the stack's hash: cheap, as the verifier checks the
@@ -247,6 +250,11 @@ static __always_inline __u64 store_stack_impl(struct offcpu_stack *s,
         if (irq_entry_step(i, &c))
           break;
     }
+    /* Each way out of the bounded loop leaves its own constant, and the
+     * rest would be checked once per way: read back through the stack's
+     * header (written below), it is one unknown number. */
+    *(volatile __u64 *)s = c.h;
+    c.h = load_u64(s);
     if (c.h)
       nr = c.h & 63;
   }
@@ -315,13 +323,27 @@ static __always_inline __u64 store_stack(struct offcpu_stack *s, long bytes,
 }
 
 /* A waking context's kernel stack from the kernel's walk, cut after its
- * first interrupt entry frame if it has one (s->nr then tells how many
- * frames were kept). Searched here, in the global function, rather than
+ * first interrupt entry frame if it has one among the first 48 (see
+ * stack_cut_at_irq). Searched here, in the global function, rather than
  * in the hook: there the search's loop body was checked once for each of
  * the ~20 ways to it (2,500 instructions). */
 static __always_inline __u64 store_stack_cut_irq(struct offcpu_stack *s,
                                                  long bytes) {
   return store_stack_in(s, bytes, 0, 0, 1);
+}
+
+/* Whether the stack store_stack_cut_irq stored in *s ends with its first
+ * interrupt entry frame: the search looks at the first 48 and keeps
+ * through the first it finds, so with 48 frames or fewer kept the last is
+ * one exactly when it cut there (also when that frame was the walk's last:
+ * an interrupt that hit user mode). */
+static __always_inline bool stack_cut_at_irq(const struct offcpu_stack *s) {
+  __u64 nr = s->nr;
+  same_register(nr);
+  if (nr == 0 || nr > 48)
+    return false;
+  return in_range(s->ips[(nr - 1) & 63], /* nr <= 48 */
+                  irqentry_start, irqentry_end);
 }
 
 /* The store for the context of scratch slot `slot`. */

@@ -69,8 +69,7 @@ static __always_inline __u64 waking_kernel_stack(void *ctx, __u32 *kind,
   if (bytes <= 0 || !irqentry_start)
     return store_stack(s, bytes, 0);
   __u64 stored = store_stack_cut_irq(s, bytes);
-  /* Fewer frames kept than walked: it was an interrupt's. */
-  if (s->nr < bytes / sizeof(__u64))
+  if (stack_cut_at_irq(s))
     *kind = OFFCPU_WAKER_INTERRUPT;
   return stored;
 }
