@@ -581,9 +581,9 @@ void add_profile_limits(CLI::App &app, ProfileOptions &o, ProfileArgs &a) {
         std::string bad;
         for (const std::string &w : CLI::detail::split(v, ','))
           if (w != "split" && w != "light" && w != "light-probe-reads" &&
-              w != "tp_btf" && w != "edges")
+              w != "tp_btf" && w != "edges" && w != "generated")
             bad = "not one of split, light, light-probe-reads, tp_btf, "
-                  "edges: " +
+                  "edges, generated: " +
                   w;
         return bad;
       })

@@ -274,6 +274,17 @@ bool light_can_serve(const OffcpuPlan &p) {
          p.user_fp_walk;
 }
 
+// --fail-load generated: the split load's objects by libbpf, as where this
+// libbpf's generated loader is not the shape expected.
+ShareLoader share_loader(const OffcpuConfig &o) {
+  return o.fails_load("generated") ? ShareLoader::Libbpf
+                                   : ShareLoader::Generated;
+}
+
+const char *share_loader_name(ShareLoader l) {
+  return l == ShareLoader::Generated ? "generated loader" : "libbpf";
+}
+
 // Whether the window edges' iterators may load after the attach
 // (collect/edge_loader.h): in the split load, whose libbpf objects already
 // parse the kernel's BTF, where a switch-in can take a seeded wait's user
@@ -451,6 +462,7 @@ void OffcpuSession::configure(const OffcpuConfig &opts) {
   if (plan_.edges_after_attach) {
     edge_settings_ = settings_for(opts, plan_);
     edges_fail_ = opts.fails_load("edges");
+    edges_loader_ = share_loader(opts);
     edges_delay_ms_ = opts.edges_delay_ms;
   }
   if (opts.events)
@@ -554,11 +566,13 @@ OffcpuSession::load_split(const OffcpuConfig &opts, const OffcpuPlan &chosen,
                           bool &direct_failed) {
   OffcpuPlan plan = chosen;
   plan.edges_after_attach = edges_can_wait(opts, plan);
-  // Only where there are two hooks to verify at once: the switch hook alone
-  // takes as long as the light object's whole load (startup.py: default
-  // 198 vs 190 ms, --wakers 208 vs 280).
+  // With the waking hook or without: through generated loaders the switch
+  // hook alone (~60 ms) is well under the light object's whole load
+  // (startup.py, exec to attached: default 128 -> 90 ms, --wakers 128 ->
+  // 93). By libbpf it was not (default 198 vs 190 ms): each object parsed
+  // the kernel's BTF first.
   if (opts.loader != Loader::Auto || !light_can_serve(plan) ||
-      !plan.direct_loads || !wants_waking_hook(opts, plan))
+      !plan.direct_loads)
     return nullptr;
   const uint64_t t0 = monotonic_ns();
   auto programs = std::make_unique<SplitPrograms>();
@@ -594,6 +608,7 @@ OffcpuSession::load_split(const OffcpuConfig &opts, const OffcpuPlan &chosen,
   want.waking = wants_waking_hook(opts, plan);
   want.fork = opts.follow_children;
   want.fail = opts.fails_load("split");
+  want.loader = share_loader(opts);
   want.edges = !plan.edges_after_attach;
   SplitTimes times;
   err = load_split_programs(light.get(), settings_for(opts, plan), want,
@@ -601,10 +616,11 @@ OffcpuSession::load_split(const OffcpuConfig &opts, const OffcpuPlan &chosen,
   if (verbose)
     fprintf(stderr,
             "offcpu: split load: maps %llu ms, then the programs in %llu and "
-            "%llu ms at once\n",
+            "%llu ms at once (%s, %s)\n",
             static_cast<unsigned long long>(maps_ns / 1000000),
             static_cast<unsigned long long>(times.first_ns / 1000000),
-            static_cast<unsigned long long>(times.second_ns / 1000000));
+            static_cast<unsigned long long>(times.second_ns / 1000000),
+            share_loader_name(times.first), share_loader_name(times.second));
   if (err == 0) {
     std::unique_ptr<OffcpuSession> s(new OffcpuSession(plan, verbose));
     if (s->take(std::move(light), std::move(programs)))
@@ -686,7 +702,8 @@ void OffcpuSession::load_edges() {
       return -EINVAL; // never: edges_after_attach is the split load's
     if (edges_delay_ms_)
       std::this_thread::sleep_for(std::chrono::milliseconds(edges_delay_ms_));
-    return load_edge_programs(light, *big, edge_settings_, edges_fail_, out);
+    return load_edge_programs(light, *big, edge_settings_, edges_fail_,
+                              edges_loader_, out);
   };
   // Then the seeding's second pass: the user stacks of the waits open at
   // start whose tasks still block (the others were taken at switch-in).

@@ -176,7 +176,8 @@ private:
   std::unique_ptr<EdgeLoader> edges_;
   offcpu_settings edge_settings_{}; // their settings, kept from the load
   bool edges_fail_ = false;         // --fail-load edges
-  uint32_t edges_delay_ms_ = 0;     // --delay-edges
+  ShareLoader edges_loader_ = ShareLoader::Generated; // --fail-load generated
+  uint32_t edges_delay_ms_ = 0;                       // --delay-edges
   Handles h_;
   OffcpuPlan plan_;
   bool verbose_;

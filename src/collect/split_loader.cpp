@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "collect/bpf_setup.h"
+#include "collect/generated_loader.h"
 #include "collect/light_loader.h"
 #include "offcpu.dsplit.skel.h"
 #include "util/clock.h"
@@ -63,18 +64,67 @@ int reuse_light_maps(Skel *skel, const std::vector<int> &fds, bool fail) {
   return i == fds.size() ? 0 : -EINVAL;
 }
 
-// Opens, loads and lets go one libbpf object with `share`'s programs,
-// keeping their descriptors in `out` (each share fills its own).
-int load_share(const std::vector<int> &fds, const offcpu_settings &settings,
-               const Share &share, bool fail, SplitPrograms *out) {
+std::unique_ptr<Skel, SkelDeleter> open_share(const offcpu_settings &settings,
+                                              const Share &share) {
   std::unique_ptr<Skel, SkelDeleter> skel(offcpu_dsplit_bpf__open());
   if (!skel)
-    return errno ? -errno : -ENOMEM;
+    return skel;
   write_settings(skel->rodata, settings);
 #define OFFCPU_SET_LOAD(name)                                                  \
   bpf_program__set_autoload(skel->progs.name, share.name);
   OFFCPU_PROGS(OFFCPU_SET_LOAD)
 #undef OFFCPU_SET_LOAD
+  return skel;
+}
+
+// Loads `share` through a loader libbpf generates (load_generated): 0,
+// -ENOTSUP when this libbpf's loader is not the shape expected (nothing
+// loaded), or the load's error.
+int load_share_generated(const std::vector<int> &fds,
+                         const offcpu_settings &settings, const Share &share,
+                         bool fail, SplitPrograms *out) {
+  std::unique_ptr<Skel, SkelDeleter> skel = open_share(settings, share);
+  if (!skel)
+    return errno ? -errno : -ENOMEM;
+  GeneratedLoad in;
+  in.map_fds = fds;
+  in.fail_map = fail ? skel->maps.counts : nullptr;
+  std::vector<UniqueFd> progs;
+  if (int err = load_generated(skel->obj, in, &progs))
+    return err;
+  size_t k = 0;
+  bpf_program *p = nullptr;
+  bpf_object__for_each_program(p, skel->obj) {
+    if (!bpf_program__autoload(p))
+      continue;
+    if (k >= progs.size())
+      return -EINVAL;
+#define OFFCPU_TAKE_FD(name)                                                   \
+  if (p == skel->progs.name)                                                   \
+    out->name = std::move(progs[k]);
+    OFFCPU_PROGS(OFFCPU_TAKE_FD)
+#undef OFFCPU_TAKE_FD
+    ++k;
+  }
+  return 0;
+}
+
+// Opens, loads and lets go one libbpf object with `share`'s programs,
+// keeping their descriptors in `out` (each share fills its own): through a
+// generated loader where this libbpf's is the shape expected and `how`
+// allows, else by libbpf. *how: which did.
+int load_share(const std::vector<int> &fds, const offcpu_settings &settings,
+               const Share &share, bool fail, SplitPrograms *out,
+               ShareLoader *how) {
+  if (*how == ShareLoader::Generated) {
+    int err = load_share_generated(fds, settings, share, fail, out);
+    if (err != -ENOTSUP)
+      return err;
+    *how = ShareLoader::Libbpf;
+  }
+  std::unique_ptr<Skel, SkelDeleter> skel = open_share(settings, share);
+  if (!skel)
+    return errno ? -errno : -ENOMEM;
   int err = reuse_light_maps(skel.get(), fds, fail);
   if (err == 0)
     err = offcpu_dsplit_bpf__load(skel.get());
@@ -146,10 +196,12 @@ int load_split_programs(offcpu_light *light, const offcpu_settings &settings,
   // Two shares of about the same verifier time (log_level 4 here, with
   // --wakers): the switch hook (~130 ms) and the stop pass's iterator (~23)
   // against the waking hook (~105) and the iterators that open the waits
-  // in progress (~35); without the waking hook (never so in offcpu, where
-  // the light object alone is as fast then), the switch hook against the
-  // three iterators.
-  // Without the edges' iterators (loaded after the attach), the two hooks.
+  // in progress (~35); without the waking hook, the switch hook against
+  // the three iterators.
+  // Without the edges' iterators (loaded after the attach): the two hooks,
+  // the one that opens the waits in progress with the switch hook (in the
+  // waking hook's share it took ~25 ms more there); without the waking
+  // hook, the switch hook against that iterator alone.
   Share first, second;
   first.offcpu_switch_btf = true;
   first.offcpu_fork_btf = want.fork;
@@ -161,12 +213,14 @@ int load_split_programs(offcpu_light *light, const offcpu_settings &settings,
     second.offcpu_seed_open = want.waking;
     second.offcpu_flush = !want.waking;
   } else {
-    first.offcpu_seed_open = true;
+    first.offcpu_seed_open = want.waking;
+    second.offcpu_seed_open = !want.waking;
   }
   int second_err = 0;
   const uint64_t t0 = monotonic_ns();
+  times->first = times->second = want.loader;
   auto load_second = [&] {
-    second_err = load_share(fds, settings, second, false, out);
+    second_err = load_share(fds, settings, second, false, out, &times->second);
     times->second_ns = monotonic_ns() - t0;
   };
   std::thread other;
@@ -178,7 +232,8 @@ int load_split_programs(offcpu_light *light, const offcpu_settings &settings,
   // The first share has no waking hook: no stack of its cut.
   offcpu_settings first_settings = settings;
   first_settings.cut_irq_stacks = false;
-  int err = load_share(fds, first_settings, first, want.fail, out);
+  int err =
+      load_share(fds, first_settings, first, want.fail, out, &times->first);
   times->first_ns = monotonic_ns() - t0;
   if (other.joinable())
     other.join();
@@ -187,7 +242,7 @@ int load_split_programs(offcpu_light *light, const offcpu_settings &settings,
 
 int load_edge_programs(offcpu_light *light, const SplitPrograms &big,
                        const offcpu_settings &settings, bool fail,
-                       SplitPrograms *out) {
+                       ShareLoader loader, SplitPrograms *out) {
   std::vector<int> fds;
   if (int err = light_maps(light, big, &fds))
     return err;
@@ -197,7 +252,7 @@ int load_edge_programs(offcpu_light *light, const SplitPrograms &big,
   offcpu_settings real = settings; // these programs run in full
   real.edges_later = false;
   real.cut_irq_stacks = false; // no waker's stack among them
-  return load_share(fds, real, edges, fail, out);
+  return load_share(fds, real, edges, fail, out, &loader);
 }
 
 } // namespace offcpu

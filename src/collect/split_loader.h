@@ -1,11 +1,12 @@
 // The split load (issue 27, start-up): the light object creates every map
-// with each program cut to a return (the maps_only setting), then libbpf
-// verifies the real programs in two objects at once, one per thread, against
-// those maps (bpf_map__reuse_fd). The verifier is most of a start, and the
-// light loader verifies its programs one after the other in one system
-// call; its generated loader cannot take maps it did not create, and libbpf
-// alone would parse the kernel's BTF once more to create them. Each libbpf
-// object parses that BTF (~7 ms, ~11 MB while it loads), the two at once.
+// with each program cut to a return (the maps_only setting), then the real
+// programs are verified in two objects at once, one per thread, against
+// those maps. The verifier is most of a start, and the light loader
+// verifies its programs one after the other in one system call. Each
+// object loads through a loader libbpf generates at run time, rewritten to
+// take the light object's maps (generated_loader.h); where that loader is
+// not the shape expected, by libbpf (bpf_map__reuse_fd), which parses the
+// kernel's BTF in each object first (~20 ms of CPU, ~11 MB, each).
 #pragma once
 
 #include <cstdint>
@@ -19,6 +20,12 @@ struct offcpu_light;
 
 namespace offcpu {
 
+// How a share's programs load: through a loader libbpf generates for it
+// (generated_loader.h; the kernel relocates CO-RE itself), or by libbpf,
+// which parses the kernel's BTF first (where the generated loader is not
+// the shape expected, or --fail-load generated).
+enum class ShareLoader { Generated, Libbpf };
+
 // The hooks not every run attaches.
 struct SplitWant {
   bool waking = false;
@@ -29,6 +36,7 @@ struct SplitWant {
   // The window edges' iterators too; else they load after the attach
   // (load_edge_programs).
   bool edges = true;
+  ShareLoader loader = ShareLoader::Generated;
 };
 
 // The largest preallocated maps, created by a thread of their own while
@@ -60,6 +68,8 @@ int create_split_maps(const offcpu_map_sizes &sizes, SplitPrograms *out);
 // How long each thread's object took to load, in ns (for -v).
 struct SplitTimes {
   uint64_t first_ns = 0, second_ns = 0;
+  // How each loaded.
+  ShareLoader first = ShareLoader::Generated, second = ShareLoader::Generated;
 };
 
 // Loads the programs with `settings` against the maps of `light` (loaded
@@ -70,10 +80,10 @@ int load_split_programs(offcpu_light *light, const offcpu_settings &settings,
 
 // Loads the window edges' iterators (offcpu_seed_stacks, offcpu_flush) with
 // `settings` (edges_later cleared here) against the split load's maps:
-// `light`'s, the big ones `big`'s. `fail`: as SplitWant's. 0, or a
-// negative errno.
+// `light`'s, the big ones `big`'s. `fail`, `loader`: as SplitWant's. 0, or
+// a negative errno.
 int load_edge_programs(offcpu_light *light, const SplitPrograms &big,
                        const offcpu_settings &settings, bool fail,
-                       SplitPrograms *out);
+                       ShareLoader loader, SplitPrograms *out);
 
 } // namespace offcpu

@@ -412,6 +412,49 @@ TEST_F(Profile, FailedLoadWarnsOnceAndFallsBack) {
   }
 }
 
+// The split load's two objects load through loaders libbpf generates at
+// run time, rewritten to take the light object's maps; --fail-load
+// generated loads them by libbpf instead, as where that loader is not the
+// shape expected. Either way the same answer and no warning, with one hook
+// and with two. The window edges' iterators load the same way while the
+// hooks run: the rewrite must leave the live .bss as it is (a loader that
+// wrote its initial value there would clear the window's start and end),
+// and the stuck thread, blocked since before the start, gets its stack
+// from them.
+TEST_F(Profile, SplitLoadThroughGeneratedLoadersOrLibbpf) {
+  Workload w;
+  for (bool wakers : {false, true}) {
+    for (bool generated : {true, false}) {
+      std::vector<std::string> args = {"-v", "-p", std::to_string(w.pid()),
+                                       "-f", "--no-inline"};
+      if (wakers)
+        args.push_back("--wakers");
+      if (!generated)
+        args.insert(args.end(), {"--fail-load", "generated"});
+      args.push_back("2");
+      const std::string what = std::string(wakers ? "--wakers, " : "") +
+                               (generated ? "generated" : "libbpf");
+      auto r = offcpu(args);
+      const std::string how = generated ? "(generated loader, generated loader)"
+                                        : "(libbpf, libbpf)";
+      EXPECT_NE(r.err.find("split load: "), std::string::npos) << what << "\n"
+                                                               << r.err;
+      EXPECT_NE(r.err.find(how), std::string::npos) << what << "\n" << r.err;
+      EXPECT_EQ(r.err.find("failed to load"), std::string::npos) << what << "\n"
+                                                                 << r.err;
+      auto lines = test::parse_folded(r.out);
+      auto totals = test::totals_by_comm(lines);
+      expect_near(totals["sleeper"], kWindowUs, 0.05, "sleeper, " + what);
+      expect_near(totals["stuck"], kWindowUs, 0.05, "stuck, " + what);
+      expect_in_order(heaviest_with(lines, "sleeper", "block_in_nanosleep"),
+                      {"start_thread", "sleeper_main", "block_in_nanosleep",
+                       "do_syscall_64", "hrtimer_nanosleep", "schedule"});
+      expect_in_order(heaviest_with(lines, "stuck", "block_forever_in_read"),
+                      {"stuck_main", "block_forever_in_read", "vfs_read"});
+    }
+  }
+}
+
 // Fallbacks the probes chose, or the user, are no failures: no warning.
 TEST_F(Profile, ChosenPlansDoNotWarn) {
   Workload w;

@@ -7,13 +7,22 @@
 // holds their load back, so each case happens in every run.
 // The real binary against tests/workloads/seeded_waits.c (no frame
 // pointers: only the unwind tables reach main).
+#include <bpf/bpf.h>
+#include <bpf/btf.h>
+#include <dirent.h>
 #include <gtest/gtest.h>
 #include <unistd.h>
 
 #include <cstdlib>
+#include <cstring>
+#include <ctime>
+#include <fstream>
+#include <optional>
+#include <regex>
 
 #include "support/folded_parse.h"
 #include "support/process.h"
+#include "util/fd.h"
 
 namespace offcpu {
 namespace {
@@ -61,16 +70,161 @@ test::RunResult trace(const test::Subprocess &w, const std::string &seconds,
   return test::run(args, 60);
 }
 
-// Only the split load verifies them after the attach: in the light
-// object's load a libbpf object would parse the kernel's BTF for them.
+// Only the split load (the default plan, with --wakers or without)
+// verifies them after the attach; the light object alone loads them with
+// the rest.
 TEST_F(SeededWaits, OnlyTheSplitLoadVerifiesThemAfterTheAttach) {
   const std::string later = "verified after the attach";
-  auto light = test::run({OFFCPU_BIN, "-v", "-f", "0.2"}, 60);
+  auto light =
+      test::run({OFFCPU_BIN, "-v", "--loader", "light", "-f", "0.2"}, 60);
   ASSERT_EQ(light.exit_code, 0) << light.err;
   EXPECT_EQ(light.err.find(later), std::string::npos) << light.err;
-  auto split = test::run({OFFCPU_BIN, "-v", "--wakers", "-f", "0.2"}, 60);
-  ASSERT_EQ(split.exit_code, 0) << split.err;
-  EXPECT_NE(split.err.find(later), std::string::npos) << split.err;
+  for (bool wakers : {false, true}) {
+    std::vector<std::string> args = {OFFCPU_BIN, "-v", "-f", "0.2"};
+    if (wakers)
+      args.push_back("--wakers");
+    auto split = test::run(args, 60);
+    ASSERT_EQ(split.exit_code, 0) << split.err;
+    EXPECT_NE(split.err.find(later), std::string::npos) << split.err;
+  }
+}
+
+// Reads 8-byte variables of the .bss of process `pid`'s BPF object (the one
+// map of its descriptors whose name ends in ".bss"), placed by the map's
+// BTF.
+class LiveBss {
+public:
+  explicit LiveBss(pid_t pid) : pid_(pid) {}
+  ~LiveBss() { btf__free(btf_); }
+  LiveBss(const LiveBss &) = delete;
+  LiveBss &operator=(const LiveBss &) = delete;
+
+  // nullopt until the map is there.
+  std::optional<uint64_t> read(const std::string &var) {
+    if (map_.get() < 0 && !find())
+      return std::nullopt;
+    std::optional<uint32_t> at = offset(var);
+    if (!at)
+      return std::nullopt;
+    std::vector<char> value(value_size_);
+    const int zero = 0;
+    if (bpf_map_lookup_elem(map_.get(), &zero, value.data()) != 0)
+      return std::nullopt;
+    uint64_t v = 0;
+    memcpy(&v, value.data() + *at, sizeof(v));
+    return v;
+  }
+
+private:
+  bool find() {
+    const std::string dir = "/proc/" + std::to_string(pid_) + "/fdinfo";
+    DIR *d = opendir(dir.c_str());
+    if (!d)
+      return false;
+    while (dirent *e = readdir(d)) {
+      std::ifstream in(dir + "/" + e->d_name);
+      for (std::string line; std::getline(in, line);) {
+        if (line.rfind("map_id:", 0) != 0)
+          continue;
+        UniqueFd fd(bpf_map_get_fd_by_id(
+            static_cast<uint32_t>(std::stoul(line.substr(7)))));
+        bpf_map_info info{};
+        uint32_t len = sizeof(info);
+        if (fd.get() < 0 || bpf_obj_get_info_by_fd(fd.get(), &info, &len))
+          continue;
+        const std::string name = info.name;
+        if (name.size() < 4 || name.compare(name.size() - 4, 4, ".bss") != 0 ||
+            !info.btf_id)
+          continue;
+        btf_ = btf__load_from_kernel_by_id(info.btf_id);
+        if (!btf_)
+          continue;
+        value_type_ = info.btf_value_type_id;
+        value_size_ = info.value_size;
+        map_ = std::move(fd);
+        closedir(d);
+        return true;
+      }
+    }
+    closedir(d);
+    return false;
+  }
+
+  std::optional<uint32_t> offset(const std::string &var) {
+    const btf_type *sec = btf__type_by_id(btf_, value_type_);
+    if (!sec || !btf_is_datasec(sec))
+      return std::nullopt;
+    const btf_var_secinfo *v = btf_var_secinfos(sec);
+    for (uint16_t i = 0; i < btf_vlen(sec); ++i, ++v) {
+      const btf_type *t = btf__type_by_id(btf_, v->type);
+      if (t && var == btf__name_by_offset(btf_, t->name_off) &&
+          v->size == sizeof(uint64_t) && v->offset + v->size <= value_size_)
+        return v->offset;
+    }
+    return std::nullopt;
+  }
+
+  pid_t pid_;
+  UniqueFd map_;
+  btf *btf_ = nullptr;
+  uint32_t value_type_ = 0, value_size_ = 0;
+};
+
+uint64_t monotonic_now_ns() {
+  timespec ts{};
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<uint64_t>(ts.tv_sec) * 1000000000u +
+         static_cast<uint64_t>(ts.tv_nsec);
+}
+
+// The edges' iterators load while the hooks run, through a loader libbpf
+// generates for them, and libbpf's loader writes each data map's initial
+// value: over the live .bss here, which the split loader rewrites away.
+// The window's start and end, written at the attach, read the same after
+// that load as before it.
+TEST_F(SeededWaits, TheEdgesLoadLeavesTheLiveDataAsItIs) {
+  test::Subprocess w({WORKLOAD_SEEDED_WAITS, "5"});
+  ASSERT_TRUE(w.read_line(10)) << "the workload did not start";
+  test::Subprocess t({OFFCPU_BIN, "-v", "-f", "-p", std::to_string(w.pid()),
+                      "--delay-edges", "1000", "2.5"});
+  LiveBss bss(t.pid());
+  struct Read {
+    uint64_t at_ns, start, stop;
+  };
+  std::vector<Read> reads;
+  const uint64_t give_up = monotonic_now_ns() + 20000000000u;
+  for (uint64_t now = monotonic_now_ns(); now < give_up;
+       now = monotonic_now_ns()) {
+    std::optional<uint64_t> start = bss.read("window_start_ns");
+    std::optional<uint64_t> stop = bss.read("stop_ns");
+    // From the attach on (the start written), whatever is there.
+    if (start && stop && (*start || !reads.empty()))
+      reads.push_back({now, *start, *stop});
+    // Until 0.2 s before the window's end.
+    if (!reads.empty() && now + 200000000u > reads.front().stop)
+      break;
+    usleep(20000);
+  }
+  auto r = t.wait(30);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  ASSERT_FALSE(reads.empty()) << "offcpu's .bss never read\n" << r.err;
+  std::smatch m;
+  ASSERT_TRUE(std::regex_search(r.err, m,
+                                std::regex("the window edges' iterators "
+                                           "loaded .* walked ([0-9]+) ms")))
+      << r.err;
+  const Read &first = reads.front();
+  const uint64_t loaded = first.start + std::stoull(m[1]) * 1000000u;
+  size_t after = 0;
+  for (const Read &x : reads) {
+    EXPECT_EQ(x.start, first.start)
+        << (x.at_ns - first.start) / 1000000 << " ms into the window";
+    EXPECT_EQ(x.stop, first.stop)
+        << (x.at_ns - first.start) / 1000000 << " ms into the window";
+    after += x.at_ns > loaded;
+  }
+  EXPECT_GT(after, 5u) << "too few reads after the edges loaded at "
+                       << (loaded - first.start) / 1000000 << " ms";
 }
 
 // The main thread naps 2 s from before the attach; the edges load 3 s

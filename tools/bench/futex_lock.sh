@@ -57,12 +57,30 @@ measure() { # name, command...
   shift
   "$@" >/dev/null 2>&1 &
   tool=$!
-  sleep 2 # loaded and attached
+  # Attached once one of its programs has run (the workload never stops):
+  # a tool slow to start (bpftrace compiling, a busy VM) is not measured
+  # before it is there, and never gets its SIGINT before its handler.
+  local waited=0
+  until stats "$tool" | grep -qE ':[1-9][0-9]*( |$)'; do
+    sleep 0.2
+    waited=$((waited + 1))
+    if [ $waited -ge 300 ]; then
+      echo "futex_lock.sh: $name did not attach within 60 s" >&2
+      exit 1
+    fi
+  done
+  sleep 0.5
   ns0=$(stats "$tool")
   calls=$(perf stat -x, -e syscalls:sys_enter_futex -p "$wl" -- sleep "$secs" 2>&1 |
     grep sys_enter_futex | cut -d, -f1)
   ns1=$(stats "$tool")
   kill -INT "$tool" 2>/dev/null || true
+  # Its results are not needed: a tool that outlives 20 s is killed.
+  for _ in $(seq 100); do
+    kill -0 "$tool" 2>/dev/null || break
+    sleep 0.2
+  done
+  kill -KILL "$tool" 2>/dev/null || true
   wait "$tool" 2>/dev/null || true
   tool=
   # The total per futex call and calls; for offcpu, each program's runs
