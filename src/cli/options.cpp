@@ -547,7 +547,7 @@ void add_profile_limits(CLI::App &app, ProfileOptions &o, ProfileArgs &a) {
                  "parsed here), light-probe-reads (the same without plain "
                  "loads of kernel memory, as before 6.8), libbpf, or auto "
                  "(where possible the light object's maps and the programs "
-                 "verified by libbpf in two threads at once, else light)")
+                 "verified in two threads at once, else light)")
       ->check(CLI::IsMember({"auto", "light", "light-probe-reads", "libbpf"}))
       ->group("Limits");
   app.add_option_function<std::string>(

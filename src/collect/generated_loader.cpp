@@ -4,6 +4,7 @@
 #include <bpf/libbpf.h>
 #include <fcntl.h>
 #include <linux/bpf.h>
+#include <sched.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -15,83 +16,11 @@
 // program descriptors after it), the one light skeletons fill.
 #include <bpf/skel_internal.h>
 
+#include "collect/loader_shape.h"
+
 namespace offcpu {
 
 namespace {
-
-// A map-creating call in the loader, as libbpf 1.1's gen_loader writes it:
-//   r1 = BPF_MAP_CREATE; r2 = &data[attr]; r3 = size; call sys_bpf; r7 = r0
-//   if r7 < 0 goto clean-up; r1 = &data[slot]; *(u32 *)r1 = r7
-// (data: the loader's one map, the blob libbpf wrote; slot: the map's in
-// fd_array, the data's first words). The call becomes a
-// load of the attr's first word, where the given map's descriptor is
-// written: r7 holds that descriptor, which the code after it checks and
-// stores in the slot the programs' map references resolve through
-// (fd_array), as it would a new map's.
-struct CreateCall {
-  size_t call;   // the call instruction's index
-  uint32_t attr; // the attr's offset in the data
-  int32_t slot;  // where the descriptor is stored, in the data
-};
-
-bool is_data_address(const bpf_insn &i, uint8_t reg) {
-  return i.code == (BPF_LD | BPF_DW | BPF_IMM) && i.dst_reg == reg &&
-         i.src_reg == BPF_PSEUDO_MAP_IDX_VALUE && i.imm == 0;
-}
-
-bool is_mov_imm(const bpf_insn &i, uint8_t reg, int32_t imm) {
-  return i.code == (BPF_ALU64 | BPF_MOV | BPF_K) && i.dst_reg == reg &&
-         i.src_reg == 0 && i.off == 0 && i.imm == imm;
-}
-
-std::vector<CreateCall> find_creates(const std::vector<bpf_insn> &insns) {
-  std::vector<CreateCall> out;
-  for (size_t k = 0; k + 9 < insns.size(); ++k) {
-    const bpf_insn *i = &insns[k];
-    if (is_mov_imm(i[0], BPF_REG_1, BPF_MAP_CREATE) &&
-        is_data_address(i[1], BPF_REG_2) &&
-        i[3].code == (BPF_ALU64 | BPF_MOV | BPF_K) &&
-        i[3].dst_reg == BPF_REG_3 && i[4].code == (BPF_JMP | BPF_CALL) &&
-        i[4].imm == BPF_FUNC_sys_bpf &&
-        i[5].code == (BPF_ALU64 | BPF_MOV | BPF_X) &&
-        i[5].dst_reg == BPF_REG_7 && i[5].src_reg == BPF_REG_0 &&
-        i[6].code == (BPF_JMP | BPF_JSLT | BPF_K) &&
-        i[6].dst_reg == BPF_REG_7 && i[6].imm == 0 &&
-        is_data_address(i[7], BPF_REG_1) &&
-        i[9].code == (BPF_STX | BPF_MEM | BPF_W) && i[9].dst_reg == BPF_REG_1 &&
-        i[9].src_reg == BPF_REG_7 && i[9].off == 0)
-      out.push_back({k + 4, static_cast<uint32_t>(i[2].imm), i[8].imm});
-  }
-  return out;
-}
-
-// The call that writes a data map's initial value (the map in fd_array's
-// `slot`), as libbpf 1.1's gen_loader writes it:
-//   r2 = &data[slot]; r0 = *(u32 *)r2; r1 = &data[attr + map_fd];
-//   *(u32 *)r1 = r0; (the key's and the value's addresses into the attr);
-//   r1 = BPF_MAP_UPDATE_ELEM; r2 = &data[attr]; r3 = size; call sys_bpf
-// Its index, or 0 where there is not exactly one.
-size_t find_update(const std::vector<bpf_insn> &insns, int32_t slot) {
-  size_t found = 0, count = 0;
-  for (size_t k = 0; k + 20 < insns.size(); ++k) {
-    const bpf_insn *i = &insns[k];
-    if (is_data_address(i[0], BPF_REG_2) && i[1].imm == slot &&
-        i[2].code == (BPF_LDX | BPF_MEM | BPF_W) && i[2].dst_reg == BPF_REG_0 &&
-        i[2].src_reg == BPF_REG_2 && i[2].off == 0 &&
-        is_data_address(i[3], BPF_REG_1) &&
-        i[5].code == (BPF_STX | BPF_MEM | BPF_W) && i[5].dst_reg == BPF_REG_1 &&
-        i[5].src_reg == BPF_REG_0 &&
-        is_mov_imm(i[16], BPF_REG_1, BPF_MAP_UPDATE_ELEM) &&
-        is_data_address(i[17], BPF_REG_2) &&
-        i[4].imm ==
-            i[18].imm + static_cast<int32_t>(offsetof(bpf_attr, map_fd)) &&
-        i[20].code == (BPF_JMP | BPF_CALL) && i[20].imm == BPF_FUNC_sys_bpf) {
-      found = k + 20;
-      ++count;
-    }
-  }
-  return count == 1 ? found : 0;
-}
 
 // Whether the create call's attr in `data` is `m`'s.
 bool creates(const std::vector<char> &data, uint32_t attr, const bpf_map *m) {
@@ -143,7 +72,7 @@ public:
       for (int fd : fds_)
         close(fd);
   }
-  // A copy of `fd` at 3 or above (the loader counts 0 as no map): -1 and
+  // A copy of `fd` at 3 or above (the loader takes 0 for no map): -1 and
   // errno on failure.
   int dup_of(int fd) { return keep(fcntl(fd, F_DUPFD_CLOEXEC, 3)); }
   int keep(int fd) {
@@ -159,12 +88,38 @@ private:
   bool consumed_ = false;
 };
 
+// Runs the calling thread on `cpu` until destroyed (-1: as it was). The
+// kernel runs a loader with migration disabled: two loaders that started
+// on one CPU would verify in turn while the other idles.
+class PinnedTo {
+public:
+  explicit PinnedTo(int cpu) {
+    if (cpu < 0 || sched_getaffinity(0, sizeof(was_), &was_) != 0)
+      return;
+    cpu_set_t one;
+    CPU_ZERO(&one);
+    CPU_SET(static_cast<unsigned>(cpu), &one);
+    pinned_ = sched_setaffinity(0, sizeof(one), &one) == 0;
+  }
+  ~PinnedTo() {
+    if (pinned_)
+      sched_setaffinity(0, sizeof(was_), &was_);
+  }
+  PinnedTo(const PinnedTo &) = delete;
+  PinnedTo &operator=(const PinnedTo &) = delete;
+
+private:
+  cpu_set_t was_{};
+  bool pinned_ = false;
+};
+
 // Runs the loader as a light skeleton would (bpf_load_and_run): `data` in
 // an array map, the loader a sleepable BPF_PROG_TYPE_SYSCALL program run
-// once on `ctx`. 0, or a negative errno; *ran: whether the loader itself
-// ran to a failure (then it closed what it had been given).
+// once on `ctx`, on `cpu`. 0, or a negative errno; *ran: whether the
+// loader itself ran and failed (then it closed what it had been given).
 int run_loader(const std::vector<bpf_insn> &insns,
-               const std::vector<char> &data, LoaderContext *ctx, bool *ran) {
+               const std::vector<char> &data, LoaderContext *ctx, int cpu,
+               bool *ran) {
   *ran = false;
   UniqueFd map(bpf_map_create(BPF_MAP_TYPE_ARRAY, "__loader.map", 4,
                               static_cast<__u32>(data.size()), 1, nullptr));
@@ -185,10 +140,11 @@ int run_loader(const std::vector<bpf_insn> &insns,
   LIBBPF_OPTS(bpf_test_run_opts, run);
   run.ctx_in = ctx->words.data();
   run.ctx_size_in = ctx->header()->sz;
+  PinnedTo pinned(cpu);
   if (bpf_prog_test_run_opts(prog.get(), &run) != 0) {
-    // Whether it ran before the call failed is not known: its
-    // descriptors are left open rather than perhaps closed twice.
-    *ran = true;
+    // Only copying the context back (EFAULT) fails after the loader ran;
+    // the other errors come before it.
+    *ran = errno == EFAULT;
     return -errno;
   }
   if (static_cast<int>(run.retval) < 0) {
@@ -198,81 +154,144 @@ int run_loader(const std::vector<bpf_insn> &insns,
   return 0;
 }
 
-} // namespace
+// Whether `fd` is a map of `m`'s shape.
+bool same_shape(int fd, const bpf_map *m) {
+  bpf_map_info info{};
+  __u32 len = sizeof(info);
+  return bpf_obj_get_info_by_fd(fd, &info, &len) == 0 &&
+         info.type == bpf_map__type(m) &&
+         info.key_size == bpf_map__key_size(m) &&
+         info.value_size == bpf_map__value_size(m);
+}
 
-int load_generated(bpf_object *obj, const GeneratedLoad &in,
-                   std::vector<UniqueFd> *progs) {
+// The loader libbpf generated for `obj`, and the object's maps.
+struct Generated {
   std::vector<const bpf_map *> maps;
-  const bpf_map *m = nullptr;
-  bpf_object__for_each_map(m, obj) maps.push_back(m);
-  size_t nr_progs = 0;
-  bpf_program *p = nullptr;
-  bpf_object__for_each_program(p, obj)++ nr_progs;
-  if (maps.size() != in.map_fds.size())
-    return -EINVAL;
+  size_t programs = 0;
+  std::vector<bpf_insn> insns;
+  std::vector<char> data;
+  std::vector<CreateCall> creates;
+};
 
+int generate(bpf_object *obj, Generated *g) {
+  const bpf_map *m = nullptr;
+  bpf_object__for_each_map(m, obj) g->maps.push_back(m);
+  bpf_program *p = nullptr;
+  bpf_object__for_each_program(p, obj)++ g->programs;
   gen_loader_opts gen{};
   gen.sz = sizeof(gen);
   if (int err = bpf_object__gen_loader(obj, &gen); err != 0)
     return err;
   if (int err = bpf_object__load(obj); err != 0)
     return err;
-  std::vector<bpf_insn> insns(gen.insns_sz / sizeof(bpf_insn));
-  memcpy(insns.data(), gen.insns, insns.size() * sizeof(bpf_insn));
-  std::vector<char> data(gen.data, gen.data + gen.data_sz);
-  const std::vector<CreateCall> calls = find_creates(insns);
-  if (calls.size() != maps.size() || data.size() < maps.size() * sizeof(int))
-    return -ENOTSUP;
-  for (size_t i = 0; i < maps.size(); ++i)
-    if (calls[i].slot != static_cast<int32_t>(i * sizeof(int)) ||
-        !creates(data, calls[i].attr, maps[i]))
-      return -ENOTSUP;
+  g->insns.resize(gen.insns_sz / sizeof(bpf_insn));
+  memcpy(g->insns.data(), gen.insns, g->insns.size() * sizeof(bpf_insn));
+  g->data.assign(gen.data, gen.data + gen.data_sz);
+  g->creates = find_creates(g->insns);
+  return 0;
+}
 
-  LoaderFds fds;
-  LoaderContext ctx(maps.size(), nr_progs);
-  for (size_t i = 0; i < maps.size(); ++i) {
-    const bpf_map *map = maps[i];
-    const int32_t slot = static_cast<int32_t>(i * sizeof(int));
+// Whether the generated loader creates each map in the object's order and
+// stores it in fd_array's slot of that index, at the data's start.
+bool creates_in_order(const Generated &g) {
+  if (g.creates.size() != g.maps.size() ||
+      g.data.size() < g.maps.size() * sizeof(int))
+    return false;
+  for (size_t i = 0; i < g.maps.size(); ++i)
+    if (g.creates[i].slot != static_cast<int32_t>(i * sizeof(int)) ||
+        !creates(g.data, g.creates[i].attr, g.maps[i]))
+      return false;
+  return true;
+}
+
+// Points map `i` of `g` at `fd` instead of a new map: written into its
+// fd_array slot and where its create call now reads it.
+void give_map(Generated *g, size_t i, int fd) {
+  memcpy(g->data.data() + i * sizeof(int), &fd, sizeof(int));
+  memcpy(g->data.data() + g->creates[i].attr, &fd, sizeof(int));
+  g->insns[g->creates[i].call] = bpf_insn{
+      static_cast<__u8>(BPF_LDX | BPF_MEM | BPF_W), BPF_REG_0, BPF_REG_2, 0, 0};
+}
+
+// Rewrites `g` to use `in`'s maps (read-only data maps created here):
+// 0, -ENOTSUP (*unknown set) where its shape is not the one expected, or a
+// negative errno.
+int rewrite(Generated *g, const GeneratedLoad &in, LoaderFds *fds,
+            LoaderContext *ctx, bool *unknown) {
+  std::vector<bool> own(g->maps.size(), false);
+  size_t fail_call = SIZE_MAX;
+  for (size_t i = 0; i < g->maps.size(); ++i) {
+    const bpf_map *map = g->maps[i];
+    if (map == in.fail_map) {
+      // Created by the loader at a size the kernel refuses; slot 0 until
+      // then, so its clean-up closes nothing of this map.
+      ctx->map(i)->max_entries = UINT32_MAX;
+      fail_call = g->creates[i].call;
+      continue;
+    }
     int fd = -1;
     if (read_only_data(map)) {
       // Filled from the data and frozen by the loader.
       LIBBPF_OPTS(bpf_map_create_opts, opts);
       opts.map_flags = bpf_map__map_flags(map);
-      fd = fds.keep(bpf_map_create(BPF_MAP_TYPE_ARRAY, bpf_map__name(map), 4,
-                                   bpf_map__value_size(map), 1, &opts));
+      fd = fds->keep(bpf_map_create(BPF_MAP_TYPE_ARRAY, bpf_map__name(map), 4,
+                                    bpf_map__value_size(map), 1, &opts));
+      own[i] = true;
     } else {
-      fd = fds.dup_of(in.map_fds[i]);
+      if (!same_shape(in.map_fds[i], map))
+        return -EINVAL; // never the object's own map: never reused
+      fd = fds->dup_of(in.map_fds[i]);
       if (bpf_map__is_internal(map)) {
         // .bss is live (the edges' iterators load while the hooks run):
         // the loader's write of its initial value becomes r0 = 0.
-        const size_t update = find_update(insns, slot);
-        if (update == 0)
+        const size_t update =
+            find_update(g->insns, static_cast<int32_t>(i * sizeof(int)));
+        if (update == 0) {
+          *unknown = true;
           return -ENOTSUP;
-        insns[update] = bpf_insn{static_cast<__u8>(BPF_ALU64 | BPF_MOV | BPF_K),
-                                 BPF_REG_0, 0, 0, 0};
+        }
+        g->insns[update] = bpf_insn{
+            static_cast<__u8>(BPF_ALU64 | BPF_MOV | BPF_K), BPF_REG_0, 0, 0, 0};
       }
     }
     if (fd < 0)
       return -errno;
-    // fd_array: the data's first words (libbpf's first allocation there).
-    memcpy(data.data() + slot, &fd, sizeof(int));
-    if (map == in.fail_map) {
-      ctx.map(i)->max_entries = UINT32_MAX;
-      continue; // created by the loader, which fails there
-    }
-    memcpy(data.data() + calls[i].attr, &fd, sizeof(int));
-    insns[calls[i].call] =
-        bpf_insn{static_cast<__u8>(BPF_LDX | BPF_MEM | BPF_W), BPF_REG_0,
-                 BPF_REG_2, 0, 0};
+    give_map(g, i, fd);
   }
+  if (!only_allowed_calls(g->insns, own, fail_call)) {
+    *unknown = true;
+    return -ENOTSUP;
+  }
+  return 0;
+}
+
+} // namespace
+
+int load_generated(bpf_object *obj, const GeneratedLoad &in,
+                   std::vector<UniqueFd> *progs, bool *unknown_shape) {
+  *unknown_shape = false;
+  Generated g;
+  if (int err = generate(obj, &g))
+    return err;
+  if (g.maps.size() != in.map_fds.size())
+    return -EINVAL;
+  if (!creates_in_order(g)) {
+    *unknown_shape = true;
+    return -ENOTSUP;
+  }
+  LoaderFds fds;
+  LoaderContext ctx(g.maps.size(), g.programs);
+  if (int err = rewrite(&g, in, &fds, &ctx, unknown_shape))
+    return err;
   bool ran = false;
-  if (int err = run_loader(insns, data, &ctx, &ran); err != 0) {
+  if (int err = run_loader(g.insns, g.data, &ctx, in.cpu, &ran); err != 0) {
     if (ran)
       fds.consumed();
     return err;
   }
   size_t k = 0;
   progs->clear();
+  bpf_program *p = nullptr;
   bpf_object__for_each_program(p, obj) {
     if (bpf_program__autoload(p))
       progs->emplace_back(ctx.prog(k++)->prog_fd);

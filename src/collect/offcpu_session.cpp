@@ -286,12 +286,12 @@ const char *share_loader_name(ShareLoader l) {
 }
 
 // Whether the window edges' iterators may load after the attach
-// (collect/edge_loader.h): in the split load, whose libbpf objects already
-// parse the kernel's BTF, where a switch-in can take a seeded wait's user
-// stack from its frozen stack (plain loads, the page-table reads). Not in
-// the light object's load: a libbpf object there parses the kernel's BTF
-// too, and a default run's peak RSS went from 21.6 to 29.7 MB (idle host),
-// its CPU up 20-40 ms, for 144 -> 112 ms of start-up. Not for a command or
+// (collect/edge_loader.h): in the split load, which loads objects of the
+// same BPF object already, where a switch-in can take a seeded wait's user
+// stack from its frozen stack (plain loads, the page-table reads). Not with
+// the light object alone (--loader light): by libbpf there, a default
+// run's peak RSS went from 21.6 to 29.7 MB (idle host) and its CPU up
+// 20-40 ms, for 144 -> 112 ms of start-up. Not for a command or
 // --children either: a process tree that starts under offcpu forks and
 // execs in the window's first ms, when the rewalk passes (this iterator,
 // with bpf_find_vma) finish the stacks walked before their tables; with
@@ -304,8 +304,8 @@ bool edges_can_wait(const OffcpuConfig &o, const OffcpuPlan &p) {
 
 // What -v says of the split load.
 constexpr const char *kSplitLoaded =
-    "in parallel (maps by the kernel's light skeleton, the programs by "
-    "libbpf in two threads)";
+    "in parallel (maps by the kernel's light skeleton, the programs in two "
+    "threads)";
 
 // The name --fail-load gives the light object `direct` says.
 const char *light_name(bool direct) {
@@ -628,7 +628,7 @@ OffcpuSession::load_split(const OffcpuConfig &opts, const OffcpuPlan &chosen,
     err = -EINVAL; // a .bss that is not the object's: never seen
   }
   fallbacks.failed("the split load (the light object's maps, the programs "
-                   "by libbpf in two threads)",
+                   "in two threads)",
                    err,
                    "the programs verified one after the other (a "
                    "slower start)");
@@ -703,7 +703,7 @@ void OffcpuSession::load_edges() {
     if (edges_delay_ms_)
       std::this_thread::sleep_for(std::chrono::milliseconds(edges_delay_ms_));
     return load_edge_programs(light, *big, edge_settings_, edges_fail_,
-                              edges_loader_, out);
+                              &edges_loader_, out);
   };
   // Then the seeding's second pass: the user stacks of the waits open at
   // start whose tasks still block (the others were taken at switch-in).
@@ -721,8 +721,9 @@ void OffcpuSession::load_edges() {
               errno_text(err).c_str());
     if (verbose_)
       fprintf(stderr,
-              "offcpu: the window edges' iterators loaded and the waits open "
-              "at start walked %llu ms after the attach\n",
+              "offcpu: the window edges' iterators loaded (%s) and the "
+              "waits open at start walked %llu ms after the attach\n",
+              share_loader_name(edges_loader_),
               static_cast<unsigned long long>((monotonic_ns() - attached) /
                                               1000000));
   };

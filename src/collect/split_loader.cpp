@@ -3,11 +3,13 @@
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 #include <fcntl.h>
+#include <sched.h>
 
 #include <cerrno>
 #include <memory>
 #include <system_error>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "collect/bpf_setup.h"
@@ -32,6 +34,36 @@ struct Share {
   OFFCPU_PROGS(OFFCPU_SHARE_FIELD)
 #undef OFFCPU_SHARE_FIELD
 };
+
+// How a share loads: by which loader (on return: which did), failing on
+// purpose (--fail-load split), and on which CPU (-1: any).
+struct ShareHow {
+  ShareLoader loader;
+  bool fail;
+  int cpu;
+};
+
+// Two CPUs this thread may run on, the one it is on first: {-1, -1} where
+// it may run on one only.
+std::pair<int, int> two_cpus() {
+  cpu_set_t allowed;
+  CPU_ZERO(&allowed);
+  if (sched_getaffinity(0, sizeof(allowed), &allowed) != 0 ||
+      CPU_COUNT(&allowed) < 2)
+    return {-1, -1};
+  std::vector<int> cpus;
+  for (int c = 0; c < CPU_SETSIZE; ++c)
+    if (CPU_ISSET(static_cast<unsigned>(c), &allowed))
+      cpus.push_back(c);
+  const int here = sched_getcpu();
+  const int first =
+      here >= 0 && CPU_ISSET(static_cast<unsigned>(here), &allowed) ? here
+                                                                    : cpus[0];
+  for (int c : cpus)
+    if (c > first)
+      return {first, c};
+  return {first, cpus[0]}; // first is the last: the lowest is another
+}
 
 // Gives every map of `skel` the light object's, in the object's order (both
 // skeletons list the same object's maps), but .rodata: this object's own
@@ -77,20 +109,22 @@ std::unique_ptr<Skel, SkelDeleter> open_share(const offcpu_settings &settings,
   return skel;
 }
 
-// Loads `share` through a loader libbpf generates (load_generated): 0,
-// -ENOTSUP when this libbpf's loader is not the shape expected (nothing
-// loaded), or the load's error.
+// Loads `share` through a loader libbpf generates (load_generated): 0, or
+// the load's error; *unknown_shape: this libbpf's loader is not the shape
+// expected (nothing loaded).
 int load_share_generated(const std::vector<int> &fds,
                          const offcpu_settings &settings, const Share &share,
-                         bool fail, SplitPrograms *out) {
+                         const ShareHow &how, SplitPrograms *out,
+                         bool *unknown_shape) {
   std::unique_ptr<Skel, SkelDeleter> skel = open_share(settings, share);
   if (!skel)
     return errno ? -errno : -ENOMEM;
   GeneratedLoad in;
   in.map_fds = fds;
-  in.fail_map = fail ? skel->maps.counts : nullptr;
+  in.fail_map = how.fail ? skel->maps.counts : nullptr;
+  in.cpu = how.cpu;
   std::vector<UniqueFd> progs;
-  if (int err = load_generated(skel->obj, in, &progs))
+  if (int err = load_generated(skel->obj, in, &progs, unknown_shape))
     return err;
   size_t k = 0;
   bpf_program *p = nullptr;
@@ -112,20 +146,21 @@ int load_share_generated(const std::vector<int> &fds,
 // Opens, loads and lets go one libbpf object with `share`'s programs,
 // keeping their descriptors in `out` (each share fills its own): through a
 // generated loader where this libbpf's is the shape expected and `how`
-// allows, else by libbpf. *how: which did.
+// asks for it, else by libbpf. how->loader: which did.
 int load_share(const std::vector<int> &fds, const offcpu_settings &settings,
-               const Share &share, bool fail, SplitPrograms *out,
-               ShareLoader *how) {
-  if (*how == ShareLoader::Generated) {
-    int err = load_share_generated(fds, settings, share, fail, out);
-    if (err != -ENOTSUP)
+               const Share &share, ShareHow *how, SplitPrograms *out) {
+  if (how->loader == ShareLoader::Generated) {
+    bool unknown_shape = false;
+    int err =
+        load_share_generated(fds, settings, share, *how, out, &unknown_shape);
+    if (!unknown_shape)
       return err;
-    *how = ShareLoader::Libbpf;
+    how->loader = ShareLoader::Libbpf;
   }
   std::unique_ptr<Skel, SkelDeleter> skel = open_share(settings, share);
   if (!skel)
     return errno ? -errno : -ENOMEM;
-  int err = reuse_light_maps(skel.get(), fds, fail);
+  int err = reuse_light_maps(skel.get(), fds, how->fail);
   if (err == 0)
     err = offcpu_dsplit_bpf__load(skel.get());
   if (err != 0)
@@ -218,9 +253,12 @@ int load_split_programs(offcpu_light *light, const offcpu_settings &settings,
   }
   int second_err = 0;
   const uint64_t t0 = monotonic_ns();
-  times->first = times->second = want.loader;
+  // Each generated loader on a CPU of its own (see GeneratedLoad::cpu).
+  const std::pair<int, int> cpus = two_cpus();
+  ShareHow first_how{want.loader, want.fail, cpus.first};
+  ShareHow second_how{want.loader, false, cpus.second};
   auto load_second = [&] {
-    second_err = load_share(fds, settings, second, false, out, &times->second);
+    second_err = load_share(fds, settings, second, &second_how, out);
     times->second_ns = monotonic_ns() - t0;
   };
   std::thread other;
@@ -232,17 +270,18 @@ int load_split_programs(offcpu_light *light, const offcpu_settings &settings,
   // The first share has no waking hook: no stack of its cut.
   offcpu_settings first_settings = settings;
   first_settings.cut_irq_stacks = false;
-  int err =
-      load_share(fds, first_settings, first, want.fail, out, &times->first);
+  int err = load_share(fds, first_settings, first, &first_how, out);
   times->first_ns = monotonic_ns() - t0;
   if (other.joinable())
     other.join();
+  times->first = first_how.loader;
+  times->second = second_how.loader;
   return err != 0 ? err : second_err;
 }
 
 int load_edge_programs(offcpu_light *light, const SplitPrograms &big,
                        const offcpu_settings &settings, bool fail,
-                       ShareLoader loader, SplitPrograms *out) {
+                       ShareLoader *loader, SplitPrograms *out) {
   std::vector<int> fds;
   if (int err = light_maps(light, big, &fds))
     return err;
@@ -252,7 +291,10 @@ int load_edge_programs(offcpu_light *light, const SplitPrograms &big,
   offcpu_settings real = settings; // these programs run in full
   real.edges_later = false;
   real.cut_irq_stacks = false; // no waker's stack among them
-  return load_share(fds, real, edges, fail, out, &loader);
+  ShareHow how{*loader, fail, -1};
+  int err = load_share(fds, real, edges, &how, out);
+  *loader = how.loader;
+  return err;
 }
 
 } // namespace offcpu

@@ -30,8 +30,8 @@ enum class ShareLoader { Generated, Libbpf };
 struct SplitWant {
   bool waking = false;
   bool fork = false;
-  // --fail-load split: the counts map created by libbpf, too large for the
-  // kernel (E2BIG), so the split load fails where a real one would.
+  // --fail-load split: the counts map created by the loader, too large for
+  // the kernel (E2BIG), so the split load fails where a real one would.
   bool fail = false;
   // The window edges' iterators too; else they load after the attach
   // (load_edge_programs).
@@ -80,10 +80,10 @@ int load_split_programs(offcpu_light *light, const offcpu_settings &settings,
 
 // Loads the window edges' iterators (offcpu_seed_stacks, offcpu_flush) with
 // `settings` (edges_later cleared here) against the split load's maps:
-// `light`'s, the big ones `big`'s. `fail`, `loader`: as SplitWant's. 0, or
-// a negative errno.
+// `light`'s, the big ones `big`'s. `fail`, `loader`: as SplitWant's (on
+// return, *loader: how they loaded). 0, or a negative errno.
 int load_edge_programs(offcpu_light *light, const SplitPrograms &big,
                        const offcpu_settings &settings, bool fail,
-                       ShareLoader loader, SplitPrograms *out);
+                       ShareLoader *loader, SplitPrograms *out);
 
 } // namespace offcpu

@@ -11,6 +11,7 @@
 
 #include <atomic>
 #include <cstring>
+#include <set>
 #include <thread>
 
 #include "support/hostile_cfi.h"
@@ -31,10 +32,12 @@ constexpr long kBigRssKb = 256 * 1024;
 constexpr uint64_t kCapMiB = 16;
 const std::vector<std::string> kCap{"--unwind-memory", std::to_string(kCapMiB)};
 
-// Kernel memory of every BPF map `pid` holds (fdinfo's memlock).
+// Kernel memory of every BPF map `pid` holds (fdinfo's memlock), each map
+// once: the split load hands its loaders copies of the maps' descriptors.
 uint64_t map_memlock(pid_t pid) {
   const std::string dir = "/proc/" + std::to_string(pid);
   uint64_t sum = 0;
+  std::set<uint64_t> seen;
   DIR *d = opendir((dir + "/fd").c_str());
   if (!d)
     return 0;
@@ -46,7 +49,9 @@ uint64_t map_memlock(pid_t pid) {
       continue;
     std::string info = slurp(dir + "/fdinfo/" + e->d_name);
     size_t at = info.find("memlock:");
-    if (at != std::string::npos)
+    size_t id = info.find("map_id:");
+    if (at != std::string::npos && id != std::string::npos &&
+        seen.insert(std::strtoull(info.c_str() + id + 7, nullptr, 10)).second)
       sum += std::strtoull(info.c_str() + at + 8, nullptr, 10);
   }
   closedir(d);

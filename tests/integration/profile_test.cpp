@@ -316,11 +316,11 @@ TEST_F(Profile, OrcWalkAgreesWithTheKernelAndHandsOverCleanly) {
   }
 }
 
-// The split load (the default here with the waking hook: the light
-// object's maps, the programs with plain loads verified by libbpf in two
-// threads), the light skeleton with plain loads of kernel memory alone (the
-// default without it), the one with probe reads (kernels before 6.8) and
-// libbpf's regular one (the fallback) run the same programs: same answers.
+// The split load (the default here: the light object's maps, the programs
+// with plain loads verified in two threads by loaders libbpf generates),
+// the light skeleton with plain loads of kernel memory alone (--loader
+// light), the one with probe reads (kernels before 6.8) and libbpf's
+// regular one (the fallback) run the same programs: same answers.
 TEST_F(Profile, KernelAndLibbpfLoadersAgree) {
   Workload w;
   auto run = [&](std::vector<std::string> extra) {
@@ -330,8 +330,8 @@ TEST_F(Profile, KernelAndLibbpfLoadersAgree) {
     args.push_back("2");
     return offcpu(args);
   };
-  auto split = run({"--wakers"});
-  auto direct = run({});
+  auto split = run({});
+  auto direct = run({"--loader", "light"});
   auto light = run({"--loader", "light-probe-reads"});
   auto regular = run({"--loader", "libbpf"});
   EXPECT_NE(split.err.find("loaded in parallel"), std::string::npos)
@@ -356,6 +356,8 @@ TEST_F(Profile, KernelAndLibbpfLoadersAgree) {
     expect_near(test::totals_by_comm(a)[comm], kWindowUs, 0.05, comm);
     expect_near(test::totals_by_comm(b)[comm], kWindowUs, 0.05, comm);
     auto want = kernel_part(heaviest_with(b, comm, "start_thread"));
+    EXPECT_EQ(kernel_part(heaviest_with(sp, comm, "start_thread")), want)
+        << comm;
     EXPECT_EQ(kernel_part(heaviest_with(d, comm, "start_thread")), want)
         << comm;
     EXPECT_EQ(kernel_part(heaviest_with(a, comm, "start_thread")), want)
@@ -417,10 +419,9 @@ TEST_F(Profile, FailedLoadWarnsOnceAndFallsBack) {
 // generated loads them by libbpf instead, as where that loader is not the
 // shape expected. Either way the same answer and no warning, with one hook
 // and with two. The window edges' iterators load the same way while the
-// hooks run: the rewrite must leave the live .bss as it is (a loader that
-// wrote its initial value there would clear the window's start and end),
-// and the stuck thread, blocked since before the start, gets its stack
-// from them.
+// hooks run: the stuck thread, blocked since before the start, gets its
+// stack from them (SeededWaits.TheEdgesLoadLeavesTheLiveDataAsItIs checks
+// that their load leaves the live .bss as it is).
 TEST_F(Profile, SplitLoadThroughGeneratedLoadersOrLibbpf) {
   Workload w;
   for (bool wakers : {false, true}) {
@@ -440,6 +441,10 @@ TEST_F(Profile, SplitLoadThroughGeneratedLoadersOrLibbpf) {
       EXPECT_NE(r.err.find("split load: "), std::string::npos) << what << "\n"
                                                                << r.err;
       EXPECT_NE(r.err.find(how), std::string::npos) << what << "\n" << r.err;
+      const std::string edges =
+          std::string("the window edges' iterators loaded (") +
+          (generated ? "generated loader" : "libbpf") + ")";
+      EXPECT_NE(r.err.find(edges), std::string::npos) << what << "\n" << r.err;
       EXPECT_EQ(r.err.find("failed to load"), std::string::npos) << what << "\n"
                                                                  << r.err;
       auto lines = test::parse_folded(r.out);
