@@ -209,6 +209,12 @@ std::unique_ptr<OffcpuSession> start_session(const ProfileOptions &opts,
   }
   const uint64_t t_tables = monotonic_ns();
   session->attach(opts.duration_s ? *opts.duration_s : -1.0);
+  // The waits already in progress opened at once, before anything else (a
+  // banner written to a full pipe, a lower priority): a wait open at the
+  // attach that ends before this pass reaches its thread is not seen, and
+  // on a loaded host the pass came 15 ms late once, behind the banner.
+  session->seed_open_waits();
+  const uint64_t t_seeded = monotonic_ns();
   // A table still being built when the window closes is dropped.
   unwinder.stop_at(session->planned_stop_ns());
   if (opts.verbose) {
@@ -218,6 +224,8 @@ std::unique_ptr<OffcpuSession> start_session(const ProfileOptions &opts,
          ms_between(t_probed, t_loaded) + ", unwind tables " +
          ms_between(t_loaded, t_tables) + ", attach " +
          ms_between(t_tables, opened) + "; window opened then");
+    note("waits already in progress seeded " + ms_between(opened, t_seeded) +
+         " ms after the attach");
   }
   return session;
 }
@@ -231,17 +239,6 @@ void announce_tracing(const ProfileOptions &opts) {
   }
   note(what + (opts.duration_s ? "... Hit Ctrl-C to end early."
                                : "... Hit Ctrl-C to end."));
-}
-
-// The banner, then the waits already in progress opened: tracing runs from
-// the attach on, and the hooks see every later wait.
-void start_tracing(OffcpuSession &session, const ProfileOptions &opts) {
-  announce_tracing(opts);
-  const uint64_t t_seed = monotonic_ns();
-  session.seed_open_waits();
-  if (opts.verbose)
-    note("waits already in progress seeded in " +
-         ms_between(t_seed, monotonic_ns()) + " ms");
 }
 
 void show_progress(const OffcpuSession &session, const SelfCost &cost,
@@ -793,7 +790,7 @@ int run_profile(const ProfileOptions &given) {
   WindowEndOnSignal window_end(session->window_end_word());
   cost.watch(session->hook_programs());
   cost.start();
-  start_tracing(*session, opts);
+  announce_tracing(opts);
   const int64_t wall_start = wall_clock_ns();
   Symbolizer symbolizer(system_files(), KernelSymbols{});
   symbolizer.add_debug_dirs(opts.output.debug_dirs);
