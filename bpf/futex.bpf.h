@@ -323,13 +323,17 @@ int BPF_PROG(futex_switch, bool preempt, struct task_struct *prev,
  * wakes futex waiters (its saved call number). Not so for a wakeup from a
  * timeout's timer or another interrupt (the task it interrupted is no
  * holder: in user mode its orig_ax is the interrupt's, an idle CPU's task
- * is the idle task), nor for a signal's sender. */
+ * is the idle task), nor for a signal's sender. An interrupt that finds a
+ * task inside a futex call of its own is taken for that task's release;
+ * offcpu's own threads, the most frequent such callers here, are told
+ * apart (self_tgid). */
 static __always_inline bool in_futex_release(void) {
   struct task_struct *t = bpf_get_current_task_btf();
   long nr = ((struct pt_regs *)bpf_task_pt_regs(t))->orig_ax;
-  return t->pid && (nr == OFFCPU_NR_FUTEX || nr == OFFCPU_NR_FUTEX_WAKE ||
-                    nr == OFFCPU_NR_FUTEX_REQUEUE || nr == OFFCPU_NR_EXIT ||
-                    nr == OFFCPU_NR_EXIT_GROUP);
+  return t->pid && t->tgid != self_tgid &&
+         (nr == OFFCPU_NR_FUTEX || nr == OFFCPU_NR_FUTEX_WAKE ||
+          nr == OFFCPU_NR_FUTEX_REQUEUE || nr == OFFCPU_NR_EXIT ||
+          nr == OFFCPU_NR_EXIT_GROUP);
 }
 
 /* A sleeping waiter being woken: the first wakeup of its wait names the

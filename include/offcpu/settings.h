@@ -20,6 +20,10 @@
   /* -p of one process, none to join later: its tgid (0: not so), which    \
    * hooks run for every task of the machine compare before any lookup. */ \
   X(__u32, only_tgid, 0)                                                       \
+  /* offcpu's own process (lock --futex): never a futex's holder. A       \
+   * timer's interrupt that wakes a timed-out waiter may find one of its   \
+   * threads inside a futex call of its own. */                            \
+  X(__u32, self_tgid, 0)                                                       \
   X(bool, filter_tid, false)      /* -t: filter_tids */                        \
   X(bool, user_threads_only, false)                                            \
   X(bool, kernel_threads_only, false)                                          \

@@ -113,6 +113,7 @@ int try_load(rwsem_bpf *skel, const RwsemConfig &o, const RwsemPlan &p,
   s.min_wait_ns = min_wait_ns;
   s.stack_depth = o.max_stack_depth;
   s.want_wakers = o.wakers;
+  s.self_tgid = static_cast<__u32>(getpid());
   s.cut_irq_stacks = o.wakers;
   s.lock_slab_caches = o.slab_caches && p.mechanism != RwsemAttach::Kprobe;
   s.key_cgroup = o.key_cgroup;
