@@ -687,7 +687,10 @@ void OffcpuSession::seed_open_waits() {
               "offcpu: warning: waits in progress at start not all seen: %s\n",
               errno_text(err).c_str());
   }
-  if (plan_.edges_after_attach)
+}
+
+void OffcpuSession::start_edges() {
+  if (plan_.edges_after_attach && !edges_)
     load_edges();
 }
 
@@ -736,7 +739,7 @@ uint64_t OffcpuSession::edges_ready_ns() const {
 
 int OffcpuSession::edge_program(bool flush) {
   if (plan_.edges_after_attach && !edges_)
-    return -1; // never started: seed_open_waits() was not called
+    return -1; // never started: start_edges() was not called
   if (!edges_)
     return flush ? h_.fd.offcpu_flush : h_.fd.offcpu_seed_stacks;
   const SplitPrograms *p = edges_->wait();

@@ -45,9 +45,13 @@ public:
   // however long seeding or user space take.
   void attach(double duration_s);
   // Opens waits for the tasks already off CPU at the attach (the hooks see
-  // every later one), then fills in their user stacks. After attach; the
-  // start-up banner need not wait for it.
+  // every later one), then fills in their user stacks (or, with the edges
+  // after the attach, leaves them to start_edges()). Right after attach.
   void seed_open_waits();
+  // Starts loading the window edges' iterators on a thread of their own,
+  // where they load after the attach; then their pass over the waits
+  // seeded. After seed_open_waits().
+  void start_edges();
   // When the window opened and when it is planned to close (0: at stop()),
   // CLOCK_MONOTONIC ns.
   uint64_t window_start_ns() const { return start_ns_; }

@@ -791,6 +791,9 @@ int run_profile(const ProfileOptions &given) {
   cost.watch(session->hook_programs());
   cost.start();
   announce_tracing(opts);
+  // After the banner: under SCHED_FIFO (startup.py --rt) a loader started
+  // first held the banner's CPU for its whole load.
+  session->start_edges();
   const int64_t wall_start = wall_clock_ns();
   Symbolizer symbolizer(system_files(), KernelSymbols{});
   symbolizer.add_debug_dirs(opts.output.debug_dirs);
