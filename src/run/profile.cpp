@@ -241,6 +241,13 @@ void announce_tracing(const ProfileOptions &opts) {
                                : "... Hit Ctrl-C to end."));
 }
 
+// The banner, then the window edges' load: under SCHED_FIFO (startup.py
+// --rt) a loader started first held the banner's CPU for its whole load.
+void start_tracing(OffcpuSession &session, const ProfileOptions &opts) {
+  announce_tracing(opts);
+  session.start_edges();
+}
+
 void show_progress(const OffcpuSession &session, const SelfCost &cost,
                    double total) {
   const uint64_t elapsed_ns = monotonic_ns() - session.window_start_ns();
@@ -790,10 +797,7 @@ int run_profile(const ProfileOptions &given) {
   WindowEndOnSignal window_end(session->window_end_word());
   cost.watch(session->hook_programs());
   cost.start();
-  announce_tracing(opts);
-  // After the banner: under SCHED_FIFO (startup.py --rt) a loader started
-  // first held the banner's CPU for its whole load.
-  session->start_edges();
+  start_tracing(*session, opts);
   const int64_t wall_start = wall_clock_ns();
   Symbolizer symbolizer(system_files(), KernelSymbols{});
   symbolizer.add_debug_dirs(opts.output.debug_dirs);
