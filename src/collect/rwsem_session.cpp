@@ -2,6 +2,7 @@
 
 #include <bpf/bpf.h>
 #include <linux/membarrier.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -92,6 +93,18 @@ void set_futex(rwsem_bpf *skel, const RwsemConfig &o) {
 #undef OFFCPU_FUTEX_AUTOLOAD
 }
 
+// offcpu's own process as BPF sees it (the kernel's global ids): getpid()
+// where offcpu runs in the initial pid namespace (/proc/self/ns/pid's
+// inode is PROC_PID_INIT_INO there); 0, none excluded, in another, where
+// getpid() is another process's tgid globally.
+__u32 global_self_tgid() {
+  constexpr ino_t kInitPidNamespace = 0xEFFFFFFCU;
+  struct stat st {};
+  if (stat("/proc/self/ns/pid", &st) != 0 || st.st_ino != kInitPidNamespace)
+    return 0;
+  return static_cast<__u32>(getpid());
+}
+
 int try_load(rwsem_bpf *skel, const RwsemConfig &o, const RwsemPlan &p,
              uint64_t min_wait_ns) {
   offcpu_settings s = default_settings();
@@ -113,7 +126,7 @@ int try_load(rwsem_bpf *skel, const RwsemConfig &o, const RwsemPlan &p,
   s.min_wait_ns = min_wait_ns;
   s.stack_depth = o.max_stack_depth;
   s.want_wakers = o.wakers;
-  s.self_tgid = static_cast<__u32>(getpid());
+  s.self_tgid = global_self_tgid();
   s.cut_irq_stacks = o.wakers;
   s.lock_slab_caches = o.slab_caches && p.mechanism != RwsemAttach::Kprobe;
   s.key_cgroup = o.key_cgroup;

@@ -209,12 +209,6 @@ std::unique_ptr<OffcpuSession> start_session(const ProfileOptions &opts,
   }
   const uint64_t t_tables = monotonic_ns();
   session->attach(opts.duration_s ? *opts.duration_s : -1.0);
-  // The waits already in progress opened at once, before anything else (a
-  // banner written to a full pipe, a lower priority): a wait open at the
-  // attach that ends before this pass reaches its thread is not seen, and
-  // on a loaded host the pass came 15 ms late once, behind the banner.
-  session->seed_open_waits();
-  const uint64_t t_seeded = monotonic_ns();
   // A table still being built when the window closes is dropped.
   unwinder.stop_at(session->planned_stop_ns());
   if (opts.verbose) {
@@ -224,8 +218,6 @@ std::unique_ptr<OffcpuSession> start_session(const ProfileOptions &opts,
          ms_between(t_probed, t_loaded) + ", unwind tables " +
          ms_between(t_loaded, t_tables) + ", attach " +
          ms_between(t_tables, opened) + "; window opened then");
-    note("waits already in progress seeded " + ms_between(opened, t_seeded) +
-         " ms after the attach");
   }
   return session;
 }
@@ -241,9 +233,21 @@ void announce_tracing(const ProfileOptions &opts) {
                                : "... Hit Ctrl-C to end."));
 }
 
-// The banner, then the window edges' load: under SCHED_FIFO (startup.py
-// --rt) a loader started first held the banner's CPU for its whole load.
-void start_tracing(OffcpuSession &session, const ProfileOptions &opts) {
+// The waits already in progress opened at once, still at the start-up's
+// priority (`startup`, let go after): a wait open at the attach that ends
+// before this pass reaches its thread is not seen, and on a loaded host
+// the pass came 15 ms late once, behind the banner. Then the banner, then
+// the window edges' load (under SCHED_FIFO, startup.py --rt, a loader
+// started first held the banner's CPU for its whole load).
+void start_tracing(OffcpuSession &session, const ProfileOptions &opts,
+                   std::unique_ptr<PriorityBoost> &startup) {
+  session.seed_open_waits();
+  const uint64_t seeded = monotonic_ns();
+  startup.reset(); // back to kTracingNice
+  if (opts.verbose)
+    note("waits already in progress seeded " +
+         ms_between(session.window_start_ns(), seeded) +
+         " ms after the attach");
   announce_tracing(opts);
   session.start_edges();
 }
@@ -788,7 +792,6 @@ int run_profile(const ProfileOptions &given) {
   auto boost = std::make_unique<PriorityBoost>(kTracingNice);
   auto startup = std::make_unique<PriorityBoost>(kBurstNice);
   auto session = start_session(opts, unwinder);
-  startup.reset(); // back to kTracingNice
   if (!session) {
     note("interrupted before tracing started; nothing collected");
     return kExitInterrupted;
@@ -797,7 +800,7 @@ int run_profile(const ProfileOptions &given) {
   WindowEndOnSignal window_end(session->window_end_word());
   cost.watch(session->hook_programs());
   cost.start();
-  start_tracing(*session, opts);
+  start_tracing(*session, opts, startup);
   const int64_t wall_start = wall_clock_ns();
   Symbolizer symbolizer(system_files(), KernelSymbols{});
   symbolizer.add_debug_dirs(opts.output.debug_dirs);

@@ -60,12 +60,16 @@ measure() { # name, command...
   # Attached once one of its programs has run (the workload never stops):
   # a tool slow to start (bpftrace compiling, a busy VM) is not measured
   # before it is there, and never gets its SIGINT before its handler.
+  # (This runs in the caller's $(...): the EXIT trap there never sees
+  # $tool, so a tool given up on is killed here.)
   local waited=0
   until stats "$tool" | grep -qE ':[1-9][0-9]*( |$)'; do
     sleep 0.2
     waited=$((waited + 1))
-    if [ $waited -ge 300 ]; then
-      echo "futex_lock.sh: $name did not attach within 60 s" >&2
+    if ! kill -0 "$tool" 2>/dev/null || [ $waited -ge 300 ]; then
+      echo "futex_lock.sh: $name exited or did not attach within 60 s" >&2
+      kill -KILL "$tool" 2>/dev/null || true
+      wait "$tool" 2>/dev/null || true
       exit 1
     fi
   done
