@@ -94,4 +94,13 @@ int run_iterator(int prog_fd) {
   }
 }
 
+bool same_map_shape(int fd, const bpf_map *m) {
+  bpf_map_info info{};
+  __u32 len = sizeof(info);
+  return bpf_obj_get_info_by_fd(fd, &info, &len) == 0 &&
+         info.type == bpf_map__type(m) &&
+         info.key_size == bpf_map__key_size(m) &&
+         info.value_size == bpf_map__value_size(m);
+}
+
 } // namespace offcpu

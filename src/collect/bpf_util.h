@@ -24,6 +24,10 @@ using BpfLink = std::unique_ptr<bpf_link, BpfLinkDeleter>;
 // Returns 0 or a negative errno.
 int run_iterator(int prog_fd);
 
+// Whether map `fd` has `m`'s type, key size and value size: a map created
+// for another object is never reused for this one.
+bool same_map_shape(int fd, const bpf_map *m);
+
 // Every key of a hash map, as they are now (entries may come and go).
 template <typename Key> std::vector<Key> map_keys(int map_fd) {
   std::vector<Key> keys;

@@ -16,6 +16,7 @@
 // program descriptors after it), the one light skeletons fill.
 #include <bpf/skel_internal.h>
 
+#include "collect/bpf_util.h"
 #include "collect/loader_shape.h"
 
 namespace offcpu {
@@ -154,16 +155,6 @@ int run_loader(const std::vector<bpf_insn> &insns,
   return 0;
 }
 
-// Whether `fd` is a map of `m`'s shape.
-bool same_shape(int fd, const bpf_map *m) {
-  bpf_map_info info{};
-  __u32 len = sizeof(info);
-  return bpf_obj_get_info_by_fd(fd, &info, &len) == 0 &&
-         info.type == bpf_map__type(m) &&
-         info.key_size == bpf_map__key_size(m) &&
-         info.value_size == bpf_map__value_size(m);
-}
-
 // The loader libbpf generated for `obj`, and the object's maps.
 struct Generated {
   std::vector<const bpf_map *> maps;
@@ -238,7 +229,7 @@ int rewrite(Generated *g, const GeneratedLoad &in, LoaderFds *fds,
                                     bpf_map__value_size(map), 1, &opts));
       own[i] = true;
     } else {
-      if (!same_shape(in.map_fds[i], map))
+      if (!same_map_shape(in.map_fds[i], map))
         return -EINVAL; // never the object's own map: never reused
       fd = fds->dup_of(in.map_fds[i]);
       if (bpf_map__is_internal(map)) {

@@ -568,8 +568,8 @@ OffcpuSession::load_split(const OffcpuConfig &opts, const OffcpuPlan &chosen,
   plan.edges_after_attach = edges_can_wait(opts, plan);
   // With the waking hook or without: through generated loaders the switch
   // hook alone (~60 ms) is well under the light object's whole load
-  // (startup.py, exec to attached: default 128 -> 90 ms, --wakers 128 ->
-  // 93). By libbpf it was not (default 198 vs 190 ms): each object parsed
+  // (startup.py, exec to attached: default 130 -> 95 ms, --wakers 129 ->
+  // 99). By libbpf it was not (default 198 vs 190 ms): each object parsed
   // the kernel's BTF first.
   if (opts.loader != Loader::Auto || !light_can_serve(plan) ||
       !plan.direct_loads)

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "collect/bpf_setup.h"
+#include "collect/bpf_util.h"
 #include "collect/generated_loader.h"
 #include "collect/light_loader.h"
 #include "offcpu.dsplit.skel.h"
@@ -81,14 +82,7 @@ int reuse_light_maps(Skel *skel, const std::vector<int> &fds, bool fail) {
       bpf_map__set_max_entries(m, UINT32_MAX);
       continue;
     }
-    bpf_map_info info{};
-    __u32 len = sizeof(info);
-    if (bpf_obj_get_info_by_fd(fd, &info, &len) != 0)
-      return -errno;
-    // Not the same object after all: never reuse a map of another shape.
-    if (info.type != bpf_map__type(m) ||
-        info.key_size != bpf_map__key_size(m) ||
-        info.value_size != bpf_map__value_size(m))
+    if (!same_map_shape(fd, m))
       return -EINVAL;
     if (int err = bpf_map__reuse_fd(m, fd); err != 0)
       return err;
