@@ -35,28 +35,51 @@ Frame truncation_mark() {
   return {"[truncated]", FrameKind::Marker, kNoModule, 0, kNoMapping, false};
 }
 
-uint32_t module_of(Profile &p, const ModuleInfo *m) {
-  return m ? p.module(m->path, m->build_id, m->debug_file) : kNoModule;
-}
+// The profile's ids of the modules and mappings frames come from, each
+// module's looked up once: a profile's frames hold a few dozen modules.
+class ModuleIds {
+public:
+  explicit ModuleIds(Profile &p) : p_(p) {}
 
-// The process's range a user frame came from, for pprof.
-uint32_t mapping_of(Profile &p, const Mapping &range, const ModuleInfo *m) {
-  if (!m || range.end <= range.start)
-    return kNoMapping;
-  return p.mapping({range.start, range.end, range.offset, module_of(p, m)});
-}
+  uint32_t of(const ModuleInfo *m) {
+    if (!m)
+      return kNoModule;
+    auto it = ids_.find(m);
+    // Its debug file may be found after its first frame: told once.
+    if (it != ids_.end() && (it->second.debug_file || m->debug_file.empty()))
+      return it->second.id;
+    uint32_t id = p_.module(m->path, m->build_id, m->debug_file);
+    ids_[m] = {id, !m->debug_file.empty()};
+    return id;
+  }
+  // The process's range a user frame came from, for pprof.
+  uint32_t mapping(const Mapping &range, const ModuleInfo *m) {
+    if (!m || range.end <= range.start)
+      return kNoMapping;
+    return p_.mapping({range.start, range.end, range.offset, of(m)});
+  }
+
+private:
+  struct Id {
+    uint32_t id;
+    bool debug_file;
+  };
+  Profile &p_;
+  std::unordered_map<const ModuleInfo *, Id> ids_;
+};
 
 // Kernel frames root first, without the tracer's leaf frames; `truncated`:
 // the stack was cut at the depth limit.
-std::vector<Frame> kernel_frames(Profile &p, const std::vector<uint64_t> &ips,
+std::vector<Frame> kernel_frames(ModuleIds &ids,
+                                 const std::vector<uint64_t> &ips,
                                  bool truncated, Symbolizer &sym) {
   std::vector<Frame> leaf_first;
   leaf_first.reserve(ips.size());
   for (size_t i = 0; i < ips.size(); i++) {
     const ModuleInfo *m = nullptr;
     std::string name = valid_utf8(sym.kernel_frame(ips[i], i > 0, &m));
-    leaf_first.push_back({std::move(name), FrameKind::Kernel, module_of(p, m),
-                          ips[i], kNoMapping, i > 0});
+    leaf_first.push_back({std::move(name), FrameKind::Kernel, ids.of(m), ips[i],
+                          kNoMapping, i > 0});
   }
   size_t cut = 0;
   for (size_t i = 0; i < leaf_first.size() && i < kTracerFrameWindow; i++)
@@ -89,7 +112,8 @@ void add_source(Frame &f, const SourceFrame &where, bool lines) {
   f.source = std::move(src);
 }
 
-std::vector<Frame> native_frames(Profile &p, uint32_t tgid, uint64_t stack_id,
+std::vector<Frame> native_frames(ModuleIds &ids, uint32_t tgid,
+                                 uint64_t stack_id,
                                  const std::vector<uint64_t> &ips, bool cut,
                                  Symbolizer &sym);
 
@@ -168,14 +192,14 @@ std::vector<Frame> merge_python(std::vector<Frame> root_first, uint32_t tgid,
 
 // User frames root first, named with the maps the stack was taken under;
 // Python frames in place of the interpreter's.
-std::vector<Frame> user_frames(Profile &p, uint32_t tgid, uint64_t stack_id,
+std::vector<Frame> user_frames(ModuleIds &ids, uint32_t tgid, uint64_t stack_id,
                                const std::vector<uint64_t> &all, bool cut,
                                Symbolizer &sym) {
   size_t native = 0;
   std::vector<PythonFrameWord> py =
       sym.python().chain(tgid, python_frames_of(all, &native));
   std::vector<Frame> named =
-      native_frames(p, tgid, stack_id,
+      native_frames(ids, tgid, stack_id,
                     std::vector<uint64_t>(
                         all.begin(), all.begin() + static_cast<long>(native)),
                     cut, sym);
@@ -186,7 +210,8 @@ std::vector<Frame> user_frames(Profile &p, uint32_t tgid, uint64_t stack_id,
 
 // Native user frames root first, named with the maps the stack was taken
 // under.
-std::vector<Frame> native_frames(Profile &p, uint32_t tgid, uint64_t stack_id,
+std::vector<Frame> native_frames(ModuleIds &ids, uint32_t tgid,
+                                 uint64_t stack_id,
                                  const std::vector<uint64_t> &ips, bool cut,
                                  Symbolizer &sym) {
   std::vector<Frame> root_first;
@@ -200,8 +225,8 @@ std::vector<Frame> native_frames(Profile &p, uint32_t tgid, uint64_t stack_id,
     Mapping range;
     std::string name =
         valid_utf8(sym.user_frame(tgid, ips[i], i > 0, &m, &range));
-    root_first.push_back({std::move(name), FrameKind::User, module_of(p, m),
-                          ips[i], mapping_of(p, range, m), i > 0});
+    root_first.push_back({std::move(name), FrameKind::User, ids.of(m), ips[i],
+                          ids.mapping(range, m), i > 0});
     if (!source.dwarf)
       continue;
     const std::vector<SourceFrame> &chain =
@@ -252,7 +277,7 @@ bool same_frames(const std::vector<Frame> &a, const std::vector<Frame> &b) {
 class StackNames {
 public:
   StackNames(Profile &p, const StackTable &stacks, Symbolizer &sym)
-      : p_(p), stacks_(stacks), sym_(sym) {}
+      : ids_(p), stacks_(stacks), sym_(sym) {}
 
   // Null if the stack is not in the table.
   const Frames *kernel(uint64_t id) {
@@ -262,7 +287,7 @@ public:
     const auto *ips = find_stack(stacks_, id);
     if (!ips)
       return nullptr;
-    Frames f = kernel_frames(p_, *ips, stacks_.truncated.count(id), sym_);
+    Frames f = kernel_frames(ids_, *ips, stacks_.truncated.count(id), sym_);
     return &kernel_.emplace(id, std::move(f)).first->second;
   }
   const Frames *user(uint32_t tgid, uint64_t id) {
@@ -273,7 +298,7 @@ public:
     if (!ips)
       return nullptr;
     Frames f =
-        user_frames(p_, tgid, id, *ips, stacks_.truncated.count(id), sym_);
+        user_frames(ids_, tgid, id, *ips, stacks_.truncated.count(id), sym_);
     // Workers forked from one server map its files where it did: the same
     // addresses name alike in each, and they share one copy of the frames
     // (postgres under pgbench: a third of 11,000 user stacks named were
@@ -290,7 +315,7 @@ public:
   }
 
 private:
-  Profile &p_;
+  ModuleIds ids_;
   const StackTable &stacks_;
   Symbolizer &sym_;
   std::unordered_map<uint64_t, Frames> kernel_;

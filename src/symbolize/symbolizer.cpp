@@ -33,6 +33,9 @@ constexpr uint64_t kMaxVdsoBytes = 1u << 20;
 constexpr size_t kMaxVdsoImages = 16;
 // Addresses per file handed to the DWARF loader ahead of naming.
 constexpr size_t kMaxWarmOffsets = size_t{1} << 16;
+// Frames whose names are kept for the next stack that holds them; past
+// this (tens of MiB), the memo starts over.
+constexpr size_t kMaxFrameMemo = size_t{1} << 18;
 
 // Whether the open file is the executable this process runs (offcpu's own,
 // traced by a whole-system run).
@@ -805,6 +808,7 @@ void Symbolizer::end_naming() {
   demangled_.clear();
   kernel_ = KernelSymbols{};
   processes_.clear();
+  frame_memo_.clear();
 }
 
 const std::vector<Mapping> &Symbolizer::maps_of(uint32_t tgid) {
@@ -976,8 +980,72 @@ std::string Symbolizer::gone_frame(Process &p) {
 
 std::string Symbolizer::unnamed(const std::string &label, bool exited) {
   stats_.unnamed++;
-  stats_.unnamed_by_module[exited ? "[exited]" : label]++;
+  last_unnamed_key_ = exited ? "[exited]" : label;
+  stats_.unnamed_by_module[last_unnamed_key_]++;
   return exited ? "[unknown]" : label;
+}
+
+size_t Symbolizer::FrameMemoHash::operator()(const FrameMemoKey &k) const {
+  uint64_t h = k.lookup * 0x9e3779b97f4a7c15ull;
+  h ^= (uint64_t{k.tgid} << 32 | k.reading) + (h << 6) + (h >> 2);
+  return static_cast<size_t>(h ^ (k.newer ? 0x5bd1e995u : 0));
+}
+
+Symbolizer::FrameMemoKey Symbolizer::frame_key(uint32_t tgid, uint64_t lookup) {
+  Process &p = process(tgid);
+  uint32_t reading = kNoReading;
+  if (p.selected < p.readings.size())
+    reading = static_cast<uint32_t>(p.selected);
+  else if (!p.readings.empty())
+    reading = static_cast<uint32_t>(p.readings.size() - 1);
+  return {tgid, reading, lookup, p.selected_newer};
+}
+
+const Symbolizer::FrameMemo &Symbolizer::name_frame(uint32_t tgid,
+                                                    uint64_t addr,
+                                                    uint64_t lookup,
+                                                    bool count) {
+  const FrameMemoKey key = frame_key(tgid, lookup);
+  auto it = frame_memo_.find(key);
+  if (it != frame_memo_.end()) {
+    const FrameMemo &f = it->second;
+    if (!count)
+      return f;
+    stats_.named += f.named;
+    stats_.frames_process_gone += f.gone;
+    if (f.unnamed) {
+      stats_.unnamed += f.unnamed;
+      stats_.unnamed_by_module[f.unnamed_key] += f.unnamed;
+    }
+    return f;
+  }
+  if (frame_memo_.size() >= kMaxFrameMemo)
+    frame_memo_.clear();
+  const uint64_t named = stats_.named, unnamed = stats_.unnamed,
+                 gone = stats_.frames_process_gone;
+  FrameMemo f;
+  f.name = symbolize_user_ ? name_user_address(tgid, lookup, &f.where)
+                           : raw_user_address(tgid, addr, lookup, &f.where);
+  f.named = stats_.named - named;
+  f.unnamed = stats_.unnamed - unnamed;
+  f.gone = stats_.frames_process_gone - gone;
+  if (f.unnamed)
+    f.unnamed_key = last_unnamed_key_;
+  if (!count) { // looked up for another question: not a frame named
+    stats_.named = named;
+    stats_.frames_process_gone = gone;
+    stats_.unnamed = unnamed;
+    if (f.unnamed && !(stats_.unnamed_by_module[f.unnamed_key] -= f.unnamed))
+      stats_.unnamed_by_module.erase(f.unnamed_key);
+  }
+  if (const Mapping *m = find_mapping(maps_of(tgid), lookup)) {
+    f.start = m->start;
+    f.end = m->end;
+    f.offset = m->offset;
+    if (m->is_file())
+      f.file = file_for(*m);
+  }
+  return frame_memo_.emplace(key, std::move(f)).first->second;
 }
 
 std::string Symbolizer::user_frame(uint32_t tgid, uint64_t addr,
@@ -985,17 +1053,16 @@ std::string Symbolizer::user_frame(uint32_t tgid, uint64_t addr,
                                    const ModuleInfo **module,
                                    Mapping *mapping) {
   uint64_t lookup = is_return_address && addr > 0 ? addr - 1 : addr;
-  const ModuleInfo *where = nullptr;
-  std::string name = symbolize_user_
-                         ? name_user_address(tgid, lookup, &where)
-                         : raw_user_address(tgid, addr, lookup, &where);
+  const FrameMemo &f = name_frame(tgid, addr, lookup, true);
   if (module)
-    *module = where;
+    *module = f.where;
   if (mapping) {
-    const Mapping *m = find_mapping(maps_of(tgid), lookup);
-    *mapping = m ? *m : Mapping{};
+    *mapping = Mapping{};
+    mapping->start = f.start;
+    mapping->end = f.end;
+    mapping->offset = f.offset;
   }
-  return name;
+  return f.name;
 }
 
 // A frame in a file as "file+0xOFFSET" (the address as the stack holds
@@ -1118,20 +1185,16 @@ Symbolizer::user_source(uint32_t tgid, uint64_t addr, bool is_return_address) {
   if (!source_.dwarf || !symbolize_user_)
     return none;
   uint64_t lookup = is_return_address && addr > 0 ? addr - 1 : addr;
-  Process &p = process(tgid);
-  if (p.readings.empty())
-    return none;
-  const Mapping *m = find_mapping(maps_of(tgid), lookup);
-  if (!m || !m->is_file())
-    return none;
-  ElfFile *elf = elf_for(tgid, *m);
-  FileEntry *f = file_for(*m);
-  if (!elf || !f)
+  // The frame's file as user_frame found it (named first, so parsed).
+  const FrameMemo &named = name_frame(tgid, addr, lookup, false);
+  FileEntry *f = named.file;
+  ElfFile *elf = f ? f->elf.get() : nullptr;
+  if (!elf)
     return none;
   DwarfFile *dwarf = dwarf_for(*f);
   if (!dwarf)
     return none;
-  auto vaddr = elf->file_offset_to_vaddr(lookup - m->start + m->offset);
+  auto vaddr = elf->file_offset_to_vaddr(lookup - named.start + named.offset);
   if (!vaddr)
     return none;
   const bool had_time = dwarf->loss() != DwarfLoss::Time;

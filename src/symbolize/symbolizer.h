@@ -154,8 +154,8 @@ public:
   // `module`, if given, receives where the frame's code lives (or null).
   std::string kernel_frame(uint64_t addr, bool is_return_address,
                            const ModuleInfo **module = nullptr);
-  // `mapping`, if given, receives the process's mapping holding the frame
-  // (all zero if none).
+  // `mapping`, if given, receives the range of the process's mapping holding
+  // the frame: start, end and offset, the rest unset (all zero if none).
   std::string user_frame(uint32_t tgid, uint64_t addr, bool is_return_address,
                          const ModuleInfo **module = nullptr,
                          Mapping *mapping = nullptr);
@@ -168,7 +168,10 @@ public:
   void set_data_symbols(bool on) { data_symbols_ = on; }
   // Off (--no-symbolize): frames in files are not looked up, only shown as
   // "file+0xOFFSET", for a pprof server to name by build id.
-  void set_symbolize_user(bool on) { symbolize_user_ = on; }
+  void set_symbolize_user(bool on) {
+    symbolize_user_ = on;
+    frame_memo_.clear();
+  }
   // What DWARF says of the user frame user_frame named (same arguments):
   // the function holding its code, then those inlined into it, innermost
   // last, with their source lines. Empty without DWARF for it. The strings
@@ -287,6 +290,36 @@ private:
   std::optional<std::string> symbol_at(const ElfFile &elf, const Mapping &m,
                                        uint64_t lookup, bool demangled);
   std::string unnamed(const std::string &label, bool exited);
+  // user_frame's answers: the same frames recur in thousands of stacks
+  // (postgres under pgbench: 350,000 frames named from 30,000 addresses),
+  // and naming one costs a dozen lookups by path. Keyed by the maps reading
+  // that named it; what it added to the counts is added again on a hit.
+  struct FrameMemoKey {
+    uint32_t tgid;
+    uint32_t reading; // index in the process's readings, kNoReading if none
+    uint64_t lookup;
+    bool newer; // Process::selected_newer
+    bool operator==(const FrameMemoKey &o) const {
+      return tgid == o.tgid && reading == o.reading && lookup == o.lookup &&
+             newer == o.newer;
+    }
+  };
+  struct FrameMemoHash {
+    size_t operator()(const FrameMemoKey &k) const;
+  };
+  struct FrameMemo {
+    std::string name;
+    const ModuleInfo *where = nullptr;
+    uint64_t start = 0, end = 0, offset = 0; // the mapping, if any
+    FileEntry *file = nullptr; // the mapping's file, for user_source
+    uint64_t named = 0, unnamed = 0, gone = 0;
+    std::string unnamed_key; // where unnamed_by_module counted it
+  };
+  static constexpr uint32_t kNoReading = UINT32_MAX;
+  FrameMemoKey frame_key(uint32_t tgid, uint64_t lookup);
+  // `count`: a frame named (its counts added), not a lookup for DWARF.
+  const FrameMemo &name_frame(uint32_t tgid, uint64_t addr, uint64_t lookup,
+                              bool count);
   // A frame of a process gone before its maps could be read: counted.
   std::string gone_frame(Process &p);
   void refuse(FileKind kind, OpenFailure why);
@@ -331,6 +364,8 @@ private:
   bool crc_stopped_ = false;
   bool debuginfod_deferred_ = false;
   SymbolizeStats stats_;
+  std::unordered_map<FrameMemoKey, FrameMemo, FrameMemoHash> frame_memo_;
+  std::string last_unnamed_key_; // the key unnamed() counted last
   PythonNames python_;
   std::vector<std::pair<uint32_t, PythonProcess>> python_decisions_;
   bool symbolize_user_ = true;
