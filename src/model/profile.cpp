@@ -38,7 +38,8 @@ void Profile::append(const Profile &other) {
       frames = it->second;
       return;
     }
-    for (Frame &f : frames.mut()) {
+    for (size_t i = 0; i < frames.size(); i++) {
+      Frame &f = frames.mut(i);
       f.module =
           f.module < modules_to.size() ? modules_to[f.module] : kNoModule;
       f.mapping =

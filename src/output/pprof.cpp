@@ -442,11 +442,13 @@ std::string encode_pprof(const Profile &profile, const LayoutOptions &layout) {
   for (size_t i = 0; i < library.size(); i++)
     library[i] = library_path(profile.modules[i].path);
   for (bool libraries : {false, true})
-    for (const Sample &s : profile.samples)
-      for (const Frame &f : s.user)
+    for (const Sample &s : profile.samples) {
+      const std::vector<Frame> user = s.user.to_vector(); // groups in a row
+      for (const Frame &f : user)
         if (f.kind == FrameKind::User && !f.inlined &&
             (f.module >= library.size() || library[f.module]) == libraries)
-          place.location(&f, inlined_after(&f, s.user.data() + s.user.size()));
+          place.location(&f, inlined_after(&f, user.data() + user.size()));
+    }
   for (const Sample &s : profile.samples) {
     // Locations leaf first, the thread as the root, as in the folded output;
     // no delimiter, not even one read from -d folded text: pprof's views

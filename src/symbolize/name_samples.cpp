@@ -68,27 +68,58 @@ private:
   std::unordered_map<const ModuleInfo *, Id> ids_;
 };
 
+using Item = Frames::Item;
+using Items = Frames::Items;
+
+// A frame's frames (itself, then what DWARF says is inlined into it) and
+// what naming them counted: shared by every stack that holds the frame,
+// and counted again for each.
+struct FrameGroup {
+  Items frames;
+  FrameCounts counts;
+};
+using FrameMemo = std::unordered_map<FrameKey, FrameGroup, FrameKeyHash>;
+
 // Kernel frames root first, without the tracer's leaf frames; `truncated`:
-// the stack was cut at the depth limit.
-std::vector<Frame> kernel_frames(ModuleIds &ids,
-                                 const std::vector<uint64_t> &ips,
-                                 bool truncated, Symbolizer &sym) {
-  std::vector<Frame> leaf_first;
-  leaf_first.reserve(ips.size());
+// the stack was cut at the depth limit. Each frame named once (`memo`, by
+// address and whether it is a return address).
+Items kernel_frames(ModuleIds &ids, FrameMemo &memo,
+                    const std::vector<uint64_t> &ips, bool truncated,
+                    Symbolizer &sym) {
+  static const std::string kKernelKey = "[kernel]";
+  Items leaf_first;
+  leaf_first.reserve(ips.size() + 1);
   for (size_t i = 0; i < ips.size(); i++) {
+    FrameKey key; // no process, no reading: kernel text is everyone's
+    key.addr = ips[i];
+    key.is_return = i > 0;
+    auto it = memo.find(key);
+    if (it != memo.end()) {
+      sym.count_again(it->second.counts);
+      leaf_first.push_back(it->second.frames.front());
+      continue;
+    }
     const ModuleInfo *m = nullptr;
+    const uint64_t named = sym.stats().named;
     std::string name = valid_utf8(sym.kernel_frame(ips[i], i > 0, &m));
-    leaf_first.push_back({std::move(name), FrameKind::Kernel, ids.of(m), ips[i],
-                          kNoMapping, i > 0});
+    FrameGroup g;
+    g.counts.named = sym.stats().named != named;
+    g.counts.unnamed = !g.counts.named;
+    g.counts.unnamed_key = &kKernelKey;
+    g.frames.push_back(std::make_shared<const Frame>(
+        Frame{std::move(name), FrameKind::Kernel, ids.of(m), ips[i], kNoMapping,
+              i > 0}));
+    leaf_first.push_back(g.frames.front());
+    memo.emplace(key, std::move(g));
   }
   size_t cut = 0;
   for (size_t i = 0; i < leaf_first.size() && i < kTracerFrameWindow; i++)
-    if (is_tracer_frame(leaf_first[i].name))
+    if (is_tracer_frame(leaf_first[i]->name))
       cut = i + 1;
   leaf_first.erase(leaf_first.begin(),
                    leaf_first.begin() + static_cast<long>(cut));
   if (truncated)
-    leaf_first.push_back(truncation_mark());
+    leaf_first.push_back(std::make_shared<const Frame>(truncation_mark()));
   std::reverse(leaf_first.begin(), leaf_first.end());
   return leaf_first;
 }
@@ -112,10 +143,9 @@ void add_source(Frame &f, const SourceFrame &where, bool lines) {
   f.source = std::move(src);
 }
 
-std::vector<Frame> native_frames(ModuleIds &ids, uint32_t tgid,
-                                 uint64_t stack_id,
-                                 const std::vector<uint64_t> &ips, bool cut,
-                                 Symbolizer &sym);
+Items native_frames(ModuleIds &ids, FrameMemo &memo, uint32_t tgid,
+                    uint64_t stack_id, const std::vector<uint64_t> &ips,
+                    bool cut, Symbolizer &sym);
 
 // A Python frame as the model holds it: "function (file.py:line)", with
 // its file and line for pprof.
@@ -150,18 +180,18 @@ bool is_eval_frame(const Frame &f) {
 // end (the root end of a deep stack may be cut); groups left over at the
 // root go with the outermost evaluation, and with none found at all (its
 // frames unnamed), the Python frames follow the native ones.
-std::vector<Frame> merge_python(std::vector<Frame> root_first, uint32_t tgid,
-                                const std::vector<PythonFrameWord> &py,
-                                Symbolizer &sym) {
-  std::vector<std::vector<Frame>> groups; // root first, each root first
+Items merge_python(Items root_first, uint32_t tgid,
+                   const std::vector<PythonFrameWord> &py, Symbolizer &sym) {
+  std::vector<Items> groups; // root first, each root first
   for (size_t i = py.size(); i-- > 0;) {
     if (groups.empty() || py[i].entry)
       groups.emplace_back();
-    groups.back().push_back(python_frame(tgid, py[i], sym));
+    groups.back().push_back(
+        std::make_shared<const Frame>(python_frame(tgid, py[i], sym)));
   }
   std::vector<size_t> evals;
   for (size_t i = 0; i < root_first.size(); i++)
-    if (is_eval_frame(root_first[i]))
+    if (is_eval_frame(*root_first[i]))
       evals.push_back(i);
   if (evals.empty()) {
     for (auto &g : groups)
@@ -172,11 +202,11 @@ std::vector<Frame> merge_python(std::vector<Frame> root_first, uint32_t tgid,
     groups[1].insert(groups[1].begin(), groups[0].begin(), groups[0].end());
     groups.erase(groups.begin());
   }
-  std::vector<const std::vector<Frame> *> at(root_first.size(), nullptr);
+  std::vector<const Items *> at(root_first.size(), nullptr);
   size_t skip = evals.size() - groups.size();
   for (size_t g = 0; g < groups.size(); g++)
     at[evals[skip + g]] = &groups[g];
-  std::vector<Frame> out;
+  Items out;
   out.reserve(root_first.size() + py.size());
   for (size_t i = 0; i < root_first.size(); i++) {
     if (!at[i]) {
@@ -184,7 +214,7 @@ std::vector<Frame> merge_python(std::vector<Frame> root_first, uint32_t tgid,
       continue;
     }
     out.insert(out.end(), at[i]->begin(), at[i]->end());
-    while (i + 1 < root_first.size() && root_first[i + 1].inlined)
+    while (i + 1 < root_first.size() && root_first[i + 1]->inlined)
       i++; // the interpreter's inlined internals go with it
   }
   return out;
@@ -192,14 +222,14 @@ std::vector<Frame> merge_python(std::vector<Frame> root_first, uint32_t tgid,
 
 // User frames root first, named with the maps the stack was taken under;
 // Python frames in place of the interpreter's.
-std::vector<Frame> user_frames(ModuleIds &ids, uint32_t tgid, uint64_t stack_id,
-                               const std::vector<uint64_t> &all, bool cut,
-                               Symbolizer &sym) {
+Items user_frames(ModuleIds &ids, FrameMemo &memo, uint32_t tgid,
+                  uint64_t stack_id, const std::vector<uint64_t> &all, bool cut,
+                  Symbolizer &sym) {
   size_t native = 0;
   std::vector<PythonFrameWord> py =
       sym.python().chain(tgid, python_frames_of(all, &native));
-  std::vector<Frame> named =
-      native_frames(ids, tgid, stack_id,
+  Items named =
+      native_frames(ids, memo, tgid, stack_id,
                     std::vector<uint64_t>(
                         all.begin(), all.begin() + static_cast<long>(native)),
                     cut, sym);
@@ -208,45 +238,63 @@ std::vector<Frame> user_frames(ModuleIds &ids, uint32_t tgid, uint64_t stack_id,
   return merge_python(std::move(named), tgid, py, sym);
 }
 
+// The frames of one user address (`i` > 0: a return address): its own,
+// then those DWARF says are inlined there, innermost last.
+FrameGroup name_user_address(ModuleIds &ids, uint32_t tgid, uint64_t addr,
+                             bool is_return, Symbolizer &sym) {
+  FrameGroup g;
+  const ModuleInfo *m = nullptr;
+  Mapping range;
+  std::string name =
+      valid_utf8(sym.user_frame(tgid, addr, is_return, &m, &range, &g.counts));
+  Frame holder{std::move(name),       FrameKind::User, ids.of(m), addr,
+               ids.mapping(range, m), is_return};
+  const SourceOptions &source = sym.source_options();
+  const std::vector<SourceFrame> *chain = nullptr;
+  if (source.dwarf)
+    chain = &sym.user_source(tgid, addr, is_return, &g.counts);
+  if (!chain || chain->empty()) {
+    g.frames.push_back(std::make_shared<const Frame>(std::move(holder)));
+    return g;
+  }
+  // The holder keeps its symbol's name; each inlined call becomes a frame
+  // of its own, at the same address, innermost last.
+  Frame first = holder;
+  add_source(first, chain->front(), source.lines);
+  g.frames.push_back(std::make_shared<const Frame>(std::move(first)));
+  if (!source.inlined)
+    return g;
+  for (size_t k = 1; k < chain->size(); k++) {
+    Frame f = holder;
+    const SourceFrame &c = (*chain)[k];
+    f.name = c.function ? valid_utf8(*c.function) : std::string("[inlined]");
+    f.inlined = true;
+    add_source(f, c, source.lines);
+    g.frames.push_back(std::make_shared<const Frame>(std::move(f)));
+  }
+  return g;
+}
+
 // Native user frames root first, named with the maps the stack was taken
-// under.
-std::vector<Frame> native_frames(ModuleIds &ids, uint32_t tgid,
-                                 uint64_t stack_id,
-                                 const std::vector<uint64_t> &ips, bool cut,
-                                 Symbolizer &sym) {
-  std::vector<Frame> root_first;
+// under; each address's frames named once per process and reading.
+Items native_frames(ModuleIds &ids, FrameMemo &memo, uint32_t tgid,
+                    uint64_t stack_id, const std::vector<uint64_t> &ips,
+                    bool cut, Symbolizer &sym) {
+  Items root_first;
   root_first.reserve(ips.size() + 1);
   if (cut)
-    root_first.push_back(truncation_mark());
+    root_first.push_back(std::make_shared<const Frame>(truncation_mark()));
   sym.select_stack(tgid, stack_id);
-  const SourceOptions &source = sym.source_options();
   for (size_t i = ips.size(); i-- > 0;) {
-    const ModuleInfo *m = nullptr;
-    Mapping range;
-    std::string name =
-        valid_utf8(sym.user_frame(tgid, ips[i], i > 0, &m, &range));
-    root_first.push_back({std::move(name), FrameKind::User, ids.of(m), ips[i],
-                          ids.mapping(range, m), i > 0});
-    if (!source.dwarf)
-      continue;
-    const std::vector<SourceFrame> &chain =
-        sym.user_source(tgid, ips[i], i > 0);
-    if (chain.empty())
-      continue;
-    // The holder keeps its symbol's name; each inlined call becomes a
-    // frame of its own, at the same address, innermost last.
-    const Frame holder = root_first.back();
-    add_source(root_first.back(), chain.front(), source.lines);
-    if (!source.inlined)
-      continue;
-    for (size_t k = 1; k < chain.size(); k++) {
-      Frame f = holder;
-      f.name = chain[k].function ? valid_utf8(*chain[k].function)
-                                 : std::string("[inlined]");
-      f.inlined = true;
-      add_source(f, chain[k], source.lines);
-      root_first.push_back(std::move(f));
-    }
+    const FrameKey key = sym.user_frame_key(tgid, ips[i], i > 0);
+    auto it = memo.find(key);
+    if (it != memo.end())
+      sym.count_again(it->second.counts);
+    else
+      it = memo.emplace(key, name_user_address(ids, tgid, ips[i], i > 0, sym))
+               .first;
+    const Items &g = it->second.frames;
+    root_first.insert(root_first.end(), g.begin(), g.end());
   }
   return root_first;
 }
@@ -260,9 +308,12 @@ bool same_source(const FrameSource *a, const FrameSource *b) {
 }
 
 // Whether two namings of a stack are the same in every output.
-bool same_frames(const std::vector<Frame> &a, const std::vector<Frame> &b) {
-  return std::equal(a.begin(), a.end(), b.begin(), b.end(),
-                    [](const Frame &x, const Frame &y) {
+bool same_frames(const Frames &a, const Frames &b) {
+  return std::equal(a.items().begin(), a.items().end(), b.items().begin(),
+                    b.items().end(), [](const Item &xp, const Item &yp) {
+                      if (xp == yp)
+                        return true;
+                      const Frame &x = *xp, &y = *yp;
                       return x.address == y.address && x.kind == y.kind &&
                              x.module == y.module && x.mapping == y.mapping &&
                              x.return_address == y.return_address &&
@@ -287,7 +338,8 @@ public:
     const auto *ips = find_stack(stacks_, id);
     if (!ips)
       return nullptr;
-    Frames f = kernel_frames(ids_, *ips, stacks_.truncated.count(id), sym_);
+    Frames f(kernel_frames(ids_, kernel_memo_, *ips,
+                           stacks_.truncated.count(id), sym_));
     return &kernel_.emplace(id, std::move(f)).first->second;
   }
   const Frames *user(uint32_t tgid, uint64_t id) {
@@ -297,8 +349,8 @@ public:
     const auto *ips = find_stack(stacks_, id);
     if (!ips)
       return nullptr;
-    Frames f =
-        user_frames(ids_, tgid, id, *ips, stacks_.truncated.count(id), sym_);
+    Frames f(user_frames(ids_, user_memo_, tgid, id, *ips,
+                         stacks_.truncated.count(id), sym_));
     // Workers forked from one server map its files where it did: the same
     // addresses name alike in each, and they share one copy of the frames
     // (postgres under pgbench: a third of 11,000 user stacks named were
@@ -322,6 +374,9 @@ private:
   std::map<std::pair<uint32_t, uint64_t>, Frames> user_;
   // Each user stack's distinct namings, by stack id.
   std::unordered_map<uint64_t, std::vector<Frames>> by_id_;
+  // Each address's frames, named once (kernel_frames, native_frames).
+  FrameMemo kernel_memo_;
+  FrameMemo user_memo_;
 };
 
 // The thread and both stacks of an aggregation key.
@@ -347,7 +402,7 @@ Sample name_sample(uint32_t tgid, uint32_t tid, const char *comm,
   return s;
 }
 
-bool same_names(const std::vector<Frame> &a, const std::vector<Frame> &b) {
+bool same_names(const Frames &a, const Frames &b) {
   return std::equal(
       a.begin(), a.end(), b.begin(), b.end(),
       [](const Frame &x, const Frame &y) { return x.name == y.name; });
@@ -372,7 +427,7 @@ char state_letter(uint32_t key_flags) {
   return cls >= 1 && cls <= OFFCPU_STATE_NR ? letters[cls - 1] : 0;
 }
 
-bool has_frame(const std::vector<Frame> &frames, const char *name) {
+bool has_frame(const Frames &frames, const char *name) {
   return std::any_of(frames.begin(), frames.end(),
                      [name](const Frame &f) { return f.name == name; });
 }

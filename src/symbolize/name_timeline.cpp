@@ -82,15 +82,15 @@ public:
     n.tgid = s.tgid;
     n.tid = s.tid;
     n.comm = s.comm;
-    n.stack = stacks_.intern(std::move(s.user), std::move(s.kernel),
+    n.stack = stacks_.intern(s.user.to_vector(), s.kernel.to_vector(),
                              s.user_missed, s.kernel_missed);
     if (s.waker) {
       n.waker.kind = s.waker->kind;
       n.waker.tgid = s.waker->tgid;
       n.waker.tid = s.waker->tid;
       n.waker.comm = s.waker->comm;
-      n.waker.stack =
-          stacks_.intern(std::move(s.waker->user), std::move(s.waker->kernel));
+      n.waker.stack = stacks_.intern(s.waker->user.to_vector(),
+                                     s.waker->kernel.to_vector());
     }
     return cache_.emplace(std::move(k), std::move(n)).first->second;
   }

@@ -33,9 +33,6 @@ constexpr uint64_t kMaxVdsoBytes = 1u << 20;
 constexpr size_t kMaxVdsoImages = 16;
 // Addresses per file handed to the DWARF loader ahead of naming.
 constexpr size_t kMaxWarmOffsets = size_t{1} << 16;
-// Frames whose names are kept for the next stack that holds them; past
-// this (tens of MiB), the memo starts over.
-constexpr size_t kMaxFrameMemo = size_t{1} << 18;
 
 // Whether the open file is the executable this process runs (offcpu's own,
 // traced by a whole-system run).
@@ -159,6 +156,10 @@ struct Symbolizer::Process {
   std::optional<std::unordered_map<uint64_t, std::string>> perf_names;
   bool gone = false;           // no maps of its own or inherited: counted once
   bool python_decided = false; // looked at for an interpreter (python_)
+  // Readings looked at for JIT code so far (may_have_jit_code), and whether
+  // any had some: each stack noted asks.
+  size_t jit_readings = 0;
+  bool jit_possible = false;
   // Its [vdso] image, read while it lives (it may have rewritten it), and
   // the symbols that name it once looked up.
   std::optional<std::string> vdso_image;
@@ -274,7 +275,13 @@ void Symbolizer::capture_process(uint32_t tgid, Process &p) {
 // user (or root) and readable by it, as perf requires. Held open: JITs
 // append to it, and it stays readable after the process is gone.
 void Symbolizer::capture_perf_map(uint32_t tgid, Process &p) {
-  if (p.perf_map || p.readings.empty() || !may_have_jit_code(p.readings.back()))
+  if (p.perf_map || p.readings.empty())
+    return;
+  if (p.jit_readings != p.readings.size()) {
+    p.jit_readings = p.readings.size();
+    p.jit_possible = may_have_jit_code(p.readings.back());
+  }
+  if (!p.jit_possible)
     return;
   capture_process(tgid, p);
   if (!p.root || !p.creds)
@@ -808,7 +815,6 @@ void Symbolizer::end_naming() {
   demangled_.clear();
   kernel_ = KernelSymbols{};
   processes_.clear();
-  frame_memo_.clear();
 }
 
 const std::vector<Mapping> &Symbolizer::maps_of(uint32_t tgid) {
@@ -980,89 +986,58 @@ std::string Symbolizer::gone_frame(Process &p) {
 
 std::string Symbolizer::unnamed(const std::string &label, bool exited) {
   stats_.unnamed++;
-  last_unnamed_key_ = exited ? "[exited]" : label;
-  stats_.unnamed_by_module[last_unnamed_key_]++;
+  auto it =
+      stats_.unnamed_by_module.try_emplace(exited ? "[exited]" : label).first;
+  it->second++;
+  last_unnamed_ = &it->first;
   return exited ? "[unknown]" : label;
 }
 
-size_t Symbolizer::FrameMemoHash::operator()(const FrameMemoKey &k) const {
-  uint64_t h = k.lookup * 0x9e3779b97f4a7c15ull;
-  h ^= (uint64_t{k.tgid} << 32 | k.reading) + (h << 6) + (h >> 2);
-  return static_cast<size_t>(h ^ (k.newer ? 0x5bd1e995u : 0));
-}
-
-Symbolizer::FrameMemoKey Symbolizer::frame_key(uint32_t tgid, uint64_t lookup) {
+FrameKey Symbolizer::user_frame_key(uint32_t tgid, uint64_t addr,
+                                    bool is_return_address) {
   Process &p = process(tgid);
-  uint32_t reading = kNoReading;
+  uint32_t reading = UINT32_MAX;
   if (p.selected < p.readings.size())
     reading = static_cast<uint32_t>(p.selected);
   else if (!p.readings.empty())
     reading = static_cast<uint32_t>(p.readings.size() - 1);
-  return {tgid, reading, lookup, p.selected_newer};
+  return {tgid, reading, addr, is_return_address, p.selected_newer};
 }
 
-const Symbolizer::FrameMemo &Symbolizer::name_frame(uint32_t tgid,
-                                                    uint64_t addr,
-                                                    uint64_t lookup,
-                                                    bool count) {
-  const FrameMemoKey key = frame_key(tgid, lookup);
-  auto it = frame_memo_.find(key);
-  if (it != frame_memo_.end()) {
-    const FrameMemo &f = it->second;
-    if (!count)
-      return f;
-    stats_.named += f.named;
-    stats_.frames_process_gone += f.gone;
-    if (f.unnamed) {
-      stats_.unnamed += f.unnamed;
-      stats_.unnamed_by_module[f.unnamed_key] += f.unnamed;
-    }
-    return f;
+void Symbolizer::count_again(const FrameCounts &c) {
+  stats_.named += c.named;
+  stats_.frames_process_gone += c.gone;
+  stats_.frames_inlined += c.inlined;
+  if (c.unnamed && c.unnamed_key) {
+    stats_.unnamed += c.unnamed;
+    stats_.unnamed_by_module[*c.unnamed_key] += c.unnamed;
   }
-  if (frame_memo_.size() >= kMaxFrameMemo)
-    frame_memo_.clear();
-  const uint64_t named = stats_.named, unnamed = stats_.unnamed,
-                 gone = stats_.frames_process_gone;
-  FrameMemo f;
-  f.name = symbolize_user_ ? name_user_address(tgid, lookup, &f.where)
-                           : raw_user_address(tgid, addr, lookup, &f.where);
-  f.named = stats_.named - named;
-  f.unnamed = stats_.unnamed - unnamed;
-  f.gone = stats_.frames_process_gone - gone;
-  if (f.unnamed)
-    f.unnamed_key = last_unnamed_key_;
-  if (!count) { // looked up for another question: not a frame named
-    stats_.named = named;
-    stats_.frames_process_gone = gone;
-    stats_.unnamed = unnamed;
-    if (f.unnamed && !(stats_.unnamed_by_module[f.unnamed_key] -= f.unnamed))
-      stats_.unnamed_by_module.erase(f.unnamed_key);
-  }
-  if (const Mapping *m = find_mapping(maps_of(tgid), lookup)) {
-    f.start = m->start;
-    f.end = m->end;
-    f.offset = m->offset;
-    if (m->is_file())
-      f.file = file_for(*m);
-  }
-  return frame_memo_.emplace(key, std::move(f)).first->second;
 }
 
 std::string Symbolizer::user_frame(uint32_t tgid, uint64_t addr,
                                    bool is_return_address,
-                                   const ModuleInfo **module,
-                                   Mapping *mapping) {
+                                   const ModuleInfo **module, Mapping *mapping,
+                                   FrameCounts *counts) {
   uint64_t lookup = is_return_address && addr > 0 ? addr - 1 : addr;
-  const FrameMemo &f = name_frame(tgid, addr, lookup, true);
-  if (module)
-    *module = f.where;
-  if (mapping) {
-    *mapping = Mapping{};
-    mapping->start = f.start;
-    mapping->end = f.end;
-    mapping->offset = f.offset;
+  const ModuleInfo *where = nullptr;
+  const uint64_t named = stats_.named, unnamed_before = stats_.unnamed,
+                 gone = stats_.frames_process_gone;
+  std::string name = symbolize_user_
+                         ? name_user_address(tgid, lookup, &where)
+                         : raw_user_address(tgid, addr, lookup, &where);
+  if (counts) {
+    counts->named = static_cast<uint32_t>(stats_.named - named);
+    counts->unnamed = static_cast<uint32_t>(stats_.unnamed - unnamed_before);
+    counts->gone = static_cast<uint32_t>(stats_.frames_process_gone - gone);
+    counts->unnamed_key = counts->unnamed ? last_unnamed_ : nullptr;
   }
-  return f.name;
+  if (module)
+    *module = where;
+  if (mapping) {
+    const Mapping *m = find_mapping(maps_of(tgid), lookup);
+    *mapping = m ? *m : Mapping{};
+  }
+  return name;
 }
 
 // A frame in a file as "file+0xOFFSET" (the address as the stack holds
@@ -1179,22 +1154,28 @@ void Symbolizer::finish_warming(FileEntry &f) {
   f.dwarf->release();
 }
 
-const std::vector<SourceFrame> &
-Symbolizer::user_source(uint32_t tgid, uint64_t addr, bool is_return_address) {
+const std::vector<SourceFrame> &Symbolizer::user_source(uint32_t tgid,
+                                                        uint64_t addr,
+                                                        bool is_return_address,
+                                                        FrameCounts *counts) {
   static const std::vector<SourceFrame> none;
   if (!source_.dwarf || !symbolize_user_)
     return none;
   uint64_t lookup = is_return_address && addr > 0 ? addr - 1 : addr;
-  // The frame's file as user_frame found it (named first, so parsed).
-  const FrameMemo &named = name_frame(tgid, addr, lookup, false);
-  FileEntry *f = named.file;
-  ElfFile *elf = f ? f->elf.get() : nullptr;
-  if (!elf)
+  Process &p = process(tgid);
+  if (p.readings.empty())
+    return none;
+  const Mapping *m = find_mapping(maps_of(tgid), lookup);
+  if (!m || !m->is_file())
+    return none;
+  ElfFile *elf = elf_for(tgid, *m);
+  FileEntry *f = file_for(*m);
+  if (!elf || !f)
     return none;
   DwarfFile *dwarf = dwarf_for(*f);
   if (!dwarf)
     return none;
-  auto vaddr = elf->file_offset_to_vaddr(lookup - named.start + named.offset);
+  auto vaddr = elf->file_offset_to_vaddr(lookup - m->start + m->offset);
   if (!vaddr)
     return none;
   const bool had_time = dwarf->loss() != DwarfLoss::Time;
@@ -1204,8 +1185,11 @@ Symbolizer::user_source(uint32_t tgid, uint64_t addr, bool is_return_address) {
   stats_.dwarf_reopens += dwarf->reopens() - reopens;
   if (had_time && dwarf->loss() == DwarfLoss::Time)
     stats_.dwarf_losses[static_cast<size_t>(DwarfLoss::Time)]++;
-  if (source_.inlined && chain.size() > 1)
+  if (source_.inlined && chain.size() > 1) {
     stats_.frames_inlined += chain.size() - 1;
+    if (counts)
+      counts->inlined = static_cast<uint32_t>(chain.size() - 1);
+  }
   return chain;
 }
 

@@ -45,6 +45,33 @@ enum class FileKind { Binary, DebugFile, PerfMap, Count };
 const char *file_kind_name(FileKind k);
 constexpr size_t kOpenFailures = static_cast<size_t>(OpenFailure::Error) + 1;
 
+// One user frame's share of SymbolizeStats, for naming it again for free.
+struct FrameCounts {
+  uint32_t named = 0, unnamed = 0, gone = 0, inlined = 0;
+  const std::string *unnamed_key = nullptr; // its unnamed_by_module entry
+};
+
+// See Symbolizer::user_frame_key.
+struct FrameKey {
+  uint32_t tgid = 0;
+  uint32_t reading = 0; // in the process's readings (UINT32_MAX: none)
+  uint64_t addr = 0;
+  bool is_return = false;
+  bool newer = false; // a stack newer than its reading
+  bool operator==(const FrameKey &o) const {
+    return tgid == o.tgid && reading == o.reading && addr == o.addr &&
+           is_return == o.is_return && newer == o.newer;
+  }
+};
+struct FrameKeyHash {
+  size_t operator()(const FrameKey &k) const {
+    uint64_t h = k.addr * 0x9e3779b97f4a7c15ull;
+    h ^= ((uint64_t{k.tgid} << 32 | k.reading) + (h << 6) + (h >> 2));
+    return static_cast<size_t>(h ^ (k.newer ? 0x5bd1e995u : 0u) ^
+                               (k.is_return ? 0x27d4eb2du : 0u));
+  }
+};
+
 struct SymbolizeStats {
   uint64_t named = 0;
   uint64_t unnamed = 0;
@@ -154,11 +181,19 @@ public:
   // `module`, if given, receives where the frame's code lives (or null).
   std::string kernel_frame(uint64_t addr, bool is_return_address,
                            const ModuleInfo **module = nullptr);
-  // `mapping`, if given, receives the range of the process's mapping holding
-  // the frame: start, end and offset, the rest unset (all zero if none).
+  // `mapping`, if given, receives the process's mapping holding the frame
+  // (all zero if none); `counts`, what naming it added to stats().
   std::string user_frame(uint32_t tgid, uint64_t addr, bool is_return_address,
                          const ModuleInfo **module = nullptr,
-                         Mapping *mapping = nullptr);
+                         Mapping *mapping = nullptr,
+                         FrameCounts *counts = nullptr);
+  // What names a user frame alike wherever it recurs: its process, the
+  // maps reading the stack being named was taken under, its address. Two
+  // frames with one key are named alike (user_frame, user_source).
+  FrameKey user_frame_key(uint32_t tgid, uint64_t addr, bool is_return_address);
+  // Counts a frame named before (user_frame's and user_source's `counts`)
+  // once more, for another stack that holds it.
+  void count_again(const FrameCounts &c);
   // A user-space lock (offcpu lock --futex): the data object in the file
   // mapped at `addr` (or in the zero-filled memory after it, .bss) as
   // "name" or "name+0x8"; else "[futex 0x... in libfoo.so]", "[futex 0x...
@@ -168,16 +203,14 @@ public:
   void set_data_symbols(bool on) { data_symbols_ = on; }
   // Off (--no-symbolize): frames in files are not looked up, only shown as
   // "file+0xOFFSET", for a pprof server to name by build id.
-  void set_symbolize_user(bool on) {
-    symbolize_user_ = on;
-    frame_memo_.clear();
-  }
+  void set_symbolize_user(bool on) { symbolize_user_ = on; }
   // What DWARF says of the user frame user_frame named (same arguments):
   // the function holding its code, then those inlined into it, innermost
   // last, with their source lines. Empty without DWARF for it. The strings
   // live as long as the Symbolizer, the chain until the next call.
   const std::vector<SourceFrame> &user_source(uint32_t tgid, uint64_t addr,
-                                              bool is_return_address);
+                                              bool is_return_address,
+                                              FrameCounts *counts = nullptr);
   void set_source_options(SourceOptions o);
   // Debug files from debuginfod servers (DEBUGINFOD_URLS) for build ids
   // without a local one, `budget_ns` of downloads per run (0: off).
@@ -290,36 +323,8 @@ private:
   std::optional<std::string> symbol_at(const ElfFile &elf, const Mapping &m,
                                        uint64_t lookup, bool demangled);
   std::string unnamed(const std::string &label, bool exited);
-  // user_frame's answers: the same frames recur in thousands of stacks
-  // (postgres under pgbench: 350,000 frames named from 30,000 addresses),
-  // and naming one costs a dozen lookups by path. Keyed by the maps reading
-  // that named it; what it added to the counts is added again on a hit.
-  struct FrameMemoKey {
-    uint32_t tgid;
-    uint32_t reading; // index in the process's readings, kNoReading if none
-    uint64_t lookup;
-    bool newer; // Process::selected_newer
-    bool operator==(const FrameMemoKey &o) const {
-      return tgid == o.tgid && reading == o.reading && lookup == o.lookup &&
-             newer == o.newer;
-    }
-  };
-  struct FrameMemoHash {
-    size_t operator()(const FrameMemoKey &k) const;
-  };
-  struct FrameMemo {
-    std::string name;
-    const ModuleInfo *where = nullptr;
-    uint64_t start = 0, end = 0, offset = 0; // the mapping, if any
-    FileEntry *file = nullptr; // the mapping's file, for user_source
-    uint64_t named = 0, unnamed = 0, gone = 0;
-    std::string unnamed_key; // where unnamed_by_module counted it
-  };
-  static constexpr uint32_t kNoReading = UINT32_MAX;
-  FrameMemoKey frame_key(uint32_t tgid, uint64_t lookup);
-  // `count`: a frame named (its counts added), not a lookup for DWARF.
-  const FrameMemo &name_frame(uint32_t tgid, uint64_t addr, uint64_t lookup,
-                              bool count);
+  // The unnamed_by_module entry unnamed() counted last.
+  const std::string *last_unnamed_ = nullptr;
   // A frame of a process gone before its maps could be read: counted.
   std::string gone_frame(Process &p);
   void refuse(FileKind kind, OpenFailure why);
@@ -364,8 +369,6 @@ private:
   bool crc_stopped_ = false;
   bool debuginfod_deferred_ = false;
   SymbolizeStats stats_;
-  std::unordered_map<FrameMemoKey, FrameMemo, FrameMemoHash> frame_memo_;
-  std::string last_unnamed_key_; // the key unnamed() counted last
   PythonNames python_;
   std::vector<std::pair<uint32_t, PythonProcess>> python_decisions_;
   bool symbolize_user_ = true;

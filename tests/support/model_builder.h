@@ -37,7 +37,8 @@ inline Profile profile(std::vector<Sample> samples,
   return p;
 }
 
-inline std::vector<std::string> names(const std::vector<Frame> &fs) {
+template <typename FrameList>
+std::vector<std::string> names(const FrameList &fs) {
   std::vector<std::string> out;
   for (const Frame &f : fs)
     out.push_back(f.name);

@@ -73,18 +73,18 @@ TEST(Pprof, ProfileHasTypesSamplesLabelsAndStrings) {
   s.tgid = 10;
   uint32_t range = p.mapping({0x7f0000000000, 0x7f0000100000, 0x28000, libc});
   // Root first: main returns to 0x...1234, read (the leaf) is at 0x...5678.
-  s.user.mut()[0].address = 0x7f0000001234;
-  s.user.mut()[0].return_address = true;
-  s.user.mut()[1].address = 0x7f0000005678;
-  for (Frame &f : s.user.mut()) {
-    f.module = libc;
-    f.mapping = range;
+  s.user.mut(0).address = 0x7f0000001234;
+  s.user.mut(0).return_address = true;
+  s.user.mut(1).address = 0x7f0000005678;
+  for (size_t i = 0; i < s.user.size(); i++) {
+    s.user.mut(i).module = libc;
+    s.user.mut(i).mapping = range;
   }
-  s.kernel.mut()[0].address = 0xffffffff81234567;
-  s.kernel.mut()[0].return_address = true;
-  s.kernel.mut()[1].address = 0xffffffff81345678;
-  for (Frame &f : s.kernel.mut())
-    f.module = kernel;
+  s.kernel.mut(0).address = 0xffffffff81234567;
+  s.kernel.mut(0).return_address = true;
+  s.kernel.mut(1).address = 0xffffffff81345678;
+  for (size_t i = 0; i < s.kernel.size(); i++)
+    s.kernel.mut(i).module = kernel;
   p.samples = {s};
   p.time_nanos = 1700000000000000000;
   p.duration_nanos = 3000000000;
@@ -216,9 +216,9 @@ TEST(Pprof, UnsymbolizedUserFramesCarryAddressesOnly) {
   p.user_symbolized = false;
   uint32_t exe = p.module("/opt/app", "feed");
   Sample s = test::sample("app", {"app+0x1234"}, {}, 5000, 11, 2);
-  s.user.mut()[0].module = exe;
-  s.user.mut()[0].address = 0x401234;
-  s.user.mut()[0].mapping = p.mapping({0x400000, 0x500000, 0, exe});
+  s.user.mut(0).module = exe;
+  s.user.mut(0).address = 0x401234;
+  s.user.mut(0).mapping = p.mapping({0x400000, 0x500000, 0, exe});
   p.samples = {s};
   bool line = false, has_functions = false, address = false;
   for (const Field &f : fields(encode_pprof(p))) {
@@ -249,12 +249,12 @@ TEST(Pprof, FunctionsNameNoBinaryAsTheirSourceFile) {
   uint32_t lib = p.module("/usr/lib/libx.so", "beef");
   Sample s = test::sample("app", {"main", "helper"}, {}, 5000, 11, 2);
   Sample t = test::sample("app", {"main", "helper"}, {}, 7000, 11, 2);
-  s.user.mut()[0].module = s.user.mut()[1].module = app;
-  t.user.mut()[0].module = app;
-  t.user.mut()[1].module = lib;
-  s.user.mut()[0].address = t.user.mut()[0].address = 0x401000;
-  s.user.mut()[1].address = 0x402000;
-  t.user.mut()[1].address = 0x7f0000001000;
+  s.user.mut(0).module = s.user.mut(1).module = app;
+  t.user.mut(0).module = app;
+  t.user.mut(1).module = lib;
+  s.user.mut(0).address = t.user.mut(0).address = 0x401000;
+  s.user.mut(1).address = 0x402000;
+  t.user.mut(1).address = 0x7f0000001000;
   p.samples = {s, t};
   size_t functions = 0;
   for (const Field &f : fields(encode_pprof(p))) {
@@ -305,12 +305,12 @@ TEST(Pprof, ExecutableMapsFirstAndDebugFilesNameStrippedCode) {
   uint32_t exe = p.module("/usr/bin/redis-server", "feed");
   Sample s = test::sample("redis", {"redis-server+0x10", "libc.so.6+0x20"}, {},
                           5000, 11, 2);
-  s.user.mut()[0].module = exe;
-  s.user.mut()[0].address = 0x401010;
-  s.user.mut()[0].mapping = p.mapping({0x401000, 0x402000, 0x1000, exe});
-  s.user.mut()[1].module = libc;
-  s.user.mut()[1].address = 0x7f0000026020;
-  s.user.mut()[1].mapping =
+  s.user.mut(0).module = exe;
+  s.user.mut(0).address = 0x401010;
+  s.user.mut(0).mapping = p.mapping({0x401000, 0x402000, 0x1000, exe});
+  s.user.mut(1).module = libc;
+  s.user.mut(1).address = 0x7f0000026020;
+  s.user.mut(1).mapping =
       p.mapping({0x7f0000026000, 0x7f0000100000, 0x26000, libc});
   p.samples = {s};
   std::vector<std::string> table;

@@ -284,7 +284,7 @@ TEST_F(SampleTest, ThreadsOfOneStackShareItsFrames) {
   EXPECT_EQ(names(s[3].user), (std::vector<std::string>{"[jit_c]", "[jit_c]"}));
 
   // Changing one sample's frames leaves the others' as they were.
-  s[1].user.mut()[0].name = "changed";
+  s[1].user.mut(0).name = "changed";
   EXPECT_NE(s[0].user.identity(), s[1].user.identity());
   EXPECT_EQ(names(s[0].user),
             (std::vector<std::string>{"[unknown]", "[unknown]"}));
@@ -296,6 +296,44 @@ TEST_F(SampleTest, ThreadsOfOneStackShareItsFrames) {
   EXPECT_EQ(whole.samples[0].kernel.identity(),
             whole.samples[2].kernel.identity());
   EXPECT_EQ(names(whole.samples[0].kernel), names(s[0].kernel));
+}
+
+// A server's stacks repeat the same frames: two stacks of one process
+// that share their root hold the very same frame objects, named once, and
+// the counts still count each frame of each stack.
+TEST_F(SampleTest, StacksShareTheFramesTheyHaveInCommon) {
+  files_.files["/fakeproc/90/maps"] =
+      "400000-403000 r-xp 00000000 00:00 0 [jit_d]\n";
+  RawProfile raw;
+  raw.stacks[100] = {0xffffffff81000410, 0xffffffff81000310};
+  raw.stacks[101] = {0xffffffff81000410, 0xffffffff81000300};
+  raw.stacks[300] = {0x401000, 0x402000, 0x9000}; // leaf first
+  raw.stacks[301] = {0x401800, 0x402000, 0x9000};
+  offcpu_key a = key(90, 300, 100), b = key(90, 301, 101);
+  a.tgid = b.tgid = 90;
+  raw.counts.push_back({a, {1000, 1, 0, 0, {}}});
+  raw.counts.push_back({b, {2000, 1, 0, 0, {}}});
+  Profile p;
+  add_offcpu_samples(p, raw, *sym_, {});
+  ASSERT_EQ(p.samples.size(), 2u);
+  const Frames &u0 = p.samples[0].user, &u1 = p.samples[1].user;
+  ASSERT_EQ(u0.size(), 3u);
+  ASSERT_EQ(u1.size(), 3u);
+  EXPECT_NE(u0.identity(), u1.identity());
+  // Root first: the unmapped root and the caller are shared, the leaves not.
+  EXPECT_EQ(u0.items()[0], u1.items()[0]);
+  EXPECT_EQ(u0.items()[1], u1.items()[1]);
+  EXPECT_NE(u0.items()[2], u1.items()[2]);
+  EXPECT_EQ(u0[2].address, 0x401000u);
+  EXPECT_EQ(u1[2].address, 0x401800u);
+  // The kernel stacks share their leaf (root first: the last) frame too.
+  EXPECT_EQ(p.samples[0].kernel.items()[1], p.samples[1].kernel.items()[1]);
+  EXPECT_NE(p.samples[0].kernel.items()[0], p.samples[1].kernel.items()[0]);
+  // Every frame of every stack counted: 6 user frames (one unnamed each
+  // stack), 4 kernel frames.
+  const SymbolizeStats &st = sym_->stats();
+  EXPECT_EQ(st.named + st.unnamed, 10u);
+  EXPECT_EQ(st.unnamed_by_module.at("[unknown]"), 2u);
 }
 
 TEST(SharedFrames, ReadingNeverCopiesWritingAlwaysDoes) {

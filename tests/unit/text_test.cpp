@@ -67,9 +67,9 @@ TEST(Text, LockWaitsNameTheLockAndTheirStatistics) {
 TEST(Text, EntriesThatPrintAlikeAreOne) {
   Sample a =
       test::sample("redis", {"main", "aeMain"}, {"schedule"}, 33000, 5, 33);
-  a.user.mut()[1].address = 0x1000;
+  a.user.mut(1).address = 0x1000;
   Sample b = a;
-  b.user.mut()[1].address = 0x1040;
+  b.user.mut(1).address = 0x1040;
   b.total_ns = 2488000;
   b.count = 2488;
   Sample other_thread = a;
@@ -109,7 +109,7 @@ TEST(Text, MergedLockWaitsKeepTheirMax) {
   Sample s = test::sample("db", {"flush"}, {"down_write"}, 3000000, 9, 2);
   s.lock = LockWait{2000000, true, "mmap_lock"};
   Sample t = s;
-  t.user.mut()[0].address = 0x10;
+  t.user.mut(0).address = 0x10;
   t.total_ns = 1000000;
   t.count = 1;
   t.lock->max_ns = 1000000;
