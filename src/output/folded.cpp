@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <map>
+#include <unordered_map>
 
 #include "model/layout.h"
 #include "util/parse.h"
@@ -101,8 +102,10 @@ template <typename Visit> void each_stack(const StackTree &tree, Visit visit) {
 // left out. Handed to `sink` in pieces of about 64 KiB: the text is never
 // whole in memory a second time (on a whole-system run it is megabytes,
 // and it came at the run's peak RSS, issue #27).
-bool write_sorted_lines(const std::map<std::string, uint64_t> &ns_by_line,
-                        const TextSink &sink) {
+// Lines by value (largest first), then text: the order of the map's own
+// iteration does not matter.
+using LineValues = std::unordered_map<std::string, uint64_t>;
+bool write_sorted_lines(const LineValues &ns_by_line, const TextSink &sink) {
   constexpr size_t kPiece = 64 << 10;
   std::vector<std::pair<uint64_t, const std::string *>> lines;
   for (const auto &[line, ns] : ns_by_line) {
@@ -152,17 +155,42 @@ std::string folded_safe(const std::string &name) {
   return s;
 }
 
+namespace {
+
+// folded_safe(name) appended to `line`, without a copy of its own.
+void append_folded_safe(std::string &line, const std::string &name) {
+  if (name.empty()) {
+    line += "[unknown]";
+    return;
+  }
+  const size_t from = line.size();
+  line += name;
+  for (size_t i = from; i < line.size(); i++) {
+    char &c = line[i];
+    if (c == ';')
+      c = ':';
+    else if (c == '\n' || c == '\r' || c == '\t')
+      c = ' ';
+  }
+}
+
+} // namespace
+
 bool write_folded(const Profile &profile, const LayoutOptions &layout,
                   const TextSink &sink) {
-  std::map<std::string, uint64_t> ns_by_line;
+  // Hashed, not ordered: a whole-system run's lines are long and share
+  // long prefixes (a server's root frames), costly to compare.
+  LineValues ns_by_line;
+  ns_by_line.reserve(profile.samples.size());
   const bool imported = profile.kind == ProfileKind::Folded;
+  std::string line;
   for (const Sample &s : profile.samples) {
     for (const LaidOutPart &part : lay_out_parts(s, layout)) {
-      std::string line;
+      line.clear();
       for (const Frame &f : part.frames) {
         if (!line.empty())
           line += ';';
-        line += folded_safe(f.name);
+        append_folded_safe(line, f.name);
         // Read back from folded text: keep the kernel mark it may need.
         if (imported && f.kind == FrameKind::Kernel)
           line += "_[k]";
@@ -293,7 +321,7 @@ void FoldedReader::line(std::string_view text) {
 std::string render_folded(const StackTree &tree) {
   // Different stacks can still print alike ("a_[k]" the user frame, "a" the
   // kernel frame): merged as render_folded merges lines.
-  std::map<std::string, uint64_t> ns_by_line;
+  LineValues ns_by_line;
   each_stack(tree, [&](uint32_t id, const std::string &text) {
     ns_by_line[text] += tree.node(id).self_ns;
   });
