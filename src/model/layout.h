@@ -8,6 +8,7 @@
 // of a sample is added here once.
 #pragma once
 
+#include <deque>
 #include <string>
 #include <vector>
 
@@ -31,13 +32,23 @@ std::vector<Frame> lay_out(const Sample &s, const LayoutOptions &opts);
 
 // A sample as the stacks a flame graph draws: itself, or with --runqueue
 // its blocked part and its run-queue part, the latter with its own
-// [runqueue] leaf frame (before the waker's part); totals unchanged.
+// [runqueue] leaf frame (before the waker's part); totals unchanged. The
+// frames by reference: the sample's own where they are, the others (the
+// thread, markers, the waker's) held by the LaidOutParts. A whole-system
+// run's folded output copied every frame of every sample.
 struct LaidOutPart {
-  std::vector<Frame> frames;
+  std::vector<const Frame *> frames;
   uint64_t ns = 0;
 };
-std::vector<LaidOutPart> lay_out_parts(const Sample &s,
-                                       const LayoutOptions &opts);
+struct LaidOutParts {
+  std::deque<Frame> own; // stable addresses, as frames point into it
+  std::vector<LaidOutPart> parts;
+  std::vector<LaidOutPart>::const_iterator begin() const {
+    return parts.begin();
+  }
+  std::vector<LaidOutPart>::const_iterator end() const { return parts.end(); }
+};
+LaidOutParts lay_out_parts(const Sample &s, const LayoutOptions &opts);
 
 // The name a waker kind is shown as where it has no frames of its own.
 const char *waker_marker(Waker::Kind kind);

@@ -361,12 +361,12 @@ std::vector<FlameStack> flame_stacks(const Profile &profile,
   out.reserve(profile.samples.size());
   for (const Sample &s : profile.samples) {
     bool first = true;
-    for (LaidOutPart &part : lay_out_parts(s, layout)) {
+    for (const LaidOutPart &part : lay_out_parts(s, layout)) {
       FlameStack f;
       f.value = static_cast<double>(part.ns) / 1000.0;
-      for (Frame &frame : part.frames)
+      for (const Frame *frame : part.frames)
         f.frames.push_back(
-            {folded_safe(frame.name), frame.kind, frame.inlined});
+            {folded_safe(frame->name), frame->kind, frame->inlined});
       // The waits are whole in one part (with --runqueue, a wait's blocked
       // and runnable time are two): counted once, under the first.
       if (first)

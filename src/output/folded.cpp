@@ -187,12 +187,12 @@ bool write_folded(const Profile &profile, const LayoutOptions &layout,
   for (const Sample &s : profile.samples) {
     for (const LaidOutPart &part : lay_out_parts(s, layout)) {
       line.clear();
-      for (const Frame &f : part.frames) {
+      for (const Frame *f : part.frames) {
         if (!line.empty())
           line += ';';
-        append_folded_safe(line, f.name);
+        append_folded_safe(line, f->name);
         // Read back from folded text: keep the kernel mark it may need.
-        if (imported && f.kind == FrameKind::Kernel)
+        if (imported && f->kind == FrameKind::Kernel)
           line += "_[k]";
       }
       ns_by_line[line] += part.ns;
