@@ -811,6 +811,7 @@ void Symbolizer::end_naming() {
   // whole-system run's heap at the output (issue #27).
   to_parse_.clear();
   files_by_key_.clear();
+  file_of_mapping_.clear();
   vdso_by_content_.clear();
   demangled_.clear();
   kernel_ = KernelSymbols{};
@@ -924,9 +925,16 @@ ElfFile *Symbolizer::vdso_for(uint32_t tgid, const Mapping &m) {
 }
 
 Symbolizer::FileEntry *Symbolizer::file_for(const Mapping &m) {
+  // Asked for each frame of each stack noted and named: by the mapping's
+  // address first (a process's readings live as long as it does here).
+  auto known = file_of_mapping_.find(&m);
+  if (known != file_of_mapping_.end())
+    return known->second;
   FileKey key{m.dev_major, m.dev_minor, m.inode, m.inode ? "" : m.path};
   auto it = files_by_key_.find(key);
-  return it == files_by_key_.end() ? nullptr : it->second.get();
+  if (it == files_by_key_.end())
+    return nullptr; // captured later, maybe: not remembered
+  return file_of_mapping_.emplace(&m, it->second.get()).first->second;
 }
 
 ElfFile *Symbolizer::elf_for(uint32_t tgid, const Mapping &m) {
