@@ -41,6 +41,13 @@ struct LaidOutPart {
   uint64_t ns = 0;
 };
 struct LaidOutParts {
+  LaidOutParts() = default;
+  // Moved only: a copy's parts would point into the original's frames.
+  LaidOutParts(const LaidOutParts &) = delete;
+  LaidOutParts &operator=(const LaidOutParts &) = delete;
+  LaidOutParts(LaidOutParts &&) = default;
+  LaidOutParts &operator=(LaidOutParts &&) = default;
+
   std::deque<Frame> own; // stable addresses, as frames point into it
   std::vector<LaidOutPart> parts;
   std::vector<LaidOutPart>::const_iterator begin() const {

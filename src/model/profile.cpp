@@ -28,8 +28,10 @@ void Profile::append(const Profile &other) {
     r.module = r.module < modules_to.size() ? modules_to[r.module] : kNoModule;
     mappings_to.push_back(mapping(r));
   }
-  // Frames the other profile's samples share stay shared: renumbered once.
+  // Frames the other profile's samples share stay shared: each list and
+  // each frame renumbered once.
   std::unordered_map<const void *, Frames> renumbered;
+  std::unordered_map<const Frame *, Frames::Item> renumbered_frames;
   auto renumber = [&](Frames &frames) {
     if (frames.empty())
       return;
@@ -38,13 +40,21 @@ void Profile::append(const Profile &other) {
       frames = it->second;
       return;
     }
-    for (size_t i = 0; i < frames.size(); i++) {
-      Frame &f = frames.mut(i);
-      f.module =
-          f.module < modules_to.size() ? modules_to[f.module] : kNoModule;
-      f.mapping =
-          f.mapping < mappings_to.size() ? mappings_to[f.mapping] : kNoMapping;
+    Frames::Items items;
+    items.reserve(frames.size());
+    for (const Frames::Item &old : frames.items()) {
+      Frames::Item &to = renumbered_frames[old.get()];
+      if (!to) {
+        Frame f = *old;
+        f.module =
+            f.module < modules_to.size() ? modules_to[f.module] : kNoModule;
+        f.mapping = f.mapping < mappings_to.size() ? mappings_to[f.mapping]
+                                                   : kNoMapping;
+        to = std::make_shared<const Frame>(std::move(f));
+      }
+      items.push_back(to);
     }
+    frames = Frames(std::move(items));
     it->second = frames;
   };
   for (Sample s : other.samples) {

@@ -335,7 +335,7 @@ private:
   std::unordered_map<uint32_t, std::unique_ptr<Process>> processes_;
   std::map<FileKey, std::unique_ptr<FileEntry>> files_by_key_;
   // file_for's answers by mapping (Process::readings: never freed before
-  // release(), which clears both).
+  // end_naming(), which clears both). One entry per mapping a stack had.
   std::unordered_map<const Mapping *, FileEntry *> file_of_mapping_;
   std::deque<FileEntry *> to_parse_;
   // Process roots, one descriptor per distinct directory.

@@ -334,6 +334,13 @@ TEST_F(SampleTest, StacksShareTheFramesTheyHaveInCommon) {
   const SymbolizeStats &st = sym_->stats();
   EXPECT_EQ(st.named + st.unnamed, 10u);
   EXPECT_EQ(st.unnamed_by_module.at("[unknown]"), 2u);
+
+  // Appended to a longer run (rwsem's intervals), still shared.
+  Profile whole;
+  whole.append(p);
+  ASSERT_EQ(whole.samples.size(), 2u);
+  EXPECT_EQ(whole.samples[0].user.items()[1], whole.samples[1].user.items()[1]);
+  EXPECT_EQ(names(whole.samples[0].user), names(u0));
 }
 
 TEST(SharedFrames, ReadingNeverCopiesWritingAlwaysDoes) {
