@@ -297,7 +297,7 @@ TEST_F(Lock, HoldersAndSlabCacheName) {
   auto lines = test::parse_folded(read_file(dir_ + "/out.folded"));
   ASSERT_FALSE(lines.empty()) << r.err;
   const std::regex inode_cache("\\[\\w*inode_cache\\]");
-  uint64_t waited = 0, woken_by_holder = 0, held_by_holder = 0;
+  uint64_t waited = 0, held_by_holder = 0;
   for (const auto &l : lines) {
     int dash = test::frame_index(l, "--");
     ASSERT_GE(dash, 2) << l.text;
@@ -316,8 +316,10 @@ TEST_F(Lock, HoldersAndSlabCacheName) {
     bool by_holder =
         comm == "holder" && std::find(l.frames.begin() + dash, l.frames.end(),
                                       "hold_file_lock") != l.frames.end();
-    if (by_holder)
-      woken_by_holder += l.value;
+    // A wake by the holder is one from its release path.
+    if (comm == "holder") {
+      EXPECT_TRUE(by_holder) << l.text;
+    }
     // Woken by the other waiter, which had the lock first after the
     // holder: the owner when the wait began was the holder.
     if (by_holder || last == "[owner holder]")
@@ -329,8 +331,10 @@ TEST_F(Lock, HoldersAndSlabCacheName) {
   EXPECT_GT(waited, 1000000u) << r.err;
   // How often the holder wakes a waiter directly rather than through the
   // other waiter is the scheduler's choice: 22-26% of the waited time on a
-  // quiet 2-CPU VM, 7.5% once in CI. A holder that is never seen would be 0.
-  EXPECT_GT(woken_by_holder, waited / 40) << read_file(dir_ + "/out.folded");
+  // quiet 2-CPU VM, 7.5% once in CI; on a VM up for two hours, under 2.5%
+  // in 13 runs of 14 and none in 3 of them (the session's first build as
+  // often as its last).
+  // The holder is seen either way: as the waker or as the owner at begin.
   EXPECT_GT(held_by_holder, waited * 7 / 10) << read_file(dir_ + "/out.folded");
   // The table names the cache and draws the row's distribution.
   std::string text = read_file(dir_ + "/out.txt");
