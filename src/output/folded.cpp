@@ -60,15 +60,24 @@ void field_name(std::string_view field, std::string &out) {
     out = valid_utf8(field);
 }
 
-void make_folded_safe(std::string &s) {
-  for (char &c : s) {
+// `s` from `from` on made a folded frame: no ';' (the separator), no line
+// breaks or tabs; nothing at all reads "[unknown]".
+void fold_from(std::string &s, size_t from) {
+  if (s.size() == from) {
+    s += "[unknown]";
+    return;
+  }
+  for (size_t i = from; i < s.size(); i++) {
+    char &c = s[i];
     if (c == ';')
       c = ':';
     else if (c == '\n' || c == '\r' || c == '\t')
       c = ' ';
   }
-  if (s.empty())
-    s = "[unknown]";
+}
+
+void make_folded_safe(std::string &s) {
+  fold_from(s, 0);
 }
 
 // Depth-first over a tree without recursion (a folded line may be deep):
@@ -159,19 +168,9 @@ namespace {
 
 // folded_safe(name) appended to `line`, without a copy of its own.
 void append_folded_safe(std::string &line, const std::string &name) {
-  if (name.empty()) {
-    line += "[unknown]";
-    return;
-  }
   const size_t from = line.size();
   line += name;
-  for (size_t i = from; i < line.size(); i++) {
-    char &c = line[i];
-    if (c == ';')
-      c = ':';
-    else if (c == '\n' || c == '\r' || c == '\t')
-      c = ' ';
-  }
+  fold_from(line, from);
 }
 
 } // namespace

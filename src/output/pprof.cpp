@@ -422,7 +422,7 @@ std::vector<uint64_t> sample_values(const Profile &p, const Sample &s) {
 // How many frames from `f` on make one location: itself and the inlined
 // frames that follow it.
 // (A waker's frames are laid out leaf first: each is a location of its own.)
-size_t inlined_after(const Frame *f, const Frame *end) {
+template <typename It> size_t inlined_after(It f, It end) {
   size_t n = 1;
   while (f->kind == FrameKind::User && f + n < end && f[n].inlined &&
          f[n].kind == FrameKind::User)
@@ -442,13 +442,20 @@ std::string encode_pprof(const Profile &profile, const LayoutOptions &layout) {
   for (size_t i = 0; i < library.size(); i++)
     library[i] = library_path(profile.modules[i].path);
   for (bool libraries : {false, true})
-    for (const Sample &s : profile.samples) {
-      const std::vector<Frame> user = s.user.to_vector(); // groups in a row
-      for (const Frame &f : user)
-        if (f.kind == FrameKind::User && !f.inlined &&
-            (f.module >= library.size() || library[f.module]) == libraries)
-          place.location(&f, inlined_after(&f, user.data() + user.size()));
-    }
+    for (const Sample &s : profile.samples)
+      for (auto f = s.user.begin(); f != s.user.end(); ++f) {
+        if (f->kind != FrameKind::User || f->inlined ||
+            (f->module >= library.size() || library[f->module]) != libraries)
+          continue;
+        const size_t n = inlined_after(f, s.user.end());
+        if (n == 1) {
+          place.location(&*f, 1);
+          continue;
+        }
+        // Its inlined calls follow it in a row, as location() reads them.
+        const std::vector<Frame> group(f, f + static_cast<long>(n));
+        place.location(group.data(), n);
+      }
   for (const Sample &s : profile.samples) {
     // Locations leaf first, the thread as the root, as in the folded output;
     // no delimiter, not even one read from -d folded text: pprof's views

@@ -86,7 +86,6 @@ using FrameMemo = std::unordered_map<FrameKey, FrameGroup, FrameKeyHash>;
 Items kernel_frames(ModuleIds &ids, FrameMemo &memo,
                     const std::vector<uint64_t> &ips, bool truncated,
                     Symbolizer &sym) {
-  static const std::string kKernelKey = "[kernel]";
   Items leaf_first;
   leaf_first.reserve(ips.size() + 1);
   for (size_t i = 0; i < ips.size(); i++) {
@@ -100,12 +99,9 @@ Items kernel_frames(ModuleIds &ids, FrameMemo &memo,
       continue;
     }
     const ModuleInfo *m = nullptr;
-    const uint64_t named = sym.stats().named;
-    std::string name = valid_utf8(sym.kernel_frame(ips[i], i > 0, &m));
     FrameGroup g;
-    g.counts.named = sym.stats().named != named;
-    g.counts.unnamed = !g.counts.named;
-    g.counts.unnamed_key = &kKernelKey;
+    std::string name =
+        valid_utf8(sym.kernel_frame(ips[i], i > 0, &m, &g.counts));
     g.frames.push_back(std::make_shared<const Frame>(
         Frame{std::move(name), FrameKind::Kernel, ids.of(m), ips[i], kNoMapping,
               i > 0}));

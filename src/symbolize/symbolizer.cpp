@@ -211,7 +211,8 @@ const ModuleInfo *Symbolizer::module_info(const std::string &path,
 }
 
 std::string Symbolizer::kernel_frame(uint64_t addr, bool is_return_address,
-                                     const ModuleInfo **module) {
+                                     const ModuleInfo **module,
+                                     FrameCounts *counts) {
   uint64_t lookup = is_return_address && addr > 0 ? addr - 1 : addr;
   auto sym = kernel_.find(lookup);
   if (module)
@@ -220,11 +221,14 @@ std::string Symbolizer::kernel_frame(uint64_t addr, bool is_return_address,
                               : "[kernel.kallsyms]",
                           "");
   if (!sym) {
-    stats_.unnamed++;
-    stats_.unnamed_by_module["[kernel]"]++;
+    unnamed("[kernel]", false);
+    if (counts)
+      *counts = {0, 1, 0, 0, last_unnamed_};
     return "[unknown]";
   }
   stats_.named++;
+  if (counts)
+    *counts = {1, 0, 0, 0, nullptr};
   std::string name(sym->name);
   if (!sym->module.empty())
     name.append(" [").append(sym->module).append("]");

@@ -178,11 +178,13 @@ public:
 
   // `addr` is the frame's address as stored; return addresses (all frames
   // but the first) are looked up one byte earlier, inside the call.
-  // `module`, if given, receives where the frame's code lives (or null).
+  // `module`, if given, receives where the frame's code lives (or null);
+  // `counts` (here and in user_frame), what naming it added to stats().
   std::string kernel_frame(uint64_t addr, bool is_return_address,
-                           const ModuleInfo **module = nullptr);
+                           const ModuleInfo **module = nullptr,
+                           FrameCounts *counts = nullptr);
   // `mapping`, if given, receives the process's mapping holding the frame
-  // (all zero if none); `counts`, what naming it added to stats().
+  // (all zero if none).
   std::string user_frame(uint32_t tgid, uint64_t addr, bool is_return_address,
                          const ModuleInfo **module = nullptr,
                          Mapping *mapping = nullptr,
