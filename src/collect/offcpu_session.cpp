@@ -163,46 +163,24 @@ void add_overflow(int overflow_fd, RawProfile &out) {
     key.user_stack = OFFCPU_STACK_MISSED;
     key.kernel_stack = OFFCPU_STACK_MISSED;
     std::memcpy(key.comm, ok.comm, sizeof(key.comm));
-    out.counts.emplace_back(key, val);
+    out.counts.push_back({key, val});
   }
 }
 
-// The counts map's entries with waits, then the overflow map's, in an
-// array of their exact size: it is held through naming, where the peak is.
-// They are read into chunks over malloc's mmap threshold (returned to the
-// system when freed) and each chunk freed once copied, so the entries are
-// held about once. A vector grown by doubling, then shrunk, held them up to
-// three times at once: 54 MiB for 110,000 keys on a whole-system run
-// (issue #27).
-std::vector<std::pair<offcpu_key, offcpu_value>> read_counts(int counts_fd,
-                                                             int overflow_fd) {
-  using Entry = std::pair<offcpu_key, offcpu_value>;
-  constexpr size_t kChunk = (2u << 20) / sizeof(Entry);
-  std::vector<std::vector<Entry>> chunks;
+// The counts map's entries with waits, then the overflow map's. In chunks
+// (see CountEntries): a vector grown by doubling held them up to three
+// times at once, 54 MiB for 110,000 keys on a whole-system run, and one of
+// their exact size still held them beside the samples (issue #27).
+CountEntries read_counts(int counts_fd, int overflow_fd) {
+  RawProfile out;
   for_each_entry<offcpu_key, offcpu_value>(
-      counts_fd, [&chunks](const offcpu_key &key, const offcpu_value &val) {
+      counts_fd, [&out](const offcpu_key &key, const offcpu_value &val) {
         // Empty: entered for a wait a thread held, lost with it (counted).
-        if (!val.count)
-          return;
-        if (chunks.empty() || chunks.back().size() == kChunk) {
-          chunks.emplace_back();
-          chunks.back().reserve(kChunk);
-        }
-        chunks.back().emplace_back(key, val);
+        if (val.count)
+          out.counts.push_back({key, val});
       });
-  RawProfile overflow;
-  add_overflow(overflow_fd, overflow);
-  size_t total = overflow.counts.size();
-  for (const auto &c : chunks)
-    total += c.size();
-  std::vector<Entry> out;
-  out.reserve(total);
-  for (auto &c : chunks) {
-    out.insert(out.end(), c.begin(), c.end());
-    std::vector<Entry>().swap(c);
-  }
-  out.insert(out.end(), overflow.counts.begin(), overflow.counts.end());
-  return out;
+  add_overflow(overflow_fd, out);
+  return std::move(out.counts);
 }
 
 Bss *bss_of(const OffcpuSession::Handles &h) {

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "offcpu/shared.h"
+#include "util/chunks.h"
 
 namespace offcpu {
 
@@ -31,10 +32,9 @@ void read_stacks(int stacks_map_fd, const std::vector<uint64_t> &ids,
 // keeps apart from user stacks only by the keys that refer to them), each
 // once, sorted: many keys share a stack, and a whole-system run's copy per
 // key was tens of MiB at the end (issue #27).
-template <typename Key, typename Value>
-std::vector<uint64_t>
-kernel_addresses(const std::vector<std::pair<Key, Value>> &counts,
-                 const StackTable &stacks) {
+template <typename Entries>
+std::vector<uint64_t> kernel_addresses(const Entries &counts,
+                                       const StackTable &stacks) {
   std::unordered_set<uint64_t> seen;
   std::vector<uint64_t> out;
   for (const auto &kv : counts) {
@@ -54,10 +54,9 @@ struct TruncatedStacks {
   size_t stacks = 0;
   uint64_t waits = 0;
 };
-template <typename Key, typename Value>
-TruncatedStacks
-truncated_stacks(const std::vector<std::pair<Key, Value>> &counts,
-                 const StackTable &stacks) {
+template <typename Entries>
+TruncatedStacks truncated_stacks(const Entries &counts,
+                                 const StackTable &stacks) {
   TruncatedStacks t;
   if (stacks.truncated.empty())
     return t;
@@ -75,8 +74,14 @@ truncated_stacks(const std::vector<std::pair<Key, Value>> &counts,
   return t;
 }
 
+// The aggregation map's entries with waits, then the overflow map's.
+// Chunked: naming frees them as it makes the samples (add_offcpu_samples),
+// where a whole-system run's entries and samples were both whole at the
+// peak (issue #27).
+using CountEntries = Chunks<std::pair<offcpu_key, offcpu_value>>;
+
 struct RawProfile {
-  std::vector<std::pair<offcpu_key, offcpu_value>> counts;
+  CountEntries counts;
   StackTable stacks;
   std::array<uint64_t, OFFCPU_LOST_NR> lost{};
   // The off-CPU time the losses carried, where it is known (0 if not).

@@ -91,15 +91,19 @@ void check_pids_are_processes(const std::vector<uint32_t> &pids) {
 
 // -n that matched nothing the whole run says so: an empty report is
 // otherwise the same as a mistyped name.
-void report_unmatched_name(const ProfileOptions &opts, const RawProfile &raw) {
+bool name_unmatched(const ProfileOptions &opts, const RawProfile &raw) {
   if (opts.name.empty())
-    return;
+    return false;
   auto listed = [](const std::vector<uint32_t> &ids, uint32_t id) {
     return std::find(ids.begin(), ids.end(), id) != ids.end();
   };
   for (const auto &[key, value] : raw.counts)
     if (!listed(opts.pids, key.tgid) && !listed(opts.tids, key.pid))
-      return;
+      return false;
+  return true;
+}
+
+void report_unmatched_name(const ProfileOptions &opts) {
   warn("no process named '" + opts.name +
        "' waited off CPU during the run: -n matches the process name "
        "exactly as `ps -e -o comm` shows it");
@@ -391,8 +395,8 @@ void collect(OffcpuSession &session, const ProfileOptions &opts,
   }
 }
 
-// Names every frame of what the session collected.
-Profile build_profile(const RawProfile &raw, const RawTimeline &events,
+// Names every frame of what the session collected; consumes raw.counts.
+Profile build_profile(RawProfile &raw, const RawTimeline &events,
                       Symbolizer &symbolizer, const ProfileOptions &opts,
                       int64_t wall_start) {
   std::map<uint64_t, std::string> cgroups;
@@ -573,18 +577,22 @@ IncompleteStacks incomplete_stacks(const RawProfile &raw,
   return s;
 }
 
-void report_details(const RawProfile &raw, const Symbolizer &symbolizer,
-                    const OffcpuSession &session, const ProfileOptions &opts,
-                    const Unwinder &unwinder, const CostReport &cost,
-                    const std::array<uint64_t, UW_STAT_NR> &walker);
+// What the report says of the drained counts, taken before naming
+// consumes them (add_offcpu_samples).
+struct CountsReport {
+  std::string losses; // the first lines of the losses, in their order
+  size_t keys = 0;
+  bool name_unmatched = false;
+};
 
-// Everything lost, by cause. By default one summary line for what the
-// window could not record whole (the share of off-CPU time, with the
-// option that helps), and one line per other limit that was hit; with -v
-// each cause on its line, and how the run went.
-void report(const RawProfile &raw, const Symbolizer &symbolizer,
-            const OffcpuSession &session, const ProfileOptions &opts,
-            const Unwinder &unwinder, const CostReport &cost) {
+// The losses the counts and the stacks tell: the summary line first (the
+// causes it covers have their lines with -v), then the limits hit.
+CountsReport report_counts(const RawProfile &raw, const OffcpuSession &session,
+                           const ProfileOptions &opts,
+                           const Unwinder &unwinder) {
+  CountsReport r;
+  r.keys = raw.counts.size();
+  r.name_unmatched = name_unmatched(opts, raw);
   LossTime time;
   time.ns = raw.lost_ns;
   time.stack_reserve = opts.stack_reserve;
@@ -593,9 +601,9 @@ void report(const RawProfile &raw, const Symbolizer &symbolizer,
   // Not in the profile: lost with their waits.
   time.total_ns +=
       raw.lost_ns[OFFCPU_LOST_OVERFLOW_FULL] + raw.lost_ns[OFFCPU_LOST_HELD];
-  // The summary first: the causes it covers have their lines with -v.
   const auto walker = session.unwind_counters();
-  std::string losses = incomplete_summary(incomplete_stacks(raw, walker, opts));
+  std::string &losses = r.losses;
+  losses = incomplete_summary(incomplete_stacks(raw, walker, opts));
   losses += describe_losses(raw.lost, opts.stack_storage_size, opts.max_entries,
                             &time, opts.verbose ? 0 : kSummarizedLosses);
   const TruncatedStacks cut = truncated_stacks(raw.counts, raw.stacks);
@@ -608,20 +616,38 @@ void report(const RawProfile &raw, const Symbolizer &symbolizer,
     losses += "offcpu: warning: " + std::to_string(bad) +
               " reused stacks disagreed with a fresh walk (a bug: please "
               "report it; --no-stack-reuse avoids it)\n";
+  return r;
+}
+
+void report_details(const RawProfile &raw, size_t keys,
+                    const Symbolizer &symbolizer, const OffcpuSession &session,
+                    const ProfileOptions &opts, const Unwinder &unwinder,
+                    const CostReport &cost);
+
+// Everything lost, by cause. By default one summary line for what the
+// window could not record whole (the share of off-CPU time, with the
+// option that helps), and one line per other limit that was hit; with -v
+// each cause on its line, and how the run went.
+void report(const CountsReport &counts, const RawProfile &raw,
+            const Symbolizer &symbolizer, const OffcpuSession &session,
+            const ProfileOptions &opts, const Unwinder &unwinder,
+            const CostReport &cost) {
+  std::string losses = counts.losses;
   losses += symbolizer.describe_losses(opts.verbose);
   losses += describe_python(session.python_counters(),
                             symbolizer.python().stats(), opts.verbose);
   fputs(losses.c_str(), stderr);
   if (opts.verbose)
-    report_details(raw, symbolizer, session, opts, unwinder, cost, walker);
+    report_details(raw, counts.keys, symbolizer, session, opts, unwinder, cost);
 }
 
 // -v: the causes behind the summary line that are not the programs'
-// losses, the cost, and how the run went.
-void report_details(const RawProfile &raw, const Symbolizer &symbolizer,
-                    const OffcpuSession &session, const ProfileOptions &opts,
-                    const Unwinder &unwinder, const CostReport &cost,
-                    const std::array<uint64_t, UW_STAT_NR> &walker) {
+// losses, the cost, and how the run went. `keys`: the counts drained.
+void report_details(const RawProfile &raw, size_t keys,
+                    const Symbolizer &symbolizer, const OffcpuSession &session,
+                    const ProfileOptions &opts, const Unwinder &unwinder,
+                    const CostReport &cost) {
+  const auto walker = session.unwind_counters();
   const bool orc = session.plan().kstack_at_switch_in;
   std::string details;
   if (uint64_t n = walker[UW_STAT_PARTIAL_ENDED])
@@ -659,9 +685,9 @@ void report_details(const RawProfile &raw, const Symbolizer &symbolizer,
   note("window: " + std::to_string(session.window_start_ns()) + " to " +
        std::to_string(session.window_start_ns() + raw.window_ns) +
        " ns (CLOCK_MONOTONIC)");
-  note("collected " + std::to_string(raw.counts.size()) +
-       " thread/stack pairs, " + std::to_string(raw.stacks.size()) +
-       " stacks over " + std::to_string(raw.window_ns / 1000000) + " ms");
+  note("collected " + std::to_string(keys) + " thread/stack pairs, " +
+       std::to_string(raw.stacks.size()) + " stacks over " +
+       std::to_string(raw.window_ns / 1000000) + " ms");
   note(symbolization_summary(symbolizer.stats()));
   if (session.plan().user_unwind_tables) {
     for (const std::string &line : unwinder.describe(walker))
@@ -831,6 +857,7 @@ int run_profile(const ProfileOptions &given) {
   RawProfile raw = session->drain();
   const RawTimeline events = session->take_events(raw);
   t.drained = monotonic_ns();
+  const CountsReport counts = report_counts(raw, *session, opts, unwinder);
   Profile profile = build_profile(raw, events, symbolizer, opts, wall_start);
   if (opts.events)
     profile.timeline = std::make_shared<const Timeline>(build_timeline(
@@ -847,10 +874,12 @@ int run_profile(const ProfileOptions &given) {
          std::to_string(opts.events_memory_mib) +
          " MiB of them; the other outputs still count their waits; raise "
          "--events-memory or --events-min");
-  report(raw, symbolizer, *session, opts, unwinder, cost.report(raw.window_ns));
+  report(counts, raw, symbolizer, *session, opts, unwinder,
+         cost.report(raw.window_ns));
   if (opts.verbose)
     note_end_times(t, session->window_start_ns() + raw.window_ns);
-  report_unmatched_name(opts, raw);
+  if (counts.name_unmatched)
+    report_unmatched_name(opts);
   return command ? finish_command(*command) : kExitOk;
 }
 

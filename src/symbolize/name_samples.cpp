@@ -499,9 +499,9 @@ Waker name_waker(uint64_t id,
 }
 
 // Every user stack first, so perf maps are scanned once for all of them.
-template <typename Key, typename Value>
-void expect_user_stacks(const std::vector<std::pair<Key, Value>> &keys,
-                        const StackTable &stacks, Symbolizer &sym) {
+template <typename Entries>
+void expect_user_stacks(const Entries &keys, const StackTable &stacks,
+                        Symbolizer &sym) {
   for (const auto &kv : keys)
     if (const auto *ips = find_stack(stacks, kv.first.user_stack))
       sym.expect_user_stack(kv.first.tgid, kv.first.user_stack, *ips);
@@ -566,15 +566,16 @@ void merge_partial_kernel_stacks(std::vector<Sample> &samples) {
   samples.resize(out);
 }
 
-void add_offcpu_samples(Profile &profile, const RawProfile &raw,
-                        Symbolizer &sym, StackSelection show,
+void add_offcpu_samples(Profile &profile, RawProfile &raw, Symbolizer &sym,
+                        StackSelection show,
                         const std::map<uint64_t, std::string> &cgroups) {
   if (show.user)
     expect_user_stacks(raw.counts, raw.stacks, sym);
   std::vector<Sample> samples;
   samples.reserve(raw.counts.size());
   StackNames names(profile, raw.stacks, sym);
-  for (const auto &[key, val] : raw.counts) {
+  raw.counts.consume([&](const std::pair<offcpu_key, offcpu_value> &kv) {
+    const auto &[key, val] = kv;
     Sample s = name_sample(key.tgid, key.pid, key.comm, sizeof(key.comm),
                            key.user_stack, key.kernel_stack, names, show);
     s.total_ns = val.total_ns;
@@ -592,7 +593,7 @@ void add_offcpu_samples(Profile &profile, const RawProfile &raw,
     if (key.waker != OFFCPU_WAKER_NONE)
       s.waker = name_waker(key.waker, raw.wakers, names, show);
     samples.push_back(std::move(s));
-  }
+  });
   merge_partial_kernel_stacks(samples);
   // Handed over whole where possible: a second array of every sample (and
   // the first's capacity held meanwhile) was a third of the peak heap on a

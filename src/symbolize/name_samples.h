@@ -23,9 +23,11 @@ struct StackSelection {
 // OFFCPU_KSTACK_NOSCHED): where the same thread was also seen blocking in
 // full on a stack that extends it, it is added to that one, so one wait is
 // drawn once.
-// `cgroups`: names of the cgroup ids of --per-cgroup keys.
-void add_offcpu_samples(Profile &profile, const RawProfile &raw,
-                        Symbolizer &sym, StackSelection show,
+// `cgroups`: names of the cgroup ids of --per-cgroup keys. Consumes
+// raw.counts (each chunk freed once its samples are made): what else needs
+// them reads them first.
+void add_offcpu_samples(Profile &profile, RawProfile &raw, Symbolizer &sym,
+                        StackSelection show,
                         const std::map<uint64_t, std::string> &cgroups = {});
 
 // One wait's thread, stacks and waker (OFFCPU_WAKER_NONE: none), named as

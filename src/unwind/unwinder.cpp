@@ -1155,7 +1155,7 @@ Unwinder::describe_losses(const std::array<uint64_t, UW_STAT_NR> &w) const {
 }
 
 std::string Unwinder::describe_mapping_losses(
-    const std::vector<std::pair<offcpu_key, offcpu_value>> &counts,
+    const CountEntries &counts,
     const std::unordered_map<uint64_t, std::vector<uint64_t>> &stacks) const {
   if (over_mappings_.empty())
     return "";

@@ -17,6 +17,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "collect/raw_profile.h"
 #include "offcpu/shared.h"
 #include "offcpu/unwind.h"
 #include "probe/unwind_maps.h"
@@ -122,7 +123,7 @@ public:
   // (fit_mappings), with the waits and off-CPU time of the stacks that
   // passed through the ones walked by frame pointers for it; "" if none.
   std::string describe_mapping_losses(
-      const std::vector<std::pair<offcpu_key, offcpu_value>> &counts,
+      const CountEntries &counts,
       const std::unordered_map<uint64_t, std::vector<uint64_t>> &stacks) const;
   // -v lines: tables, memory, and how frames were recovered (the walker's
   // counters, summed over CPUs).

@@ -32,7 +32,8 @@ offcpu_key key(uint32_t pid, uint64_t ustack, uint64_t kstack,
   return k;
 }
 
-std::vector<Sample> symbolize_profile(const RawProfile &raw, Symbolizer &sym,
+// A copy of `raw`: naming consumes its counts.
+std::vector<Sample> symbolize_profile(RawProfile raw, Symbolizer &sym,
                                       StackSelection show) {
   Profile p;
   add_offcpu_samples(p, raw, sym, show);

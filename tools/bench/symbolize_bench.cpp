@@ -24,7 +24,8 @@
 using namespace offcpu;
 
 // One cold symbolization of `raw`, in ms; its counts on stdout.
-static double time_once(const RawProfile &raw, bool dwarf, size_t nproc) {
+static double time_once(const RawProfile &given, bool dwarf, size_t nproc) {
+  RawProfile raw = given; // naming consumes its counts
   SourceOptions source;
   source.dwarf = dwarf;
   source.inlined = dwarf;
