@@ -48,6 +48,7 @@ bool ends_with(const char *s, const char *suffix) {
 // it opens those by path itself). `has_info`: there is DWARF at all.
 struct SectionCheck {
   uint64_t bytes = 0;
+  uint64_t inflated = 0; // of `bytes`, those of compressed sections
   bool has_info = false;
   bool other_files = false;
   bool unreadable = false;
@@ -120,6 +121,7 @@ SectionCheck check_sections(Elf *elf, bool lines) {
         continue;
       }
       size = std::max<uint64_t>(size, chdr.ch_size);
+      c.inflated += size;
     }
     c.bytes += size;
   }
@@ -261,6 +263,8 @@ std::unique_ptr<DwarfFile> DwarfFile::from_impl(std::unique_ptr<Impl> impl,
   std::unique_ptr<DwarfFile> file(new DwarfFile(std::move(impl)));
   file->limits_ = limits;
   file->run_ = run;
+  file->section_bytes_ = c.bytes;
+  file->inflated_bytes_ = c.inflated;
   file->spent_ns_ = monotonic_ns() - start;
   if (!file->index_units(deadline_ns)) {
     *why = file->loss_ != DwarfLoss::None ? file->loss_ : DwarfLoss::OtherFiles;
@@ -349,8 +353,11 @@ bool DwarfFile::reopen() {
   if (impl_->elf && elf_kind(impl_->elf) == ELF_K_ELF) {
     SectionCheck c = check_sections(impl_->elf, limits_.lines);
     if (c.has_info && !c.other_files && !c.unreadable &&
-        c.bytes <= limits_.max_bytes)
+        c.bytes <= limits_.max_bytes) {
       impl_->dwarf = dwarf_begin_elf(impl_->elf, DWARF_C_READ, nullptr);
+      section_bytes_ = c.bytes;
+      inflated_bytes_ = c.inflated;
+    }
   }
   if (impl_->dwarf)
     return true;

@@ -53,9 +53,10 @@ struct DwarfLoader::Shared {
   std::deque<Ticket> to_open;
   std::deque<Ticket> to_warm;
   Ticket next = 1;
-  // The file whose libdw sections the thread holds: one at a time, let go
-  // (DwarfFile::release) when the thread turns to another file.
-  Ticket current = 0;
+  // The files whose libdw sections the thread holds, the most recently
+  // used last: let go (DwarfFile::release) past held_bytes.
+  std::vector<Ticket> held;
+  uint64_t held_bytes = 0;
   uint64_t deadline_ns = 0;
   DwarfLimits limits;
   uint64_t read_ahead = 0;
@@ -125,24 +126,59 @@ void warm_some(Shared &s, std::unique_lock<std::mutex> &lock,
   e.busy = false;
 }
 
-// Frees the sections of the file the thread held, unless it is `next` or
-// already taken (its taker owns it then). Its answers stay cached; new
-// addresses open it again (DwarfFile::reopen). A whole system's debug
-// files held together were most of offcpu's peak memory (issue #27).
-void let_go(Shared &s, std::unique_lock<std::mutex> &lock,
-            DwarfLoader::Ticket next) {
-  const DwarfLoader::Ticket was = std::exchange(s.current, next);
-  if (!was || was == next)
-    return;
-  auto it = s.entries.find(was);
-  if (it == s.entries.end() || !it->second.file || it->second.taken)
-    return;
-  Shared::Entry &e = it->second;
-  e.busy = true;
-  lock.unlock();
-  e.file->release();
-  lock.lock();
-  e.busy = false;
+// Whether the thread holds `e`'s sections (not a taker's: it owns them).
+bool holds(const Shared::Entry &e) {
+  return e.file && !e.file->released() && !e.taken;
+}
+
+// The file to let go of among those held but `next`: one with nothing to
+// inflate (read again in a fraction of a ms) before one with compressed
+// sections, the least recently used first.
+DwarfLoader::Ticket cheapest_to_reopen(const Shared &s,
+                                       DwarfLoader::Ticket next) {
+  DwarfLoader::Ticket pick = 0;
+  for (DwarfLoader::Ticket t : s.held) {
+    if (t == next)
+      continue;
+    if (s.entries.at(t).file->inflated_bytes() == 0)
+      return t;
+    pick = pick ? pick : t;
+  }
+  return pick;
+}
+
+// Makes `next` the most recently used file, and frees the sections of
+// others while those held are past s.held_bytes (cheapest_to_reopen first).
+// Their answers stay cached; new addresses open them again
+// (DwarfFile::reopen). A whole system's debug files held together were
+// most of offcpu's peak memory (issue #27).
+void hold(Shared &s, std::unique_lock<std::mutex> &lock,
+          DwarfLoader::Ticket next) {
+  s.held.erase(std::remove(s.held.begin(), s.held.end(), next), s.held.end());
+  s.held.push_back(next);
+  for (;;) {
+    uint64_t bytes = 0;
+    std::vector<DwarfLoader::Ticket> still;
+    for (DwarfLoader::Ticket t : s.held) {
+      auto it = s.entries.find(t);
+      if (t != next && (it == s.entries.end() || !holds(it->second)))
+        continue; // taken, freed or gone since
+      still.push_back(t);
+      if (it != s.entries.end() && it->second.file)
+        bytes += it->second.file->section_bytes();
+    }
+    s.held = std::move(still);
+    const DwarfLoader::Ticket victim = cheapest_to_reopen(s, next);
+    if (bytes <= s.held_bytes || !victim)
+      return;
+    s.held.erase(std::find(s.held.begin(), s.held.end(), victim));
+    Shared::Entry &e = s.entries.at(victim);
+    e.busy = true;
+    lock.unlock();
+    e.file->release();
+    lock.lock();
+    e.busy = false;
+  }
 }
 
 // Whether warming `e` now is worth it: its sections are held, or enough
@@ -165,7 +201,7 @@ void defer_released(Shared &s) {
       continue;
     }
     Shared::Entry &e = found->second;
-    if (*it == s.current || worth_reopening(e) || e.taken) {
+    if (worth_reopening(e) || e.taken) {
       ++it;
       continue;
     }
@@ -187,7 +223,9 @@ DwarfLoader::Ticket next_work(Shared &s, bool *open) {
   std::deque<DwarfLoader::Ticket> &q = *open ? s.to_open : s.to_warm;
   auto it = q.begin();
   if (!*open) {
-    auto held = std::find(q.begin(), q.end(), s.current);
+    auto held = std::find_if(q.begin(), q.end(), [&](DwarfLoader::Ticket t) {
+      return holds(s.entries.at(t));
+    });
     it = held != q.end() ? held : it;
     // defer_released left only tickets with entries in to_warm.
     Shared::Entry &e = s.entries.at(*it);
@@ -199,8 +237,8 @@ DwarfLoader::Ticket next_work(Shared &s, bool *open) {
   return t;
 }
 
-// The thread: opens queued files and warms their caches, one file's
-// sections held at a time, until told to stop.
+// The thread: opens queued files and warms their caches, the sections of
+// the files it used last held (hold()), until told to stop.
 void serve(const std::shared_ptr<Shared> &sp) {
   Shared &s = *sp;
   std::unique_lock<std::mutex> lock(s.mu);
@@ -214,11 +252,12 @@ void serve(const std::shared_ptr<Shared> &sp) {
     const DwarfLoader::Ticket t = next_work(s, &open);
     if (!t)
       continue; // only deferred files: wait for more addresses
-    let_go(s, lock, t);
+    hold(s, lock, t);
     if (open)
       open_one(s, lock, t);
     else
       warm_some(s, lock, t);
+    hold(s, lock, t); // its size is known once it is open
     auto it = s.entries.find(t);
     if (it != s.entries.end() && it->second.abandoned) {
       // No one waits for it: freed outside the lock.
@@ -234,7 +273,10 @@ void serve(const std::shared_ptr<Shared> &sp) {
 
 } // namespace
 
-DwarfLoader::DwarfLoader() : shared_(std::make_shared<Shared>()) {}
+DwarfLoader::DwarfLoader(uint64_t held_bytes)
+    : shared_(std::make_shared<Shared>()) {
+  shared_->held_bytes = held_bytes;
+}
 
 void DwarfLoader::stop() {
   std::vector<std::unique_ptr<DwarfFile>> gone;

@@ -18,7 +18,11 @@ namespace offcpu {
 
 class DwarfLoader {
 public:
-  DwarfLoader();
+  // `held_bytes`: the sections the thread holds at most, its files
+  // together (DwarfFile::section_bytes); past it files are let go
+  // (DwarfFile::release), those with nothing to inflate first, the least
+  // recently used first; one file over it is held alone.
+  explicit DwarfLoader(uint64_t held_bytes = kHeldBytes);
   // Tells the thread to stop after the file it is reading, without waiting
   // for it: libdw cannot be interrupted and the end of the run must not
   // wait for it (the thread only touches state it shares ownership of).
@@ -27,6 +31,11 @@ public:
   DwarfLoader &operator=(const DwarfLoader &) = delete;
 
   using Ticket = uint64_t; // 0: none
+  // Holding one file at a time let glibc's debug file (7 MB inflated,
+  // 50-65 ms to read again) go each time another file's addresses came:
+  // read three more times in an 8 s window of postgres under pgbench, 7%
+  // of offcpu's CPU (issue #27).
+  static constexpr uint64_t kHeldBytes = uint64_t{16} << 20;
 
   // Queues the DWARF of the ELF file open as `fd` (checked, ours) to be
   // read; starts the thread on first use.
