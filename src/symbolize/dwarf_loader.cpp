@@ -131,44 +131,55 @@ bool holds(const Shared::Entry &e) {
   return e.file && !e.file->released() && !e.taken;
 }
 
-// The file to let go of among those held but `next`: one with nothing to
-// inflate (read again in a fraction of a ms) before one with compressed
-// sections, the least recently used first.
+// The file to let go of among those held (0: none), never `keep` nor the
+// only one held: one with nothing to inflate (read again in a fraction of
+// a ms) before one with compressed sections, one whose addresses wait to
+// be warmed last, the least recently used first.
 DwarfLoader::Ticket cheapest_to_reopen(const Shared &s,
-                                       DwarfLoader::Ticket next) {
+                                       DwarfLoader::Ticket keep) {
+  if (s.held.size() < 2)
+    return 0;
   DwarfLoader::Ticket pick = 0;
+  int best = 4;
   for (DwarfLoader::Ticket t : s.held) {
-    if (t == next)
+    const Shared::Entry &e = s.entries.at(t);
+    if (t == keep || !e.file)
       continue;
-    if (s.entries.at(t).file->inflated_bytes() == 0)
-      return t;
-    pick = pick ? pick : t;
+    const int rank = (e.file->inflated_bytes() > 0 ? 2 : 0) +
+                     (e.warmed < e.warm.size() ? 1 : 0);
+    if (rank < best) {
+      best = rank;
+      pick = t;
+    }
   }
   return pick;
 }
 
-// Makes `next` the most recently used file, and frees the sections of
-// others while those held are past s.held_bytes (cheapest_to_reopen first).
-// Their answers stay cached; new addresses open them again
-// (DwarfFile::reopen). A whole system's debug files held together were
-// most of offcpu's peak memory (issue #27).
-void hold(Shared &s, std::unique_lock<std::mutex> &lock,
-          DwarfLoader::Ticket next) {
-  s.held.erase(std::remove(s.held.begin(), s.held.end(), next), s.held.end());
-  s.held.push_back(next);
+// Frees the sections of held files (cheapest_to_reopen first) while those
+// held are past s.held_bytes. Their answers stay cached; new addresses
+// open them again (DwarfFile::reopen). A whole system's debug files held
+// together were most of offcpu's peak memory (issue #27).
+void trim(Shared &s, std::unique_lock<std::mutex> &lock,
+          DwarfLoader::Ticket keep) {
   for (;;) {
     uint64_t bytes = 0;
     std::vector<DwarfLoader::Ticket> still;
     for (DwarfLoader::Ticket t : s.held) {
       auto it = s.entries.find(t);
-      if (t != next && (it == s.entries.end() || !holds(it->second)))
-        continue; // taken, freed or gone since
+      if (it == s.entries.end())
+        continue; // gone
+      const Shared::Entry &e = it->second;
+      if (t == keep || (!e.opened && !e.taken)) {
+        still.push_back(t); // about to be read (again): counted after
+        continue;
+      }
+      if (!holds(e))
+        continue; // taken, freed, or without DWARF
       still.push_back(t);
-      if (it != s.entries.end() && it->second.file)
-        bytes += it->second.file->section_bytes();
+      bytes += e.file->section_bytes();
     }
     s.held = std::move(still);
-    const DwarfLoader::Ticket victim = cheapest_to_reopen(s, next);
+    const DwarfLoader::Ticket victim = cheapest_to_reopen(s, keep);
     if (bytes <= s.held_bytes || !victim)
       return;
     s.held.erase(std::find(s.held.begin(), s.held.end(), victim));
@@ -179,6 +190,16 @@ void hold(Shared &s, std::unique_lock<std::mutex> &lock,
     lock.lock();
     e.busy = false;
   }
+}
+
+// Makes `next` the most recently used file, and makes room for it. After
+// its work, trim(s, lock, 0) may let go of it too: a plain file over the
+// budget beside a compressed one is the cheaper to read again.
+void hold(Shared &s, std::unique_lock<std::mutex> &lock,
+          DwarfLoader::Ticket next) {
+  s.held.erase(std::remove(s.held.begin(), s.held.end(), next), s.held.end());
+  s.held.push_back(next);
+  trim(s, lock, next);
 }
 
 // Whether warming `e` now is worth it: its sections are held, or enough
@@ -257,8 +278,12 @@ void serve(const std::shared_ptr<Shared> &sp) {
       open_one(s, lock, t);
     else
       warm_some(s, lock, t);
-    hold(s, lock, t); // its size is known once it is open
     auto it = s.entries.find(t);
+    // Its size is known once it is open; with addresses left to warm it
+    // is the thread's next work (next_work prefers a file held).
+    if (it == s.entries.end() || it->second.warmed >= it->second.warm.size())
+      trim(s, lock, 0);
+    it = s.entries.find(t);
     if (it != s.entries.end() && it->second.abandoned) {
       // No one waits for it: freed outside the lock.
       std::unique_ptr<DwarfFile> gone = std::move(it->second.file);

@@ -212,6 +212,29 @@ TEST(DwarfRelease, LoaderKeepsACompressedFileOverPlainOnes) {
   ASSERT_GT(gz_inflated, 0u) << FIXTURE_GZ << " is not compressed";
   ASSERT_GT(self, 0u);
   ASSERT_EQ(self_inflated, 0u);
+  {
+    // Room for the compressed file and half of this binary: the thread
+    // lets go of this binary once done with it (postgres's case: glibc's
+    // debug file beside a plain libpython).
+    LoaderOfThisBinary p(gz + self / 2);
+    DwarfLoader &loader = p.loader;
+    const DwarfLoader::Ticket a =
+        loader.submit(UniqueFd(open(FIXTURE_GZ, O_RDONLY | O_CLOEXEC)));
+    loader.warm(a, 0x1000);
+    ASSERT_TRUE(p.settle());
+    const DwarfLoader::Ticket b = p.submit();
+    loader.warm(b, p.first);
+    ASSERT_TRUE(p.settle());
+    auto fa = loader.take(a, 0, &why);
+    ASSERT_TRUE(fa) << static_cast<int>(why);
+    auto fb = loader.take(b, 0, &why);
+    ASSERT_TRUE(fb) << static_cast<int>(why);
+    EXPECT_FALSE(fa->released());
+    EXPECT_TRUE(fb->released());
+    EXPECT_NE(holder(fb->frames_at(p.first)).find("release_probe_first"),
+              std::string::npos); // warmed before it was let go
+    EXPECT_EQ(fb->reopens(), 0u);
+  }
   // Room for the compressed file and one and a half of this binary.
   LoaderOfThisBinary p(gz + self * 3 / 2);
   DwarfLoader &loader = p.loader;
