@@ -367,7 +367,14 @@ private:
   const StackTable &stacks_;
   Symbolizer &sym_;
   std::unordered_map<uint64_t, Frames> kernel_;
-  std::map<std::pair<uint32_t, uint64_t>, Frames> user_;
+  struct TgidStackHash {
+    size_t operator()(const std::pair<uint32_t, uint64_t> &k) const {
+      return std::hash<uint64_t>()(k.second * 0x9e3779b97f4a7c15ull ^ k.first);
+    }
+  };
+  // Node-based: the pointers handed out stay valid as it grows.
+  std::unordered_map<std::pair<uint32_t, uint64_t>, Frames, TgidStackHash>
+      user_;
   // Each user stack's distinct namings, by stack id.
   std::unordered_map<uint64_t, std::vector<Frames>> by_id_;
   // Each address's frames, named once (kernel_frames, native_frames).
