@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -55,9 +56,27 @@ struct LoaderOfThisBinary {
       file_vaddr(reinterpret_cast<void *>(&release_probe_second));
   DwarfLoader loader;
 
-  DwarfLoader::Ticket submit() {
-    return loader.submit(
-        UniqueFd(open("/proc/self/exe", O_RDONLY | O_CLOEXEC)));
+  DwarfLoader::Ticket submit(const char *path = "/proc/self/exe") {
+    return loader.submit(UniqueFd(open(path, O_RDONLY | O_CLOEXEC)));
+  }
+  // A file submitted with one address, and served.
+  DwarfLoader::Ticket submit_served(uint64_t vaddr,
+                                    const char *path = "/proc/self/exe") {
+    const DwarfLoader::Ticket t = submit(path);
+    loader.warm(t, vaddr);
+    EXPECT_TRUE(settle()) << "the loader did not finish in 30 s";
+    return t;
+  }
+  // The files of `tickets`, taken; null where one could not be.
+  std::vector<std::unique_ptr<DwarfFile>>
+  take_all(const std::vector<DwarfLoader::Ticket> &tickets) {
+    std::vector<std::unique_ptr<DwarfFile>> out;
+    for (DwarfLoader::Ticket t : tickets) {
+      DwarfLoss why = DwarfLoss::None;
+      out.push_back(loader.take(t, 0, &why));
+      EXPECT_TRUE(out.back()) << "loss " << static_cast<int>(why);
+    }
+    return out;
   }
   // Until the loader's thread has served every address asked (30 s at most).
   bool settle() {
@@ -145,118 +164,79 @@ TEST(DwarfRelease, LoaderHoldsOneFileAtATime) {
   EXPECT_EQ(fa->reopens(), 1u);
 }
 
+// A file's DWARF sections, and the compressed ones' inflated size.
+struct DwarfSizes {
+  uint64_t bytes = 0, inflated = 0;
+};
+DwarfSizes dwarf_sizes(const char *path) {
+  DwarfLoss why = DwarfLoss::None;
+  UniqueFd fd(open(path, O_RDONLY | O_CLOEXEC));
+  auto f = DwarfFile::open_fd(fd.get(), DwarfLimits{}, nullptr, 0, &why);
+  return f ? DwarfSizes{f->section_bytes(), f->inflated_bytes()} : DwarfSizes{};
+}
+
 // Within its budget the thread keeps the files it used last (glibc's debug
 // file was read again three times in 8 s of a server load when a small
 // file's addresses made the thread let it go, issue #27); past it, the
 // least recently used one goes.
 TEST(DwarfRelease, LoaderLetsTheLeastRecentlyUsedGoPastItsBudget) {
   ASSERT_EQ(release_probe_first(2) + release_probe_second(2), 19);
-  DwarfLoss why = DwarfLoss::None;
-  UniqueFd self(open("/proc/self/exe", O_RDONLY | O_CLOEXEC));
-  auto one = DwarfFile::open_fd(self.get(), DwarfLimits{}, nullptr, 0, &why);
-  ASSERT_TRUE(one) << static_cast<int>(why);
-  const uint64_t bytes = one->section_bytes();
+  const uint64_t bytes = dwarf_sizes("/proc/self/exe").bytes;
   ASSERT_GT(bytes, 0u);
-  one.reset();
-  // Room for two files and a half.
-  LoaderOfThisBinary p(bytes * 5 / 2);
-  DwarfLoader &loader = p.loader;
-  const uint64_t first = p.first, second = p.second;
-  auto settle = [&] {
-    ASSERT_TRUE(p.settle()) << "the loader did not finish in 30 s";
-  };
-  const DwarfLoader::Ticket a = p.submit();
-  loader.warm(a, first);
-  settle();
-  const DwarfLoader::Ticket b = p.submit();
-  loader.warm(b, second);
-  settle();
-  const DwarfLoader::Ticket c = p.submit();
-  loader.warm(c, first);
-  settle(); // a, the least recently used, let go for c
+  LoaderOfThisBinary p(bytes * 5 / 2); // room for two files and a half
+  const DwarfLoader::Ticket a = p.submit_served(p.first);
+  const DwarfLoader::Ticket b = p.submit_served(p.second);
+  // a, the least recently used, let go for c
+  const DwarfLoader::Ticket c = p.submit_served(p.first);
   for (uint64_t i = 1; i <= 300; i++)
-    loader.warm(a, first + i);
-  settle(); // a read again for its 300: b, now the oldest, let go
-  auto fa = loader.take(a, 0, &why);
-  ASSERT_TRUE(fa) << static_cast<int>(why);
-  auto fb = loader.take(b, 0, &why);
-  ASSERT_TRUE(fb) << static_cast<int>(why);
-  auto fc = loader.take(c, 0, &why);
-  ASSERT_TRUE(fc) << static_cast<int>(why);
-  EXPECT_EQ(fa->reopens(), 1u);
-  EXPECT_FALSE(fa->released());
-  EXPECT_TRUE(fb->released());
-  EXPECT_FALSE(fc->released()); // held all along: never read again
-  EXPECT_EQ(fc->reopens(), 0u);
-  EXPECT_NE(holder(fc->frames_at(second)).find("release_probe_second"),
+    p.loader.warm(a, p.first + i);
+  ASSERT_TRUE(p.settle()); // a read again for its 300: b, the oldest, goes
+  auto f = p.take_all({a, b, c});
+  ASSERT_TRUE(f[0] && f[1] && f[2]);
+  EXPECT_EQ(f[0]->reopens(), 1u);
+  EXPECT_FALSE(f[0]->released());
+  EXPECT_TRUE(f[1]->released());
+  EXPECT_FALSE(f[2]->released()); // held all along: never read again
+  EXPECT_NE(holder(f[2]->frames_at(p.second)).find("release_probe_second"),
             std::string::npos);
-  EXPECT_EQ(fc->reopens(), 0u);
+  EXPECT_EQ(f[2]->reopens(), 0u);
 }
 
 // Past its budget the thread lets go first of a file read again cheaply
 // (plain sections) and keeps one whose sections it would inflate again.
 TEST(DwarfRelease, LoaderKeepsACompressedFileOverPlainOnes) {
   ASSERT_EQ(release_probe_first(2) + release_probe_second(2), 19);
-  DwarfLoss why = DwarfLoss::None;
-  auto sizes = [&](const char *path, uint64_t *inflated) {
-    UniqueFd fd(open(path, O_RDONLY | O_CLOEXEC));
-    auto f = DwarfFile::open_fd(fd.get(), DwarfLimits{}, nullptr, 0, &why);
-    *inflated = f ? f->inflated_bytes() : 0;
-    return f ? f->section_bytes() : 0;
-  };
-  uint64_t gz_inflated = 0, self_inflated = 0;
-  const uint64_t gz = sizes(FIXTURE_GZ, &gz_inflated);
-  const uint64_t self = sizes("/proc/self/exe", &self_inflated);
-  ASSERT_GT(gz, 0u) << FIXTURE_GZ << ": no DWARF, loss "
-                    << static_cast<int>(why);
-  ASSERT_GT(gz_inflated, 0u) << FIXTURE_GZ << " is not compressed";
-  ASSERT_GT(self, 0u);
-  ASSERT_EQ(self_inflated, 0u);
+  const DwarfSizes gz = dwarf_sizes(FIXTURE_GZ);
+  const DwarfSizes self = dwarf_sizes("/proc/self/exe");
+  ASSERT_GT(gz.inflated, 0u) << FIXTURE_GZ << " has no compressed DWARF";
+  ASSERT_GT(self.bytes, 0u);
+  ASSERT_EQ(self.inflated, 0u);
   {
     // Room for the compressed file and half of this binary: the thread
     // lets go of this binary once done with it (postgres's case: glibc's
     // debug file beside a plain libpython).
-    LoaderOfThisBinary p(gz + self / 2);
-    DwarfLoader &loader = p.loader;
-    const DwarfLoader::Ticket a =
-        loader.submit(UniqueFd(open(FIXTURE_GZ, O_RDONLY | O_CLOEXEC)));
-    loader.warm(a, 0x1000);
-    ASSERT_TRUE(p.settle());
-    const DwarfLoader::Ticket b = p.submit();
-    loader.warm(b, p.first);
-    ASSERT_TRUE(p.settle());
-    auto fa = loader.take(a, 0, &why);
-    ASSERT_TRUE(fa) << static_cast<int>(why);
-    auto fb = loader.take(b, 0, &why);
-    ASSERT_TRUE(fb) << static_cast<int>(why);
-    EXPECT_FALSE(fa->released());
-    EXPECT_TRUE(fb->released());
-    EXPECT_NE(holder(fb->frames_at(p.first)).find("release_probe_first"),
+    LoaderOfThisBinary p(gz.bytes + self.bytes / 2);
+    const DwarfLoader::Ticket a = p.submit_served(0x1000, FIXTURE_GZ);
+    const DwarfLoader::Ticket b = p.submit_served(p.first);
+    auto f = p.take_all({a, b});
+    ASSERT_TRUE(f[0] && f[1]);
+    EXPECT_FALSE(f[0]->released());
+    EXPECT_TRUE(f[1]->released());
+    EXPECT_NE(holder(f[1]->frames_at(p.first)).find("release_probe_first"),
               std::string::npos); // warmed before it was let go
-    EXPECT_EQ(fb->reopens(), 0u);
+    EXPECT_EQ(f[1]->reopens(), 0u);
   }
-  // Room for the compressed file and one and a half of this binary.
-  LoaderOfThisBinary p(gz + self * 3 / 2);
-  DwarfLoader &loader = p.loader;
-  const DwarfLoader::Ticket a =
-      loader.submit(UniqueFd(open(FIXTURE_GZ, O_RDONLY | O_CLOEXEC)));
-  loader.warm(a, 0x1000);
-  ASSERT_TRUE(p.settle());
-  const DwarfLoader::Ticket b = p.submit();
-  loader.warm(b, p.first);
-  ASSERT_TRUE(p.settle());
-  const DwarfLoader::Ticket c = p.submit();
-  loader.warm(c, p.second);
-  ASSERT_TRUE(p.settle()); // b let go, not a, the least recently used
-  auto fa = loader.take(a, 0, &why);
-  ASSERT_TRUE(fa) << static_cast<int>(why);
-  auto fb = loader.take(b, 0, &why);
-  ASSERT_TRUE(fb) << static_cast<int>(why);
-  auto fc = loader.take(c, 0, &why);
-  ASSERT_TRUE(fc) << static_cast<int>(why);
-  EXPECT_FALSE(fa->released());
-  EXPECT_TRUE(fb->released());
-  EXPECT_FALSE(fc->released());
+  // Room for the compressed file and one and a half of this binary: b let
+  // go for c, not a, the least recently used.
+  LoaderOfThisBinary p(gz.bytes + self.bytes * 3 / 2);
+  const DwarfLoader::Ticket a = p.submit_served(0x1000, FIXTURE_GZ);
+  const DwarfLoader::Ticket b = p.submit_served(p.first);
+  const DwarfLoader::Ticket c = p.submit_served(p.second);
+  auto f = p.take_all({a, b, c});
+  ASSERT_TRUE(f[0] && f[1] && f[2]);
+  EXPECT_FALSE(f[0]->released());
+  EXPECT_TRUE(f[1]->released());
+  EXPECT_FALSE(f[2]->released());
 }
 
 // A file let go is not read again for every address that comes in while
