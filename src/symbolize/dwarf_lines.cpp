@@ -383,7 +383,7 @@ const std::vector<SourceFrame> &DwarfFile::frames_at(uint64_t vaddr,
   if (out_of_time(deadline_ns) || loss_ == DwarfLoss::Malformed)
     return none;
   // Reading the sections again is not the file's lookups' time: the
-  // loader chose to free them (one file held at a time).
+  // loader chose to free them (its files' sections held up to a budget).
   if (!reopen())
     return none;
   const uint64_t start = monotonic_ns();

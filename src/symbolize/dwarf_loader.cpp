@@ -170,7 +170,10 @@ void trim(Shared &s, std::unique_lock<std::mutex> &lock,
         continue; // gone
       const Shared::Entry &e = it->second;
       if (t == keep || (!e.opened && !e.taken)) {
-        still.push_back(t); // about to be read (again): counted after
+        // About to be read (again): counted if its size is known.
+        still.push_back(t);
+        if (e.file)
+          bytes += e.file->section_bytes();
         continue;
       }
       if (!holds(e))
@@ -182,19 +185,36 @@ void trim(Shared &s, std::unique_lock<std::mutex> &lock,
     const DwarfLoader::Ticket victim = cheapest_to_reopen(s, keep);
     if (bytes <= s.held_bytes || !victim)
       return;
+    // No compressed file is let go to make room for a plain one: the
+    // plain one is, once its addresses are warmed.
+    auto kept = s.entries.find(keep);
+    if (kept != s.entries.end() && kept->second.file &&
+        kept->second.file->inflated_bytes() == 0 &&
+        s.entries.at(victim).file->inflated_bytes() > 0)
+      return;
     s.held.erase(std::find(s.held.begin(), s.held.end(), victim));
-    Shared::Entry &e = s.entries.at(victim);
+    auto it = s.entries.find(victim);
+    Shared::Entry &e = it->second;
     e.busy = true;
     lock.unlock();
     e.file->release();
     lock.lock();
     e.busy = false;
+    s.cv.notify_all(); // a taker may wait for it
+    if (e.abandoned) { // its taker gave up meanwhile: no one will take it
+      std::unique_ptr<DwarfFile> gone = std::move(e.file);
+      s.entries.erase(it);
+      lock.unlock();
+      gone.reset();
+      lock.lock();
+    }
   }
 }
 
-// Makes `next` the most recently used file, and makes room for it. After
-// its work, trim(s, lock, 0) may let go of it too: a plain file over the
-// budget beside a compressed one is the cheaper to read again.
+// Makes `next` the most recently used file, and makes room for it (its
+// size is known once it has been open). After its addresses are warmed,
+// trim(s, lock, 0) may let go of it too: a plain file over the budget
+// beside a compressed one is the cheaper to read again.
 void hold(Shared &s, std::unique_lock<std::mutex> &lock,
           DwarfLoader::Ticket next) {
   s.held.erase(std::remove(s.held.begin(), s.held.end(), next), s.held.end());
@@ -274,14 +294,19 @@ void serve(const std::shared_ptr<Shared> &sp) {
     if (!t)
       continue; // only deferred files: wait for more addresses
     hold(s, lock, t);
+    if (s.stop || !s.entries.count(t))
+      continue; // stopped, or let go of and abandoned, while it was unlocked
     if (open)
       open_one(s, lock, t);
     else
       warm_some(s, lock, t);
     auto it = s.entries.find(t);
-    // Its size is known once it is open; with addresses left to warm it
-    // is the thread's next work (next_work prefers a file held).
-    if (it == s.entries.end() || it->second.warmed >= it->second.warm.size())
+    // Once its addresses are warmed. Not right after its open: those its
+    // stacks hold come in just after it is submitted (and with addresses
+    // left to warm it is the thread's next work: next_work prefers a file
+    // held).
+    if (!open && it != s.entries.end() &&
+        it->second.warmed >= it->second.warm.size())
       trim(s, lock, 0);
     it = s.entries.find(t);
     if (it != s.entries.end() && it->second.abandoned) {

@@ -18,10 +18,11 @@ namespace offcpu {
 
 class DwarfLoader {
 public:
-  // `held_bytes`: the sections the thread holds at most, its files
-  // together (DwarfFile::section_bytes); past it files are let go
+  // `held_bytes`: the sections the thread holds, its files together
+  // (DwarfFile::section_bytes); past it files are let go
   // (DwarfFile::release), those with nothing to inflate first, the least
-  // recently used first; one file over it is held alone.
+  // recently used first, never the one it works on (so the bound is
+  // held_bytes and one file).
   explicit DwarfLoader(uint64_t held_bytes = kHeldBytes);
   // Tells the thread to stop after the file it is reading, without waiting
   // for it: libdw cannot be interrupted and the end of the run must not

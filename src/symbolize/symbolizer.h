@@ -103,8 +103,9 @@ struct SymbolizeStats {
   uint64_t dwarf_files = 0;
   // Of those, read by the loader's thread before their frames were named.
   uint64_t dwarf_read_ahead = 0;
-  // Times a file's DWARF was read again: its sections are freed once its
-  // addresses are answered, to hold one file's at a time (peak memory).
+  // Times a file's DWARF was read again: its sections are freed past the
+  // loader's budget, and at the end once its addresses are answered (peak
+  // memory).
   uint64_t dwarf_reopens = 0;
   // offcpu's own executable was seen and its DWARF left unread (see
   // SourceOptions::own_dwarf).
