@@ -242,6 +242,11 @@ def run_alone(server, offcpu, variants, seconds, base=None, base_variants=("defa
             err.seek(0)
             r = sl.bpf_cost(ids, prefix, p0, p1)
             r.update(cpu=cpu, rss_kb=rss, stderr=err.read())
+            if proc.returncode or not r["switches"]:
+                # Its figures are not a traced window's: say why, once.
+                tail = " | ".join(r["stderr"].strip().splitlines()[-3:])
+                print(f"bench: {name} exited {proc.returncode} with "
+                      f"{r['switches']} switches counted: {tail}", file=sys.stderr)
             out[name] = r
     finally:
         server.stop_load()
