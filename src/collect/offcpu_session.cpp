@@ -13,6 +13,7 @@
 #include <functional>
 #include <system_error>
 #include <thread>
+#include <utility>
 
 #include "collect/bpf_setup.h"
 #include "collect/edge_loader.h"
@@ -780,11 +781,14 @@ std::array<uint64_t, OFFCPU_PY_STAT_NR> OffcpuSession::python_counters() const {
   return sum;
 }
 
-std::vector<uint64_t> OffcpuSession::read_stack(uint64_t id) const {
-  StackTable table;
-  read_stacks(h_.fd.stacks, {id}, table);
-  auto it = table.find(id);
-  return it == table.end() ? std::vector<uint64_t>{} : std::move(it->second);
+const std::vector<uint64_t> &OffcpuSession::read_stack(uint64_t id) {
+  static const std::vector<uint64_t> none;
+  auto it = read_stacks_.find(id);
+  if (it == read_stacks_.end()) {
+    read_stacks(h_.fd.stacks, {id}, read_stacks_);
+    it = read_stacks_.find(id);
+  }
+  return it == read_stacks_.end() ? none : it->second;
 }
 
 bool OffcpuSession::wait(uint64_t deadline, const NewStack &new_stack,
@@ -943,7 +947,7 @@ OffcpuSession::Progress OffcpuSession::progress() const {
   return p;
 }
 
-RawProfile OffcpuSession::drain() const {
+RawProfile OffcpuSession::drain() {
   RawProfile out;
   out.window_ns = stop_ns_ > start_ns_ ? stop_ns_ - start_ns_ : 0;
   for (int i = 0; i < OFFCPU_LOST_NR; i++) {
@@ -983,6 +987,18 @@ RawProfile OffcpuSession::drain() const {
     waker_ids.push_back(kv.first.waker);
   }
   read_wakers(h_.fd.wakers, waker_ids, out.wakers, ids);
+  // Those read for their announcements first (read_stacks skips them); of
+  // those, only the counts' (a wait shorter than -m announced its stack).
+  StackTable announced = std::exchange(read_stacks_, {});
+  for (uint64_t id : ids) {
+    auto it = announced.find(id);
+    if (it == announced.end())
+      continue;
+    if (announced.truncated.count(id))
+      out.stacks.truncated.insert(id);
+    out.stacks.emplace(id, std::move(it->second));
+    announced.erase(it);
+  }
   read_stacks(h_.fd.stacks, ids, out.stacks);
   return out;
 }

@@ -9,6 +9,7 @@
 #include <unordered_map>
 
 #include "model/lock_kinds.h"
+#include "util/flat_memo.h"
 #include "util/utf8.h"
 
 static_assert(offcpu::Latency::kBuckets == OFFCPU_HIST_BUCKETS,
@@ -78,7 +79,7 @@ struct FrameGroup {
   Items frames;
   FrameCounts counts;
 };
-using FrameMemo = std::unordered_map<FrameKey, FrameGroup, FrameKeyHash>;
+using FrameMemo = FlatMemo<FrameKey, FrameGroup, FrameKeyHash>;
 
 // Kernel frames root first, without the tracer's leaf frames; `truncated`:
 // the stack was cut at the depth limit. Each frame named once (`memo`, by
@@ -92,10 +93,9 @@ Items kernel_frames(ModuleIds &ids, FrameMemo &memo,
     FrameKey key; // no process, no reading: kernel text is everyone's
     key.addr = ips[i];
     key.is_return = i > 0;
-    auto it = memo.find(key);
-    if (it != memo.end()) {
-      sym.count_again(it->second.counts);
-      leaf_first.push_back(it->second.frames.front());
+    if (const FrameGroup *known = memo.find(key)) {
+      sym.count_again(known->counts);
+      leaf_first.push_back(known->frames.front());
       continue;
     }
     const ModuleInfo *m = nullptr;
@@ -106,7 +106,7 @@ Items kernel_frames(ModuleIds &ids, FrameMemo &memo,
         Frame{std::move(name), FrameKind::Kernel, ids.of(m), ips[i], kNoMapping,
               i > 0}));
     leaf_first.push_back(g.frames.front());
-    memo.emplace(key, std::move(g));
+    memo.add(key, std::move(g));
   }
   size_t cut = 0;
   for (size_t i = 0; i < leaf_first.size() && i < kTracerFrameWindow; i++)
@@ -140,8 +140,8 @@ void add_source(Frame &f, const SourceFrame &where, bool lines) {
 }
 
 Items native_frames(ModuleIds &ids, FrameMemo &memo, uint32_t tgid,
-                    uint64_t stack_id, const std::vector<uint64_t> &ips,
-                    bool cut, Symbolizer &sym);
+                    uint64_t stack_id, const uint64_t *ips, size_t n, bool cut,
+                    Symbolizer &sym);
 
 // A Python frame as the model holds it: "function (file.py:line)", with
 // its file and line for pprof.
@@ -225,10 +225,7 @@ Items user_frames(ModuleIds &ids, FrameMemo &memo, uint32_t tgid,
   std::vector<PythonFrameWord> py =
       sym.python().chain(tgid, python_frames_of(all, &native));
   Items named =
-      native_frames(ids, memo, tgid, stack_id,
-                    std::vector<uint64_t>(
-                        all.begin(), all.begin() + static_cast<long>(native)),
-                    cut, sym);
+      native_frames(ids, memo, tgid, stack_id, all.data(), native, cut, sym);
   if (py.empty())
     return named;
   return merge_python(std::move(named), tgid, py, sym);
@@ -274,23 +271,22 @@ FrameGroup name_user_address(ModuleIds &ids, uint32_t tgid, uint64_t addr,
 // Native user frames root first, named with the maps the stack was taken
 // under; each address's frames named once per process and reading.
 Items native_frames(ModuleIds &ids, FrameMemo &memo, uint32_t tgid,
-                    uint64_t stack_id, const std::vector<uint64_t> &ips,
-                    bool cut, Symbolizer &sym) {
+                    uint64_t stack_id, const uint64_t *ips, size_t n, bool cut,
+                    Symbolizer &sym) {
   Items root_first;
-  root_first.reserve(ips.size() + 1);
+  root_first.reserve(n + 1);
   if (cut)
     root_first.push_back(std::make_shared<const Frame>(truncation_mark()));
-  sym.select_stack(tgid, stack_id);
-  for (size_t i = ips.size(); i-- > 0;) {
-    const FrameKey key = sym.user_frame_key(tgid, ips[i], i > 0);
-    auto it = memo.find(key);
-    if (it != memo.end())
-      sym.count_again(it->second.counts);
+  FrameKey key = sym.select_stack(tgid, stack_id);
+  for (size_t i = n; i-- > 0;) {
+    key.addr = ips[i];
+    key.is_return = i > 0;
+    const FrameGroup *g = memo.find(key);
+    if (g)
+      sym.count_again(g->counts);
     else
-      it = memo.emplace(key, name_user_address(ids, tgid, ips[i], i > 0, sym))
-               .first;
-    const Items &g = it->second.frames;
-    root_first.insert(root_first.end(), g.begin(), g.end());
+      g = &memo.add(key, name_user_address(ids, tgid, ips[i], i > 0, sym));
+    root_first.insert(root_first.end(), g->frames.begin(), g->frames.end());
   }
   return root_first;
 }

@@ -140,13 +140,17 @@ const char *file_kind_name(FileKind k) {
 
 struct Symbolizer::Process {
   std::vector<std::vector<Mapping>> readings; // oldest first
-  std::unordered_map<uint64_t, size_t> stack_reading;
-  size_t selected = SIZE_MAX; // reading for the stack being named
-  // Stacks newer than its last reading, noted once it was gone (an exec's
-  // first reading, before ld.so mapped the libraries): their frames outside
-  // that reading are counted as a process's gone before its maps were read.
-  std::unordered_set<uint64_t> newer_than_reading;
-  bool selected_newer = false; // the stack being named is one
+  // Each stack's reading (SIZE_MAX: none), and whether it is newer than
+  // the last one, noted once the process was gone (an exec's first
+  // reading, before ld.so mapped the libraries): its frames outside that
+  // reading are counted as a process's gone before its maps were read.
+  struct StackReading {
+    size_t reading = SIZE_MAX;
+    bool newer = false;
+  };
+  std::unordered_map<uint64_t, StackReading> stack_reading;
+  size_t selected = SIZE_MAX;  // reading for the stack being named
+  bool selected_newer = false; // the stack being named is newer than it
   bool captured = false;       // status read, root and perf map looked for
   std::string ns_pid;
   std::optional<Credentials> creds;
@@ -451,7 +455,7 @@ void Symbolizer::note_native_stack(uint32_t tgid, uint64_t stack_id,
       // Gone already. A child forked without exec has its parent's image:
       // its parent's maps name its frames.
       if (!p.readings.empty()) {
-        p.newer_than_reading.insert(stack_id);
+        p.stack_reading[stack_id].newer = true;
         return;
       }
       if (parent == 0 || parent == tgid)
@@ -469,7 +473,7 @@ void Symbolizer::note_native_stack(uint32_t tgid, uint64_t stack_id,
   } else {
     capture_perf_map(tgid, p); // a JIT may have started writing one
   }
-  p.stack_reading[stack_id] = p.readings.size() - 1;
+  p.stack_reading[stack_id].reading = p.readings.size() - 1;
   capture_vdso(tgid, p, ips);
   warm_dwarf(p.readings.back(), ips);
 }
@@ -830,11 +834,21 @@ const std::vector<Mapping> &Symbolizer::maps_of(uint32_t tgid) {
   return p.readings.empty() ? none : p.readings.back();
 }
 
-void Symbolizer::select_stack(uint32_t tgid, uint64_t stack_id) {
+FrameKey Symbolizer::select_stack(uint32_t tgid, uint64_t stack_id) {
   Process &p = process(tgid);
   auto it = p.stack_reading.find(stack_id);
-  p.selected = it == p.stack_reading.end() ? SIZE_MAX : it->second;
-  p.selected_newer = p.newer_than_reading.count(stack_id) != 0;
+  p.selected = SIZE_MAX;
+  p.selected_newer = false;
+  if (it != p.stack_reading.end()) {
+    p.selected = it->second.reading;
+    p.selected_newer = it->second.newer;
+  }
+  uint32_t reading = UINT32_MAX;
+  if (p.selected < p.readings.size())
+    reading = static_cast<uint32_t>(p.selected);
+  else if (!p.readings.empty())
+    reading = static_cast<uint32_t>(p.readings.size() - 1);
+  return {tgid, reading, 0, false, p.selected_newer};
 }
 
 void Symbolizer::expect_user_stack(uint32_t tgid, uint64_t stack_id,
@@ -1001,28 +1015,17 @@ std::string Symbolizer::unnamed(const std::string &label, bool exited) {
   auto it =
       stats_.unnamed_by_module.try_emplace(exited ? "[exited]" : label).first;
   it->second++;
-  last_unnamed_ = &it->first;
+  last_unnamed_ = &it->second;
   return exited ? "[unknown]" : label;
-}
-
-FrameKey Symbolizer::user_frame_key(uint32_t tgid, uint64_t addr,
-                                    bool is_return_address) {
-  Process &p = process(tgid);
-  uint32_t reading = UINT32_MAX;
-  if (p.selected < p.readings.size())
-    reading = static_cast<uint32_t>(p.selected);
-  else if (!p.readings.empty())
-    reading = static_cast<uint32_t>(p.readings.size() - 1);
-  return {tgid, reading, addr, is_return_address, p.selected_newer};
 }
 
 void Symbolizer::count_again(const FrameCounts &c) {
   stats_.named += c.named;
   stats_.frames_process_gone += c.gone;
   stats_.frames_inlined += c.inlined;
-  if (c.unnamed && c.unnamed_key) {
+  if (c.unnamed && c.unnamed_count) {
     stats_.unnamed += c.unnamed;
-    stats_.unnamed_by_module[*c.unnamed_key] += c.unnamed;
+    *c.unnamed_count += c.unnamed; // a node of the map: stays where it is
   }
 }
 
@@ -1041,7 +1044,7 @@ std::string Symbolizer::user_frame(uint32_t tgid, uint64_t addr,
     counts->named = static_cast<uint32_t>(stats_.named - named);
     counts->unnamed = static_cast<uint32_t>(stats_.unnamed - unnamed_before);
     counts->gone = static_cast<uint32_t>(stats_.frames_process_gone - gone);
-    counts->unnamed_key = counts->unnamed ? last_unnamed_ : nullptr;
+    counts->unnamed_count = counts->unnamed ? last_unnamed_ : nullptr;
   }
   if (module)
     *module = where;

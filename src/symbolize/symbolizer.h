@@ -48,10 +48,10 @@ constexpr size_t kOpenFailures = static_cast<size_t>(OpenFailure::Error) + 1;
 // One user frame's share of SymbolizeStats, for naming it again for free.
 struct FrameCounts {
   uint32_t named = 0, unnamed = 0, gone = 0, inlined = 0;
-  const std::string *unnamed_key = nullptr; // its unnamed_by_module entry
+  uint64_t *unnamed_count = nullptr; // its unnamed_by_module entry's count
 };
 
-// See Symbolizer::user_frame_key.
+// See Symbolizer::select_stack.
 struct FrameKey {
   uint32_t tgid = 0;
   uint32_t reading = 0; // in the process's readings (UINT32_MAX: none)
@@ -190,10 +190,6 @@ public:
                          const ModuleInfo **module = nullptr,
                          Mapping *mapping = nullptr,
                          FrameCounts *counts = nullptr);
-  // What names a user frame alike wherever it recurs: its process, the
-  // maps reading the stack being named was taken under, its address. Two
-  // frames with one key are named alike (user_frame, user_source).
-  FrameKey user_frame_key(uint32_t tgid, uint64_t addr, bool is_return_address);
   // Counts a frame named before (user_frame's and user_source's `counts`)
   // once more, for another stack that holds it.
   void count_again(const FrameCounts &c);
@@ -221,8 +217,11 @@ public:
     debuginfod_ = std::make_unique<Debuginfod>(budget_ns);
   }
   const SourceOptions &source_options() const { return source_; }
-  // Frames named next belong to this stack: use the maps it was taken under.
-  void select_stack(uint32_t tgid, uint64_t stack_id);
+  // Frames named next belong to this stack: use the maps it was taken
+  // under. Returns what names its frames alike wherever they recur: its
+  // process, that reading (addr and is_return to be set for each frame).
+  // Two frames with one key are named alike (user_frame, user_source).
+  FrameKey select_stack(uint32_t tgid, uint64_t stack_id);
 
   // The end of the run: files not read by `deadline_ns` (CLOCK_MONOTONIC)
   // are not read, nor the rest of one being read then; their frames show
@@ -327,7 +326,7 @@ private:
                                        uint64_t lookup, bool demangled);
   std::string unnamed(const std::string &label, bool exited);
   // The unnamed_by_module entry unnamed() counted last.
-  const std::string *last_unnamed_ = nullptr;
+  uint64_t *last_unnamed_ = nullptr;
   // A frame of a process gone before its maps could be read: counted.
   std::string gone_frame(Process &p);
   void refuse(FileKind kind, OpenFailure why);
