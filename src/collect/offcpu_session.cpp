@@ -784,11 +784,13 @@ std::array<uint64_t, OFFCPU_PY_STAT_NR> OffcpuSession::python_counters() const {
 const std::vector<uint64_t> &OffcpuSession::read_stack(uint64_t id) {
   static const std::vector<uint64_t> none;
   auto it = read_stacks_.find(id);
-  if (it == read_stacks_.end()) {
-    read_stacks(h_.fd.stacks, {id}, read_stacks_);
-    it = read_stacks_.find(id);
-  }
-  return it == read_stacks_.end() ? none : it->second;
+  if (it != read_stacks_.end())
+    return it->second;
+  offcpu_stack stack{};
+  if (id < OFFCPU_STACK_FIRST_ID ||
+      bpf_map_lookup_elem(h_.fd.stacks, &id, &stack) != 0)
+    return none;
+  return keep_stack(read_stacks_, id, stack);
 }
 
 bool OffcpuSession::wait(uint64_t deadline, const NewStack &new_stack,

@@ -440,17 +440,22 @@ void Symbolizer::note_native_stack(uint32_t tgid, uint64_t stack_id,
   Process &p = *slot;
   // Code is executable: an address in data of the reading (dlopen maps
   // ld.so.cache, unmaps it and may put the library where it was) means
-  // the reading is older than the stack.
+  // the reading is older than the stack. The mappings found are kept for
+  // warm_dwarf while that reading is still the last.
+  std::vector<const Mapping *> &found = found_mappings_;
   auto covered = [&](const std::vector<Mapping> &maps) {
+    found.clear();
     for (size_t i = 0; i < ips.size(); i++) {
       const Mapping *m =
           find_mapping(maps, i > 0 && ips[i] ? ips[i] - 1 : ips[i]);
       if (!m || !m->executable)
         return false;
+      found.push_back(m);
     }
     return true;
   };
-  if (p.readings.empty() || !covered(p.readings.back())) {
+  const bool same_reading = !p.readings.empty() && covered(p.readings.back());
+  if (!same_reading) {
     if (!read_maps(tgid, p)) {
       // Gone already. A child forked without exec has its parent's image:
       // its parent's maps name its frames.
@@ -475,18 +480,19 @@ void Symbolizer::note_native_stack(uint32_t tgid, uint64_t stack_id,
   }
   p.stack_reading[stack_id].reading = p.readings.size() - 1;
   capture_vdso(tgid, p, ips);
-  warm_dwarf(p.readings.back(), ips);
+  warm_dwarf(p.readings.back(), ips, same_reading ? &found : nullptr);
 }
 
 // The stack's addresses in files, for the loader to look up in their DWARF
 // while the window is open (now if the file is parsed, else once it is).
 void Symbolizer::warm_dwarf(const std::vector<Mapping> &maps,
-                            const std::vector<uint64_t> &ips) {
+                            const std::vector<uint64_t> &ips,
+                            const std::vector<const Mapping *> *found) {
   if (!source_.dwarf || !symbolize_user_)
     return;
   for (size_t i = 0; i < ips.size(); i++) {
     const uint64_t lookup = i > 0 && ips[i] ? ips[i] - 1 : ips[i];
-    const Mapping *m = find_mapping(maps, lookup);
+    const Mapping *m = found ? (*found)[i] : find_mapping(maps, lookup);
     FileEntry *f = m && m->is_file() ? file_for(*m) : nullptr;
     if (!f || f->dwarf || (f->parsed && !f->dwarf_ticket && !f->dwarf_fd) ||
         f->warm_offsets.size() >= kMaxWarmOffsets)

@@ -289,8 +289,10 @@ private:
   FileEntry *file_for(const Mapping &m);
   ElfFile *elf_for(uint32_t tgid, const Mapping &m);
   void parse(FileEntry &f);
+  // `found`, if given: each address's mapping in `maps`, found already.
   void warm_dwarf(const std::vector<Mapping> &maps,
-                  const std::vector<uint64_t> &ips);
+                  const std::vector<uint64_t> &ips,
+                  const std::vector<const Mapping *> *found = nullptr);
   ElfFile *vdso_for(uint32_t tgid, const Mapping &m);
   void capture_vdso(uint32_t tgid, Process &p,
                     const std::vector<uint64_t> &ips);
@@ -327,6 +329,9 @@ private:
   std::string unnamed(const std::string &label, bool exited);
   // The unnamed_by_module entry unnamed() counted last.
   uint64_t *last_unnamed_ = nullptr;
+  // note_native_stack's mappings of a stack's addresses (kept to reuse
+  // its allocation: a stack is noted per process that has it).
+  std::vector<const Mapping *> found_mappings_;
   // A frame of a process gone before its maps could be read: counted.
   std::string gone_frame(Process &p);
   void refuse(FileKind kind, OpenFailure why);
