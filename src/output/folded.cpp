@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
+#include <cstring>
 #include <map>
 #include <unordered_map>
 
@@ -67,7 +68,10 @@ void fold_from(std::string &s, size_t from) {
     s += "[unknown]";
     return;
   }
-  for (size_t i = from; i < s.size(); i++) {
+  // Most names have none of them: the C library's scan finds that fast.
+  // It also stops at a NUL, past which the loop looks on its own.
+  for (size_t i = from + std::strcspn(s.c_str() + from, ";\n\r\t");
+       i < s.size(); i++) {
     char &c = s[i];
     if (c == ';')
       c = ':';

@@ -52,6 +52,14 @@ TEST(Folded, SeparatorsInNamesAreNeutralised) {
   EXPECT_EQ(format_folded(samples), "my:comm;operator<<(a:b);x y 1\n");
 }
 
+// The fast scan for separators stops at a NUL: what follows it is still
+// looked at. Tabs and carriage returns become spaces too.
+TEST(Folded, SeparatorsPastANulAreNeutralised) {
+  std::vector<Sample> samples = {
+      make("t", {std::string("a\0b;c", 5), "d\te\rf"}, {}, 1000)};
+  EXPECT_EQ(format_folded(samples), std::string("t;a\0b:c;d e f 1\n", 16));
+}
+
 TEST(Folded, LargestFirstAndSubMicrosecondDropped) {
   std::vector<Sample> samples = {make("a", {}, {"k"}, 1000),
                                  make("b", {}, {"k"}, 9000),
