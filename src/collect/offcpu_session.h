@@ -104,10 +104,8 @@ public:
   void set_python(uint32_t tgid, const offcpu_py_proc &p);
   // The Python walker's counters (enum offcpu_py_stat), summed over CPUs.
   std::array<uint64_t, OFFCPU_PY_STAT_NR> python_counters() const;
-  // A stored stack's frames (leaf first); empty if unknown. Kept for the
-  // drain: a stack is announced once per process that has it, and stored
-  // stacks never change.
-  const std::vector<uint64_t> &read_stack(uint64_t id);
+  // A stored stack's frames (leaf first); empty if unknown.
+  std::vector<uint64_t> read_stack(uint64_t id) const;
   // Ends the window: waits end now; the switch hook is detached and waits
   // still open are charged up to this moment.
   void stop();
@@ -116,7 +114,7 @@ public:
   // them, and the time given to naming counts from then.
   uint64_t edges_ready_ns() const;
   // Copies the aggregated data out of the maps.
-  RawProfile drain();
+  RawProfile drain() const;
   // The timeline's events (after stop), and the stacks and wakers they
   // refer to added to `raw` (from drain()).
   RawTimeline take_events(RawProfile &raw);
@@ -193,8 +191,6 @@ private:
   UniqueFd fork_link_;   // --children, -- COMMAND
   bool forks_ = false;
   std::unique_ptr<Announcements> announcements_;
-  // Stacks read for their announcements (read_stack), handed to the drain.
-  StackTable read_stacks_;
   std::unique_ptr<EventReader> events_; // the timeline's, when asked for
   std::function<void(uint32_t)> unwind_request_;
   int wake_fd_ = -1;

@@ -16,19 +16,13 @@ constexpr uint32_t kStacksPerBatch = 256;
 
 } // namespace
 
-const std::vector<uint64_t> &keep_stack(StackTable &out, uint64_t id,
-                                        const offcpu_stack &stack) {
-  const uint32_t nr = std::min<uint32_t>(stack.nr, OFFCPU_MAX_STACK_DEPTH);
-  if (stack.flags & OFFCPU_STACK_TRUNCATED)
-    out.truncated.insert(id);
-  return out.emplace(id, std::vector<uint64_t>(stack.ips, stack.ips + nr))
-      .first->second;
-}
-
 void read_stacks(int stacks_map_fd, const std::vector<uint64_t> &ids,
                  StackTable &out) {
   auto keep = [&out](uint64_t id, const offcpu_stack &stack) {
-    keep_stack(out, id, stack);
+    uint32_t nr = std::min<uint32_t>(stack.nr, OFFCPU_MAX_STACK_DEPTH);
+    out.emplace(id, std::vector<uint64_t>(stack.ips, stack.ips + nr));
+    if (stack.flags & OFFCPU_STACK_TRUNCATED)
+      out.truncated.insert(id);
   };
   std::unordered_set<uint64_t> wanted;
   for (uint64_t id : ids)

@@ -24,10 +24,6 @@ struct StackTable : std::unordered_map<uint64_t, std::vector<uint64_t>> {
   std::unordered_set<uint64_t> truncated;
 };
 
-// One stack as read from a stacks map, added to `out` (if not there yet).
-const std::vector<uint64_t> &keep_stack(StackTable &out, uint64_t id,
-                                        const offcpu_stack &stack);
-
 // Copies the stacks with these ids out of a stacks map (see stack_store.bpf.h).
 void read_stacks(int stacks_map_fd, const std::vector<uint64_t> &ids,
                  StackTable &out);

@@ -1228,7 +1228,7 @@ std::string Symbolizer::name_user_address(uint32_t tgid, uint64_t lookup,
     if (const std::string *jit = jit_name(p, lookup, where))
       return *jit;
   // Code where the reading, older than the stack, has none (see
-  // newer_than_reading): the process was gone before a newer one.
+  // StackReading::newer): the process was gone before a newer one.
   if (p.selected_newer && (!m || !m->executable))
     return gone_frame(p);
   if (!m)
