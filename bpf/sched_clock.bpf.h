@@ -4,6 +4,7 @@
 #ifndef OFFCPU_SCHED_CLOCK_BPF_H
 #define OFFCPU_SCHED_CLOCK_BPF_H
 
+#include "direct_load.bpf.h"
 #include "offcpu/shared.h"
 #include "task_filter.bpf.h"
 
@@ -28,7 +29,7 @@ static __always_inline __u64 queued_ktime(struct task_struct *t, __u64 now,
   __u64 queued = TASK_FIELD(trusted, t, sched_info.last_queued);
   if (!queued)
     return 0;
-  __u64 clock = trusted ? t->se.cfs_rq->rq->clock
+  __u64 clock = trusted ? TASK_FIELDS(t)->se.cfs_rq->rq->clock
                         : BPF_CORE_READ(t, se.cfs_rq, rq, clock);
   if (clock < queued || now < clock - queued)
     return 0;
@@ -90,7 +91,7 @@ static __always_inline __u64 switch_time(struct task_struct *prev, bool trusted,
   *clock = 0;
   if (!trusted || !bpf_core_field_exists(((struct cfs_rq *)0)->rq))
     return bpf_ktime_get_ns();
-  struct cfs_rq *cq = prev->se.cfs_rq;
+  struct cfs_rq *cq = TASK_FIELDS(prev)->se.cfs_rq;
   struct rq *rq = cq ? cq->rq : NULL;
   __u32 zero = 0;
   struct switch_clock *c =

@@ -1408,7 +1408,7 @@ uw_start_of(struct uw_frame *f, struct task_struct *t, bool other_task) {
   if (!regs)
     return false;
   /* BTF pointers: plain loads, no helper call each. */
-  struct mm_struct *mmp = t->mm;
+  struct mm_struct *mmp = TASK_FIELDS(t)->mm;
   struct uw_start *r = &f->start;
   r->pc = regs->ip;
   r->sp = regs->sp;
@@ -1588,7 +1588,7 @@ static __always_inline bool uw_can_defer(struct task_struct *t,
   if (!uw_defer || !ms)
     return false;
   struct pt_regs *regs = (struct pt_regs *)bpf_task_pt_regs(t);
-  struct mm_struct *mmp = t->mm;
+  struct mm_struct *mmp = TASK_FIELDS(t)->mm;
   if (!regs || !mmp)
     return false;
   struct uw_memo *m =

@@ -88,7 +88,8 @@ int offcpu_seed_open(struct bpf_iter__task *ctx) {
       .state = state,
       .flags = OFFCPU_START_SEEDED,
   };
-  if (want_user_stacks && !(task->flags & PF_KTHREAD) && task->mm) {
+  if (want_user_stacks && !(task->flags & PF_KTHREAD) &&
+      TASK_FIELDS(task)->mm) {
     rec.user_stack = OFFCPU_STACK_MISSED; /* until pass 2 walks it */
     if (edges_later) {
       rec.flags |= OFFCPU_USTACK_DEFERRED | OFFCPU_USTACK_DEFERRED_ANY;
@@ -111,7 +112,7 @@ __u64 rewalks_deferred = 0;
  * writing or waited for (the waiters bit: readers wait behind a writer).
  * rw_semaphore's count: bit 0 writer, bit 1 waiters. */
 static __always_inline bool mm_changing(struct task_struct *task) {
-  struct mm_struct *mm = task->mm;
+  struct mm_struct *mm = TASK_FIELDS(task)->mm;
   if (!mm || !bpf_core_field_exists(mm->mmap_lock)) /* mmap_sem before 5.8 */
     return false;
   long count = BPF_CORE_READ(mm, mmap_lock.count.counter);

@@ -6,7 +6,7 @@ namespace offcpu::unwind {
 
 RuleTable::RuleTable() {
   rules_.push_back(Rule{}); // id 0: no CFI here
-  ids_[Rule{}] = 0;
+  ids_.add(Rule{}, 0);
 }
 
 size_t RuleTable::Hash::operator()(const Rule &r) const {
@@ -17,9 +17,8 @@ size_t RuleTable::Hash::operator()(const Rule &r) const {
 }
 
 uint16_t RuleTable::intern(const Rule &r) {
-  auto it = ids_.find(r);
-  if (it != ids_.end())
-    return it->second;
+  if (const uint16_t *id = ids_.find(r))
+    return *id;
   if (rules_.size() >= UW_MAX_RULES - 1) {
     overflowed_++;
     Rule stop;
@@ -28,7 +27,7 @@ uint16_t RuleTable::intern(const Rule &r) {
   }
   auto id = static_cast<uint16_t>(rules_.size());
   rules_.push_back(r);
-  ids_.emplace(r, id);
+  ids_.add(r, id);
   return id;
 }
 
@@ -98,10 +97,14 @@ uint64_t page_allowance(uint64_t rows) {
 }
 
 void RuleTable::truncate(size_t size) {
-  for (size_t i = std::max<size_t>(size, 1); i < rules_.size(); i++)
-    ids_.erase(rules_[i]);
-  if (size >= 1 && size < rules_.size())
-    rules_.resize(size);
+  size = std::max<size_t>(size, 1); // id 0 stays
+  if (size >= rules_.size())
+    return;
+  // Rare (a file given up): the memo, which cannot forget, is rebuilt.
+  rules_.resize(size);
+  ids_ = {};
+  for (size_t i = 0; i < rules_.size(); i++)
+    ids_.add(rules_[i], static_cast<uint16_t>(i));
 }
 
 FileTable build_table(const std::vector<Row> &rows, RuleTable &rules) {
