@@ -18,8 +18,10 @@ __u64 lost[OFFCPU_LOST_NR];
 /* The off-CPU time those events carried, where the program knows it. */
 __u64 lost_ns[OFFCPU_LOST_NR];
 
-/* Stacks stored so far (bumped on an insert only, not per switch). */
+/* Stacks stored so far in each map (bumped on an insert only, not per
+ * switch). */
 __u64 stacks_stored = 0;
+__u64 deep_stacks_stored = 0;
 /* Who may use the share kept for the edges now, set by user space:
  * OFFCPU_RESERVE_ITER while the passes at start run, both from the stop
  * on. */
@@ -28,13 +30,21 @@ __u32 reserve_open = 0;
 /* Preallocated: the kernel's allocator for maps that are not holds one
  * element per CPU until its refill runs, which needs interrupts on; the
  * switch hook stores two stacks with them off, and rwsem waits are traced
- * under the lock's spinlock. Tried: stacks lost as "storage full". */
+ * under the lock's spinlock. Tried: stacks lost as "storage full". Two
+ * maps by depth (see struct offcpu_short_stack), so that most stacks do
+ * not hold 1 KiB each. */
 struct {
   __uint(type, BPF_MAP_TYPE_HASH);
   __uint(max_entries, 16384); /* --stack-storage-size */
   __type(key, __u64);
-  __type(value, struct offcpu_stack);
+  __type(value, struct offcpu_short_stack);
 } stacks SEC(".maps");
+struct {
+  __uint(type, BPF_MAP_TYPE_HASH);
+  __uint(max_entries, 2048); /* an eighth of it (deep_stack_storage) */
+  __type(key, __u64);
+  __type(value, struct offcpu_stack);
+} deep_stacks SEC(".maps");
 
 /* Per-CPU work buffers, one per context that can run on a CPU at once:
  * SCRATCH_HOOK for the tracing hooks, SCRATCH_ITER for task iterators. An
@@ -271,11 +281,16 @@ static __always_inline __u64 store_stack_impl(struct offcpu_stack *s,
       if (hash_step(i, &c))
         break;
   }
-  __u64 h = mix64(c.h);
+  /* Bit 0 names the map (the hash covers nr: a stack is in one only);
+   * adding 4 keeps it. */
+  const bool deep = nr > OFFCPU_SHORT_STACK_DEPTH;
+  __u64 h = (mix64(c.h) & ~OFFCPU_STACK_DEEP) | (deep ? OFFCPU_STACK_DEEP : 0);
   if (h < OFFCPU_STACK_FIRST_ID)
-    h += OFFCPU_STACK_FIRST_ID;
+    h += 4;
 
-  struct offcpu_stack *old = bpf_map_lookup_elem(&stacks, &h);
+  /* A short stack is a prefix of struct offcpu_stack. */
+  struct offcpu_short_stack *old = deep ? bpf_map_lookup_elem(&deep_stacks, &h)
+                                        : bpf_map_lookup_elem(&stacks, &h);
   if (old) {
     if (old->nr != nr || old->flags != s->flags || old->ips[0] != s->ips[0]) {
       count_loss(OFFCPU_LOST_STACK_COLLISION);
@@ -283,15 +298,18 @@ static __always_inline __u64 store_stack_impl(struct offcpu_stack *s,
     }
     return h;
   }
-  if (window_stack_limit &&
+  __u64 *stored = deep ? &deep_stacks_stored : &stacks_stored;
+  const __u32 limit = deep ? window_deep_stack_limit : window_stack_limit;
+  if (limit &&
       !(reserve_open & (hook ? OFFCPU_RESERVE_HOOK : OFFCPU_RESERVE_ITER)) &&
-      stacks_stored >= window_stack_limit) {
+      *stored >= limit) {
     count_loss(OFFCPU_LOST_STACK_MAP_FULL);
     return OFFCPU_STACK_FULL;
   }
-  long err = bpf_map_update_elem(&stacks, &h, s, BPF_NOEXIST);
+  long err = deep ? bpf_map_update_elem(&deep_stacks, &h, s, BPF_NOEXIST)
+                  : bpf_map_update_elem(&stacks, &h, s, BPF_NOEXIST);
   if (!err)
-    __sync_fetch_and_add(&stacks_stored, 1);
+    __sync_fetch_and_add(stored, 1);
   else if (err != -OFFCPU_EEXIST) { /* EEXIST: stored by another CPU */
     count_loss(OFFCPU_LOST_STACK_MAP_FULL);
     return OFFCPU_STACK_FULL;

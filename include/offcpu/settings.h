@@ -121,6 +121,7 @@
    * otherwise fill the maps with short waits first, and the longest waits  \
    * of the run, of threads blocked all along, would be lost. */              \
   X(__u32, window_stack_limit, 0)                                              \
+  X(__u32, window_deep_stack_limit, 0) /* of deep_stacks */                    \
   X(__u32, window_counts_limit, 0)                                             \
   /* Stack reuse: on by default; --no-stack-reuse turns it off (to measure  \
    * what it saves), --verify-stack-reuse walks anyway and counts           \

@@ -26,6 +26,9 @@
  * shows it as a missed stack. */
 #define OFFCPU_STACK_FULL 2ULL
 #define OFFCPU_STACK_FIRST_ID 3ULL /* real ids are at least this */
+/* Bit 0 of a stored stack's id: which map holds it (see struct
+ * offcpu_short_stack). */
+#define OFFCPU_STACK_DEEP 1ULL
 
 /* Who may use the map room kept for the window's edges: `reserve_open` in
  * BPF .bss (see window_stack_limit in bpf/stack_store.bpf.h). */
@@ -334,6 +337,20 @@ struct offcpu_stack {
   __u32 nr;
   __u32 flags; /* OFFCPU_STACK_* */
   __u64 ips[OFFCPU_MAX_STACK_DEPTH];
+};
+
+/* Stacks of at most this many frames, nearly all of them, are stored in
+ * the `stacks` map, whose values are the first bytes of a struct
+ * offcpu_stack; deeper ones in `deep_stacks`, an eighth of its size, with
+ * OFFCPU_STACK_DEEP set in their ids. Both maps are preallocated, so one
+ * map of 1 KiB values held 72 MB of kernel memory for 65,536 stacks; the
+ * two hold 30 MB. Under pgbench 3 of 3,932 distinct user stacks had more
+ * than 32 frames (after inlined frames were added), no kernel stack did. */
+#define OFFCPU_SHORT_STACK_DEPTH 32
+struct offcpu_short_stack {
+  __u32 nr;
+  __u32 flags;
+  __u64 ips[OFFCPU_SHORT_STACK_DEPTH];
 };
 
 /* ---- offcpu lock, offcpu rwsem ---- */

@@ -13,6 +13,7 @@
 #include <optional>
 #include <string>
 
+#include "collect/map_budget.h"
 #include "collect/offcpu_objects.h"
 #include "offcpu/settings.h"
 #include "probe/unwind_maps.h"
@@ -73,6 +74,7 @@ inline SharedMapSizes shared_map_sizes(const SharedMapNeeds &n) {
   s.filter_tids = at_least_1(n.tids);
   s.filter_cgroups = at_least_1(n.cgroups);
   s.stacks = n.stack_storage;
+  s.deep_stacks = deep_stack_storage(n.stack_storage);
   // Distinct wakers (thread, stacks): as many as stacks, at most.
   s.wakers = n.wakers ? n.stack_storage : 1u;
   // Arrays of size 1 where the tables are not used.

@@ -18,7 +18,14 @@ constexpr uint64_t kElementOverhead = 64;
 // (288 bytes each with its latency histogram).
 constexpr uint64_t kMaxMapBytes = uint64_t{1} << 30;
 constexpr uint64_t kStackItem =
+    sizeof(uint64_t) + sizeof(offcpu_short_stack) + kElementOverhead;
+constexpr uint64_t kDeepStackItem =
     sizeof(uint64_t) + sizeof(offcpu_stack) + kElementOverhead;
+
+// Both stack maps' bytes for --stack-storage-size `stacks`.
+uint64_t stack_bytes(uint32_t stacks) {
+  return stacks * kStackItem + deep_stack_storage(stacks) * kDeepStackItem;
+}
 
 std::string gib(uint64_t bytes) {
   char buf[32];
@@ -52,8 +59,12 @@ uint64_t available_memory(const FileReader &files) {
 
 } // namespace
 
+uint32_t deep_stack_storage(uint32_t stacks) {
+  return std::max(stacks / 8, std::min<uint32_t>(stacks, 64));
+}
+
 uint64_t map_bytes(const MapDemand &d) {
-  return d.stacks * kStackItem +
+  return stack_bytes(d.stacks) +
          d.aggregation * (d.aggregation_item + kElementOverhead);
 }
 
@@ -88,9 +99,10 @@ uint32_t fit_pow2(uint64_t bytes, uint64_t item, uint32_t floor,
 } // namespace
 
 uint32_t default_stack_storage(const FileReader &files) {
-  // 65,536 stacks: 72 MB of kernel memory, a host with 6.5 GB available.
-  // A 30 s whole-system run under pgbench filled 16,384.
-  return fit_pow2(budget_cap(files) / 12, kStackItem, 1024, 65536);
+  // 65,536 stacks: 31 MB of kernel memory (both maps), a host with 3 GB
+  // available. A 30 s whole-system run under pgbench filled 16,384.
+  return fit_pow2(budget_cap(files) / 12, kStackItem + kDeepStackItem / 8, 1024,
+                  65536);
 }
 
 uint32_t default_max_entries(uint64_t aggregation_item,
@@ -138,14 +150,14 @@ void check_map_budget(const MapDemand &d, const FileReader &files) {
     return;
   const uint64_t agg_bytes =
       d.aggregation * (d.aggregation_item + kElementOverhead);
-  const uint64_t stack_bytes = d.stacks * kStackItem;
+  const uint64_t stacks = stack_bytes(d.stacks);
   std::string fix;
-  if (stack_bytes >= agg_bytes && agg_bytes < cap)
+  if (stacks >= agg_bytes && agg_bytes < cap)
     fix = "--stack-storage-size at most " +
-          std::to_string((cap - agg_bytes) / kStackItem);
-  else if (stack_bytes < cap)
+          std::to_string((cap - agg_bytes) / (kStackItem + kDeepStackItem / 8));
+  else if (stacks < cap)
     fix = "--max-entries at most " +
-          std::to_string((cap - stack_bytes) /
+          std::to_string((cap - stacks) /
                          (d.aggregation_item + kElementOverhead));
   else
     fix = "smaller --stack-storage-size and --max-entries";

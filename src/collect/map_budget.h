@@ -16,6 +16,11 @@ struct MapDemand {
   uint64_t aggregation_item = 0; // bytes of one aggregation key + value
 };
 
+// Entries of the map of deep stacks (over OFFCPU_SHORT_STACK_DEPTH frames)
+// beside `stacks` entries of the short ones (--stack-storage-size): an
+// eighth, at least 64 (or `stacks` if less).
+uint32_t deep_stack_storage(uint32_t stacks);
+
 // Preallocated bytes, with the kernel's per-element overhead.
 uint64_t map_bytes(const MapDemand &d);
 

@@ -16,6 +16,7 @@
   X(filter_tids)                                                               \
   X(filter_cgroups)                                                            \
   X(stacks)                                                                    \
+  X(deep_stacks)                                                               \
   X(wakers)                                                                    \
   X(uw_files)                                                                  \
   X(uw_pages)                                                                  \

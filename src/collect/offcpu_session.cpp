@@ -103,6 +103,13 @@ offcpu_settings settings_for(const OffcpuConfig &o, const OffcpuPlan &p) {
   s.announce_processes = p.announce_processes;
   s.stack_depth = o.max_stack_depth;
   s.window_stack_limit = o.stack_storage_size - o.stack_reserve;
+  // The deep stacks' map keeps the same share for the edges.
+  const uint32_t deep = deep_stack_storage(o.stack_storage_size);
+  s.window_deep_stack_limit =
+      deep - (o.stack_storage_size
+                  ? static_cast<uint32_t>(uint64_t{deep} * o.stack_reserve /
+                                          o.stack_storage_size)
+                  : 0);
   s.window_counts_limit = o.max_entries - o.counts_reserve;
   s.uw_tables = p.user_unwind_tables;
   s.uw_find_vma = p.user_unwind_tables && p.find_vma;
@@ -785,12 +792,7 @@ std::vector<uint64_t> OffcpuSession::read_stack(uint64_t id) const {
   // DWARF the loader holds while the window is open (2 MiB more at the
   // peak of 8 s of pgbench), for a system call saved per stack that more
   // than one process announces.
-  offcpu_stack stack{};
-  if (id < OFFCPU_STACK_FIRST_ID ||
-      bpf_map_lookup_elem(h_.fd.stacks, &id, &stack) != 0)
-    return {};
-  const uint32_t nr = std::min<uint32_t>(stack.nr, OFFCPU_MAX_STACK_DEPTH);
-  return std::vector<uint64_t>(stack.ips, stack.ips + nr);
+  return offcpu::read_stack(stack_maps(), id);
 }
 
 bool OffcpuSession::wait(uint64_t deadline, const NewStack &new_stack,
@@ -989,7 +991,7 @@ RawProfile OffcpuSession::drain() const {
     waker_ids.push_back(kv.first.waker);
   }
   read_wakers(h_.fd.wakers, waker_ids, out.wakers, ids);
-  read_stacks(h_.fd.stacks, ids, out.stacks);
+  read_stacks(stack_maps(), ids, out.stacks);
   return out;
 }
 
@@ -1009,7 +1011,7 @@ RawTimeline OffcpuSession::take_events(RawProfile &raw) {
         waker_ids.push_back(w);
   }
   read_wakers(h_.fd.wakers, waker_ids, raw.wakers, ids);
-  read_stacks(h_.fd.stacks, ids, raw.stacks);
+  read_stacks(stack_maps(), ids, raw.stacks);
   return t;
 }
 

@@ -138,6 +138,7 @@ public:
   offcpu_charged charged() const;
 
 private:
+  StackMaps stack_maps() const { return {h_.fd.stacks, h_.fd.deep_stacks}; }
   // At stop: the user stacks still left for a switch-in, while blocked.
   void take_deferred_stacks();
   // The stop pass when the edges' iterators failed to load.

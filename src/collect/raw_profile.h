@@ -24,9 +24,20 @@ struct StackTable : std::unordered_map<uint64_t, std::vector<uint64_t>> {
   std::unordered_set<uint64_t> truncated;
 };
 
-// Copies the stacks with these ids out of a stacks map (see stack_store.bpf.h).
-void read_stacks(int stacks_map_fd, const std::vector<uint64_t> &ids,
+// The two maps a BPF object stores stacks in: `stacks` for the short ones,
+// `deep_stacks` (ids with OFFCPU_STACK_DEEP) for those over
+// OFFCPU_SHORT_STACK_DEPTH frames; see stack_store.bpf.h.
+struct StackMaps {
+  int short_fd = -1;
+  int deep_fd = -1;
+};
+
+// Copies the stacks with these ids out of their maps.
+void read_stacks(const StackMaps &maps, const std::vector<uint64_t> &ids,
                  StackTable &out);
+
+// One stack's frames, leaf first; empty if it is not stored.
+std::vector<uint64_t> read_stack(const StackMaps &maps, uint64_t id);
 
 // The addresses in the kernel stacks of `counts` (which the stack store
 // keeps apart from user stacks only by the keys that refer to them), each

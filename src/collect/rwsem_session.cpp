@@ -477,11 +477,13 @@ void RwsemSession::add_process(uint32_t tgid) {
                         errno_text(errno));
 }
 
+StackMaps RwsemSession::stack_maps() const {
+  return {bpf_map__fd(skel_->maps.stacks),
+          bpf_map__fd(skel_->maps.deep_stacks)};
+}
+
 std::vector<uint64_t> RwsemSession::read_stack(uint64_t id) const {
-  StackTable table;
-  read_stacks(bpf_map__fd(skel_->maps.stacks), {id}, table);
-  auto it = table.find(id);
-  return it == table.end() ? std::vector<uint64_t>{} : std::move(it->second);
+  return offcpu::read_stack(stack_maps(), id);
 }
 
 // Every slab cache's name by address, from the kmem_cache iterator (the
@@ -575,7 +577,7 @@ RawLockWaits RwsemSession::drain() {
     waker_ids.push_back(kv.first.waker);
   }
   read_wakers(bpf_map__fd(skel_->maps.wakers), waker_ids, out.wakers, ids);
-  read_stacks(bpf_map__fd(skel_->maps.stacks), ids, out.stacks);
+  read_stacks(stack_maps(), ids, out.stacks);
   read_slab_names(out);
   return out;
 }
@@ -685,7 +687,7 @@ RawLockWaits RwsemSession::stop_and_drain() {
                       offcpu_futex_key_of(&w.key, OFFCPU_WAKER_STILL_WAITING),
                       now - w.since_ns, ids, waker_ids);
   read_wakers(bpf_map__fd(skel_->maps.wakers), waker_ids, out.wakers, ids);
-  read_stacks(bpf_map__fd(skel_->maps.stacks), ids, out.stacks);
+  read_stacks(stack_maps(), ids, out.stacks);
   read_slab_names(out);
   return out;
 }

@@ -80,6 +80,7 @@ private:
   // Runs the futex_open iterator; its records (empty if it cannot run).
   std::string futex_pass() const;
   void read_slab_names(RawLockWaits &out) const;
+  StackMaps stack_maps() const;
   std::vector<std::pair<uint32_t, rwsem_start>> open_waits() const;
 
   std::unique_ptr<rwsem_bpf, SkelDeleter> skel_;

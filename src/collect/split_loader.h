@@ -42,10 +42,11 @@ struct SplitWant {
 // The largest preallocated maps, created by a thread of their own while
 // the light object creates the others (these at one entry each): the
 // kernel allocates and zeroes them whole at creation, about 20 ms of a
-// quiet start (stacks 64 MiB ~10, the unwind rows ~5) that was in series
-// before any program was verified.
+// quiet start (when the stacks were one 64 MiB map ~10, the unwind rows
+// ~5) that was in series before any program was verified.
 #define OFFCPU_SPLIT_BIG_MAPS(X)                                               \
   X(stacks)                                                                    \
+  X(deep_stacks)                                                               \
   X(wakers)                                                                    \
   X(uw_rows)                                                                   \
   X(uw_pages)

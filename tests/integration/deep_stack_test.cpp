@@ -134,6 +134,19 @@ TEST_F(DeepStack, StackThatFitsIsWhole) {
   expect_cut_at(blocked_line(r.out), 30);
 }
 
+// Stacks of up to OFFCPU_SHORT_STACK_DEPTH frames are stored in one map,
+// deeper ones in another (bpf/stack_store.bpf.h): either side of the
+// boundary keeps exactly its frames.
+TEST_F(DeepStack, CutsEitherSideOfTheShortStacksMapAreExact) {
+  test::Workload w = deep_workload(10000);
+  ASSERT_TRUE(w.ready()) << w.error();
+  for (size_t limit : {31, 32, 33, 34}) {
+    SCOPED_TRACE(limit);
+    auto r = trace(w, {"--perf-max-stack-depth", std::to_string(limit)});
+    expect_cut_at(blocked_line(r.out), limit);
+  }
+}
+
 // Kernel stacks too: the nanosleep path is 7 frames deep, so a limit of 4
 // cuts it, in the ORC walker (auto) as in the kernel's own walk at
 // switch-out (whose count includes the tracer's frames, left out after).
