@@ -58,7 +58,7 @@ TEST(MapBudget, DeepStacksHaveAnEighthOfTheStorage) {
   EXPECT_EQ(deep_stack_storage(1024), 128u);
   EXPECT_EQ(deep_stack_storage(256), 64u); // at least 64
   EXPECT_EQ(deep_stack_storage(10), 10u);  // or all
-  const uint64_t item = 8 + 64; // key, the kernel's element overhead
+  const uint64_t item = 8 + 64;            // key, the kernel's element overhead
   EXPECT_EQ(map_bytes({65536, 0, 0}),
             65536 * (item + sizeof(offcpu_short_stack)) +
                 8192 * (item + sizeof(offcpu_stack)));
