@@ -621,6 +621,46 @@ TEST_F(Profile, ShortLivedProcessesKeepFramesOfLibrariesLoadedLate) {
   EXPECT_GE(late, 100u * 20000 * 95 / 100) << "other waits:" << others;
 }
 
+// Two offcpu at once, one whole-system and one on the workload, as two
+// engineers on one host would run them: each has maps and programs of its
+// own, so each sees the whole window with whole stacks, and each switch
+// hook runs as often as the other (one run of four instances at once on a
+// loaded host once showed one hook running twice as often, with most of
+// its user walks taken before any table).
+TEST_F(Profile, TwoInstancesAtOnceEachSeeTheWholeWindow) {
+  Workload w;
+  const std::string pid = std::to_string(w.pid());
+  test::Subprocess whole(
+      {OFFCPU_BIN, "-f", "--no-inline", "-v", "--stack-storage-size", "65536",
+       "2"});
+  test::Subprocess one({OFFCPU_BIN, "-p", pid, "-f", "--no-inline", "-v", "2"});
+  std::vector<test::RunResult> runs = {whole.wait(60), one.wait(60)};
+  std::vector<uint64_t> hook_runs;
+  for (const test::RunResult &r : runs) {
+    SCOPED_TRACE(&r == &runs[0] ? "whole system" : "-p");
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    auto lines = test::parse_folded(r.out);
+    // The workload's thread names are its own on this host.
+    auto totals = test::totals_by_comm(lines);
+    for (const char *comm : {"sleeper", "piperd", "stuck"})
+      expect_near(totals[comm], kWindowUs, 0.05, comm);
+    expect_in_order(heaviest_with(lines, "sleeper", "block_in_nanosleep"),
+                    {"start_thread", "sleeper_main", "block_in_nanosleep",
+                     "do_nanosleep", "schedule"});
+    std::smatch m;
+    static const std::regex kHook(
+        R"(BPF program offcpu_switch_b\w*: (\d+) runs)");
+    ASSERT_TRUE(std::regex_search(r.err, m, kHook)) << r.err;
+    hook_runs.push_back(std::stoull(m[1]));
+  }
+  // Both hooks see every switch of the host while both are attached: the
+  // windows overlap but for the start-up of each.
+  const double ratio = static_cast<double>(hook_runs[0]) /
+                       static_cast<double>(std::max<uint64_t>(hook_runs[1], 1));
+  EXPECT_GT(ratio, 0.5) << hook_runs[0] << " vs " << hook_runs[1];
+  EXPECT_LT(ratio, 2.0) << hook_runs[0] << " vs " << hook_runs[1];
+}
+
 TEST_F(Profile, WholeSystemTraceSeesKernelThreadsAndOurs) {
   Workload w;
   auto r = offcpu({"-f", "1"});
