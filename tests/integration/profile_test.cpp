@@ -630,9 +630,8 @@ TEST_F(Profile, ShortLivedProcessesKeepFramesOfLibrariesLoadedLate) {
 TEST_F(Profile, TwoInstancesAtOnceEachSeeTheWholeWindow) {
   Workload w;
   const std::string pid = std::to_string(w.pid());
-  test::Subprocess whole(
-      {OFFCPU_BIN, "-f", "--no-inline", "-v", "--stack-storage-size", "65536",
-       "2"});
+  test::Subprocess whole({OFFCPU_BIN, "-f", "--no-inline", "-v",
+                          "--stack-storage-size", "65536", "2"});
   test::Subprocess one({OFFCPU_BIN, "-p", pid, "-f", "--no-inline", "-v", "2"});
   std::vector<test::RunResult> runs = {whole.wait(60), one.wait(60)};
   std::vector<uint64_t> hook_runs;
