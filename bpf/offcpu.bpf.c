@@ -40,7 +40,7 @@ char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
 SEC("tp_btf/sched_waking")
 int BPF_PROG(offcpu_waking_btf, struct task_struct *p) {
-  if (maps_only)
+  if (MAPS_ONLY)
     return 0;
   on_waking(ctx, p, true);
   return 0;
@@ -58,7 +58,7 @@ int BPF_PROG(offcpu_waking_raw, struct task_struct *p) {
 SEC("tp_btf/sched_process_fork")
 int BPF_PROG(offcpu_fork_btf, struct task_struct *parent,
              struct task_struct *child) {
-  if (maps_only)
+  if (MAPS_ONLY)
     return 0;
   on_fork(parent->tgid, child->tgid);
   return 0;
@@ -77,7 +77,7 @@ int BPF_PROG(offcpu_fork_raw, struct task_struct *parent,
 SEC("tp_btf/sched_switch")
 int BPF_PROG(offcpu_switch_btf, bool preempt, struct task_struct *prev,
              struct task_struct *next) {
-  if (maps_only)
+  if (MAPS_ONLY)
     return 0;
   unsigned int prev_state =
       has_prev_state_arg ? (unsigned int)ctx[3] : task_state(prev);

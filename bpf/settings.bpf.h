@@ -13,4 +13,17 @@ OFFCPU_SETTINGS(OFFCPU_DEFINE_SETTING)
 #undef OFFCPU_DEFINE_SETTING
 const volatile char target_name[OFFCPU_TARGET_NAME_LEN] = {};
 
+/* Whether the programs return at once (the split load's first object,
+ * which only creates the maps). Built with OFFCPU_MAPS_ONLY, that object's
+ * programs compile to nothing else: the kernel's passes over each program
+ * (control flow, liveness, CO-RE relocations, removing the dead code) then
+ * have a few instructions to go through, not the whole hooks (10 of the
+ * 16 ms of CPU that object took). Its globals and maps are the same
+ * (tests/unit/bpf_objects_test.cpp). */
+#ifdef OFFCPU_MAPS_ONLY
+#define MAPS_ONLY 1
+#else
+#define MAPS_ONLY maps_only
+#endif
+
 #endif /* OFFCPU_SETTINGS_BPF_H */

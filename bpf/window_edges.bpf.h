@@ -58,7 +58,7 @@ static __always_inline void release_without_flush(struct task_struct *task,
 SEC("iter/task")
 int offcpu_seed_open(struct bpf_iter__task *ctx) {
   struct task_struct *task = ctx->task;
-  if (!task || maps_only)
+  if (!task || MAPS_ONLY)
     return 0;
   __u32 pid = task->pid;
   __u32 tgid = task->tgid;
@@ -122,7 +122,7 @@ static __always_inline bool mm_changing(struct task_struct *task) {
 SEC("iter.s/task")
 int offcpu_seed_stacks(struct bpf_iter__task *ctx) {
   struct task_struct *task = ctx->task;
-  if (!task || maps_only || edges_later)
+  if (!task || MAPS_ONLY || edges_later)
     return 0;
   __u32 pid = task->pid;
   struct offcpu_start *rec = find_start(task, pid, true);
@@ -191,7 +191,7 @@ int offcpu_seed_stacks(struct bpf_iter__task *ctx) {
 SEC("iter/task")
 int offcpu_flush(struct bpf_iter__task *ctx) {
   struct task_struct *task = ctx->task;
-  if (!task || !stop_ns || maps_only || edges_later)
+  if (!task || !stop_ns || MAPS_ONLY || edges_later)
     return 0;
   __u32 pid = task->pid;
   if (pid == 0)

@@ -8,19 +8,25 @@
 
 #include "offcpu.dlskel.h"
 #include "offcpu.lskel.h"
+#include "offcpu.mlskel.h"
 
-/* Two light objects of one source: offcpu_lbpf (probe reads) and
- * offcpu_dbpf (plain loads of kernel memory, 6.8+). They differ in code
- * only, so one set of accessors serves both: SKEL_DO runs `op` on whichever
- * this loader holds. */
+/* Three light objects of one source: offcpu_lbpf (probe reads),
+ * offcpu_dbpf (plain loads of kernel memory, 6.8+) and offcpu_mbpf (the
+ * latter with programs that return at once: the split load's maps). They
+ * differ in code only, so one set of accessors serves all: SKEL_DO runs
+ * `op` on whichever this loader holds. */
 struct offcpu_light {
   struct offcpu_lbpf *plain;
   struct offcpu_dbpf *direct;
+  struct offcpu_mbpf *maps;
 };
 
 #define SKEL_DO(l, op)                                                         \
   do {                                                                         \
-    if ((l)->direct) {                                                         \
+    if ((l)->maps) {                                                           \
+      struct offcpu_mbpf *sk = (l)->maps;                                      \
+      op;                                                                      \
+    } else if ((l)->direct) {                                                  \
       struct offcpu_dbpf *sk = (l)->direct;                                    \
       op;                                                                      \
     } else {                                                                   \
@@ -44,10 +50,24 @@ struct offcpu_light *offcpu_light_open(int direct_loads) {
   return l;
 }
 
+struct offcpu_light *offcpu_light_open_maps(void) {
+  struct offcpu_light *l = calloc(1, sizeof(*l));
+  if (!l)
+    return NULL;
+  l->maps = offcpu_mbpf__open();
+  if (!l->maps) {
+    free(l);
+    return NULL;
+  }
+  return l;
+}
+
 void offcpu_light_destroy(struct offcpu_light *l) {
   if (!l)
     return;
-  if (l->direct)
+  if (l->maps)
+    offcpu_mbpf__destroy(l->maps);
+  else if (l->direct)
     offcpu_dbpf__destroy(l->direct);
   else
     offcpu_lbpf__destroy(l->plain);
@@ -81,7 +101,9 @@ int offcpu_light_load(struct offcpu_light *l, char *log, size_t log_size) {
     SKEL_DO(l, (sk->ctx.log_level = 1, sk->ctx.log_size = (__u32)log_size,
                 sk->ctx.log_buf = (__u64)(unsigned long)log));
   }
-  if (l->direct)
+  if (l->maps)
+    err = offcpu_mbpf__load(l->maps);
+  else if (l->direct)
     err = offcpu_dbpf__load(l->direct);
   else
     err = offcpu_lbpf__load(l->plain);

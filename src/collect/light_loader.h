@@ -24,6 +24,9 @@ struct offcpu_light;
 /* direct_loads: the object that reads kernel memory by plain loads (6.8+,
  * OffcpuPlan::direct_loads); else the one with probe reads. */
 struct offcpu_light *offcpu_light_open(int direct_loads);
+/* The object with plain loads whose programs return at once, for the split
+ * load's maps (collect/split_loader.h): 6.8+ as well. */
+struct offcpu_light *offcpu_light_open_maps(void);
 void offcpu_light_destroy(struct offcpu_light *l);
 /* The .rodata to fill in before loading, and its size (the same layout as
  * the regular skeleton's: both come from one object). */

@@ -571,7 +571,7 @@ OffcpuSession::load_split(const OffcpuConfig &opts, const OffcpuPlan &chosen,
   } catch (const std::system_error &) {
     create_big(); // no thread to be had: before the others
   }
-  std::unique_ptr<offcpu_light, LightDeleter> light(offcpu_light_open(true));
+  std::unique_ptr<offcpu_light, LightDeleter> light(offcpu_light_open_maps());
   int err =
       light ? try_load_light(light.get(), opts, plan, nullptr, true) : -ENOMEM;
   if (big.joinable())

@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <bpf/btf.h>
+#include <bpf/libbpf.h>
 
 #include <unistd.h>
 
@@ -48,7 +49,8 @@ std::vector<Var> section_vars(const btf *b, const char *sec) {
 class BpfObjects : public ::testing::TestWithParam<const char *> {};
 
 // The light objects of `name` that exist (offcpu has a second one, with
-// plain loads of kernel memory).
+// plain loads of kernel memory, and a third, the same with programs that
+// return at once, for the split load's maps).
 std::vector<std::string> light_objects(const std::string &dir,
                                        const std::string &name) {
   std::vector<std::string> out = {dir + name + ".light.bpf.o"};
@@ -57,6 +59,8 @@ std::vector<std::string> light_objects(const std::string &dir,
   const std::string direct = dir + name + ".direct.bpf.o";
   if (access((dir + name + ".dlskel.h").c_str(), F_OK) == 0)
     out.push_back(direct);
+  if (access((dir + name + ".mlskel.h").c_str(), F_OK) == 0)
+    out.push_back(dir + name + ".maps.bpf.o");
   return out;
 }
 
@@ -94,6 +98,41 @@ TEST_P(BpfObjects, LightObjectLaysOutGlobalsLikeTheRegularOne) {
     EXPECT_FALSE(section_vars(light.get(), ".bss").empty() &&
                  section_vars(light.get(), ".rodata").empty());
   }
+}
+
+// The maps of a BPF object, in its order, as one line each: what the split
+// load matches by position (collect/split_loader.cpp). Internal maps are
+// named after their object ("offcpu_d.rodata"): their section only.
+std::vector<std::string> object_maps(const std::string &path) {
+  std::vector<std::string> out;
+  bpf_object *obj = bpf_object__open_file(path.c_str(), nullptr);
+  if (!obj)
+    return out;
+  bpf_map *m = nullptr;
+  bpf_object__for_each_map(m, obj) {
+    std::string name = bpf_map__name(m);
+    if (bpf_map__is_internal(m))
+      name = name.substr(name.find('.'));
+    out.push_back(name + " type " + std::to_string(bpf_map__type(m)) + " key " +
+                  std::to_string(bpf_map__key_size(m)) + " value " +
+                  std::to_string(bpf_map__value_size(m)) + " entries " +
+                  std::to_string(bpf_map__max_entries(m)) + " flags " +
+                  std::to_string(bpf_map__map_flags(m)));
+  }
+  bpf_object__close(obj);
+  return out;
+}
+
+// The split load creates the maps with the object whose programs return
+// at once, then loads the real programs against them, map by map.
+TEST(BpfObjects, MapsOnlyObjectHasTheDirectObjectsMapsInItsOrder) {
+  const std::string dir = std::string(OFFCPU_BUILD_DIR) + "/skel/";
+  if (access((dir + "offcpu.mlskel.h").c_str(), F_OK) != 0)
+    GTEST_SKIP() << "no maps-only object in this build";
+  std::vector<std::string> direct = object_maps(dir + "offcpu.direct.bpf.o");
+  std::vector<std::string> maps = object_maps(dir + "offcpu.maps.bpf.o");
+  EXPECT_GT(direct.size(), 20u);
+  EXPECT_EQ(direct, maps);
 }
 
 // libbpf 1.1's light-skeleton loader keeps the descriptors of at most 32
