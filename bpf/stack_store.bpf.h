@@ -41,7 +41,7 @@ struct {
 } stacks SEC(".maps");
 struct {
   __uint(type, BPF_MAP_TYPE_HASH);
-  __uint(max_entries, 2048); /* an eighth of it (deep_stack_storage) */
+  __uint(max_entries, 4096); /* a quarter of it (deep_stack_storage) */
   __type(key, __u64);
   __type(value, struct offcpu_stack);
 } deep_stacks SEC(".maps");

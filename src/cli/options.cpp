@@ -161,11 +161,11 @@ CLI::Option *add_id_list(CLI::App *app, const char *flags,
 void add_stack_limits(CLI::App *app, uint32_t &storage, uint32_t &depth,
                       uint32_t &entries, const char *group, bool sized) {
   app->add_option("--stack-storage-size", storage,
-                  sized ? "distinct stacks to store, and an eighth as many "
+                  sized ? "distinct stacks to store, and a quarter as many "
                           "of over 32 frames (default: from available "
                           "memory, 1024-65536; an eighth kept for the stop "
                           "pass)"
-                        : "distinct stacks to store, and an eighth as many "
+                        : "distinct stacks to store, and a quarter as many "
                           "of over 32 frames (default 16384)")
       ->check(CLI::Range(uint32_t{1}, uint32_t{1} << 24))
       ->group(group);

@@ -21,6 +21,12 @@ constexpr uint64_t kStackItem =
     sizeof(uint64_t) + sizeof(offcpu_short_stack) + kElementOverhead;
 constexpr uint64_t kDeepStackItem =
     sizeof(uint64_t) + sizeof(offcpu_stack) + kElementOverhead;
+// The deep stacks' share of --stack-storage-size: a quarter, not less. A
+// Python frame is two words of its thread's user stack, so a stack of 16
+// Python frames is deep already; a web framework's are.
+constexpr uint32_t kDeepShare = 4;
+// What one stack of --stack-storage-size costs, with its share of deep ones.
+constexpr uint64_t kStorageItem = kStackItem + kDeepStackItem / kDeepShare;
 
 // Both stack maps' bytes for --stack-storage-size `stacks`.
 uint64_t stack_bytes(uint32_t stacks) {
@@ -60,7 +66,7 @@ uint64_t available_memory(const FileReader &files) {
 } // namespace
 
 uint32_t deep_stack_storage(uint32_t stacks) {
-  return std::max(stacks / 8, std::min<uint32_t>(stacks, 64));
+  return std::max(stacks / kDeepShare, std::min<uint32_t>(stacks, 64));
 }
 
 uint64_t map_bytes(const MapDemand &d) {
@@ -99,10 +105,9 @@ uint32_t fit_pow2(uint64_t bytes, uint64_t item, uint32_t floor,
 } // namespace
 
 uint32_t default_stack_storage(const FileReader &files) {
-  // 65,536 stacks: 31 MB of kernel memory (both maps), a host with 3 GB
+  // 65,536 stacks: 40 MB of kernel memory (both maps), a host with 3.9 GB
   // available. A 30 s whole-system run under pgbench filled 16,384.
-  return fit_pow2(budget_cap(files) / 12, kStackItem + kDeepStackItem / 8, 1024,
-                  65536);
+  return fit_pow2(budget_cap(files) / 12, kStorageItem, 1024, 65536);
 }
 
 uint32_t default_max_entries(uint64_t aggregation_item,
@@ -154,7 +159,7 @@ void check_map_budget(const MapDemand &d, const FileReader &files) {
   std::string fix;
   if (stacks >= agg_bytes && agg_bytes < cap)
     fix = "--stack-storage-size at most " +
-          std::to_string((cap - agg_bytes) / (kStackItem + kDeepStackItem / 8));
+          std::to_string((cap - agg_bytes) / kStorageItem);
   else if (stacks < cap)
     fix = "--max-entries at most " +
           std::to_string((cap - stacks) /

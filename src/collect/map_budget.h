@@ -17,8 +17,8 @@ struct MapDemand {
 };
 
 // Entries of the map of deep stacks (over OFFCPU_SHORT_STACK_DEPTH frames)
-// beside `stacks` entries of the short ones (--stack-storage-size): an
-// eighth, at least 64 (or `stacks` if less).
+// beside `stacks` entries of the short ones (--stack-storage-size): a
+// quarter, at least 64 (or `stacks` if less).
 uint32_t deep_stack_storage(uint32_t stacks);
 
 // Preallocated bytes, with the kernel's per-element overhead.

@@ -329,15 +329,17 @@ int try_load_light(offcpu_light *l, const OffcpuConfig &o, const OffcpuPlan &p,
 // Why the kernel refused a light object, for -v: loads it again with the
 // verifier's log and prints the log's last lines (the refused program's
 // failing path ends there). A second load costs a verification; only -v
-// pays it.
+// pays it. `maps_only`: the split load's object that creates the maps.
 void explain_light_failure(bool direct, const OffcpuConfig &o,
-                           const OffcpuPlan &p) {
+                           const OffcpuPlan &p, bool maps_only) {
   struct Destroy {
     void operator()(offcpu_light *l) const { offcpu_light_destroy(l); }
   };
-  std::unique_ptr<offcpu_light, Destroy> again(offcpu_light_open(direct));
+  std::unique_ptr<offcpu_light, Destroy> again(
+      maps_only ? offcpu_light_open_maps() : offcpu_light_open(direct));
   std::string log;
-  if (!again || try_load_light(again.get(), o, p, &log) == 0 || log.empty())
+  if (!again || try_load_light(again.get(), o, p, &log, maps_only) == 0 ||
+      log.empty())
     return;
   size_t from = log.size();
   for (int lines = 0; from > 0 && lines < 25; lines++)
@@ -352,7 +354,8 @@ void explain_light_failure(bool direct, const OffcpuConfig &o,
 // and libbpf's, check stacks by helper calls; libbpf parses the kernel's
 // BTF, ~11 MB: README "Start-up and memory"), and explained under -v.
 void light_failed(LoadFallbacks &fallbacks, bool direct, int err,
-                  const OffcpuConfig &o, const OffcpuPlan &p, bool verbose) {
+                  const OffcpuConfig &o, const OffcpuPlan &p, bool verbose,
+                  bool maps_only = false) {
   if (direct)
     fallbacks.failed("the light BPF object with plain loads", err,
                      "stacks checked by probe reads (more BPF time per "
@@ -363,7 +366,7 @@ void light_failed(LoadFallbacks &fallbacks, bool direct, int err,
                      "memory, a slower start)");
   if (!verbose)
     return;
-  explain_light_failure(direct, o, p);
+  explain_light_failure(direct, o, p, maps_only);
   fprintf(stderr, "offcpu: the in-kernel loader failed (%s)%s\n",
           errno_text(err).c_str(),
           direct ? "; trying the object with probe reads"
@@ -585,7 +588,7 @@ OffcpuSession::load_split(const OffcpuConfig &opts, const OffcpuPlan &chosen,
   if (err != 0) {
     // The maps of the light object alone would fail the same way.
     direct_failed = true;
-    light_failed(fallbacks, true, err, opts, plan, verbose);
+    light_failed(fallbacks, true, err, opts, plan, verbose, true);
     return nullptr;
   }
   const uint64_t maps_ns = monotonic_ns() - t0;
