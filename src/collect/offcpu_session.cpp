@@ -105,11 +105,11 @@ offcpu_settings settings_for(const OffcpuConfig &o, const OffcpuPlan &p) {
   s.window_stack_limit = o.stack_storage_size - o.stack_reserve;
   // The deep stacks' map keeps the same share for the edges.
   const uint32_t deep = deep_stack_storage(o.stack_storage_size);
-  s.window_deep_stack_limit =
-      deep - (o.stack_storage_size
-                  ? static_cast<uint32_t>(uint64_t{deep} * o.stack_reserve /
-                                          o.stack_storage_size)
-                  : 0);
+  const uint64_t deep_reserve =
+      o.stack_storage_size
+          ? uint64_t{deep} * o.stack_reserve / o.stack_storage_size
+          : 0;
+  s.window_deep_stack_limit = deep - static_cast<uint32_t>(deep_reserve);
   s.window_counts_limit = o.max_entries - o.counts_reserve;
   s.uw_tables = p.user_unwind_tables;
   s.uw_find_vma = p.user_unwind_tables && p.find_vma;

@@ -3,6 +3,7 @@
 #include <bpf/bpf.h>
 
 #include <algorithm>
+#include <type_traits>
 
 #include "collect/bpf_util.h"
 
@@ -14,55 +15,48 @@ namespace {
 constexpr size_t kBatchedFrom = 256;
 constexpr uint32_t kStacksPerBatch = 256;
 
-} // namespace
-
-namespace {
-
 bool is_deep(uint64_t id) {
   return id & OFFCPU_STACK_DEEP;
 }
 
-// The map's value holds at most `Max` frames (a short stack's or a deep
-// one's).
-template <size_t Max> struct StoredStack {
-  uint32_t nr;
-  uint32_t flags;
-  uint64_t ips[Max];
-};
-static_assert(sizeof(StoredStack<OFFCPU_SHORT_STACK_DEPTH>) ==
-              sizeof(offcpu_short_stack));
-static_assert(sizeof(StoredStack<OFFCPU_MAX_STACK_DEPTH>) ==
-              sizeof(offcpu_stack));
-
-template <size_t Max>
-void keep(StackTable &out, uint64_t id, const StoredStack<Max> &stack) {
-  const uint32_t nr = std::min<uint32_t>(stack.nr, Max);
-  out.emplace(id, std::vector<uint64_t>(stack.ips, stack.ips + nr));
-  if (stack.flags & OFFCPU_STACK_TRUNCATED)
-    out.truncated.insert(id);
+// The frames a map's value (struct offcpu_short_stack or offcpu_stack)
+// holds.
+template <class Stack> constexpr uint32_t max_frames() {
+  return sizeof(Stack::ips) / sizeof(Stack::ips[0]);
 }
 
-// The stacks of one map among `wanted`.
-template <size_t Max>
+template <class Stack> std::vector<uint64_t> frames_of(const Stack &stack) {
+  return {stack.ips,
+          stack.ips + std::min<uint32_t>(stack.nr, max_frames<Stack>())};
+}
+
+// The stacks of `wanted` in one map (`in_map` of them), its value type
+// `Stack`.
+template <class Stack>
 void read_map(int fd, const std::unordered_set<uint64_t> &wanted, size_t in_map,
               StackTable &out) {
+  constexpr bool deep = std::is_same_v<Stack, offcpu_stack>;
+  auto keep = [&out](uint64_t id, const Stack &stack) {
+    out.emplace(id, frames_of(stack));
+    if (stack.flags & OFFCPU_STACK_TRUNCATED)
+      out.truncated.insert(id);
+  };
   // Most of the map wanted (the end of a run): read it in batches rather
   // than a system call per stack.
   if (in_map >= kBatchedFrom) {
-    for_each_entry<uint64_t, StoredStack<Max>>(
+    for_each_entry<uint64_t, Stack>(
         fd,
-        [&](uint64_t id, const StoredStack<Max> &stack) {
+        [&](uint64_t id, const Stack &stack) {
           if (wanted.count(id))
-            keep(out, id, stack);
+            keep(id, stack);
         },
         kStacksPerBatch);
     return;
   }
-  StoredStack<Max> stack{};
+  Stack stack{};
   for (uint64_t id : wanted)
-    if (is_deep(id) == (Max == OFFCPU_MAX_STACK_DEPTH) &&
-        bpf_map_lookup_elem(fd, &id, &stack) == 0)
-      keep(out, id, stack);
+    if (is_deep(id) == deep && bpf_map_lookup_elem(fd, &id, &stack) == 0)
+      keep(id, stack);
 }
 
 } // namespace
@@ -76,21 +70,25 @@ void read_stacks(const StackMaps &maps, const std::vector<uint64_t> &ids,
         wanted.insert(id).second)
       deep += is_deep(id);
   if (wanted.size() > deep)
-    read_map<OFFCPU_SHORT_STACK_DEPTH>(maps.short_fd, wanted,
-                                       wanted.size() - deep, out);
+    read_map<offcpu_short_stack>(maps.short_fd, wanted, wanted.size() - deep,
+                                 out);
   if (deep)
-    read_map<OFFCPU_MAX_STACK_DEPTH>(maps.deep_fd, wanted, deep, out);
+    read_map<offcpu_stack>(maps.deep_fd, wanted, deep, out);
 }
 
 std::vector<uint64_t> read_stack(const StackMaps &maps, uint64_t id) {
-  offcpu_stack stack{}; // either map's value fits
-  if (id < OFFCPU_STACK_FIRST_ID ||
-      bpf_map_lookup_elem(is_deep(id) ? maps.deep_fd : maps.short_fd, &id,
-                          &stack) != 0)
+  if (id < OFFCPU_STACK_FIRST_ID)
     return {};
-  const uint32_t max =
-      is_deep(id) ? OFFCPU_MAX_STACK_DEPTH : OFFCPU_SHORT_STACK_DEPTH;
-  return std::vector<uint64_t>(stack.ips, stack.ips + std::min(stack.nr, max));
+  if (is_deep(id)) {
+    offcpu_stack stack{};
+    return bpf_map_lookup_elem(maps.deep_fd, &id, &stack) == 0
+               ? frames_of(stack)
+               : std::vector<uint64_t>{};
+  }
+  offcpu_short_stack stack{};
+  return bpf_map_lookup_elem(maps.short_fd, &id, &stack) == 0
+             ? frames_of(stack)
+             : std::vector<uint64_t>{};
 }
 
 void read_wakers(int wakers_map_fd, const std::vector<uint64_t> &ids,
