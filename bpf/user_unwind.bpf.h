@@ -94,6 +94,7 @@ struct {
 #define UW_AT_TABLE 0    /* a file with a table: `rule` applies */
 #define UW_AT_NO_TABLE 1 /* executable, no table: frame pointers */
 #define UW_AT_OUTSIDE 2  /* in no executable mapping */
+#define UW_AT_DEFERRED 3 /* a file whose table is not built yet */
 
 /* (process, address) -> rule, direct-mapped, per CPU and per context. */
 struct uw_cache_slot {
@@ -377,7 +378,10 @@ static __always_inline int uw_lookup(struct uw_query *q,
   if (q->pc >= map->end)
     goto out;
   q->where = UW_AT_NO_TABLE;
-  uw_rule_in(q, map->file, map->base, srch);
+  if (map->file == UW_FILE_DEFERRED)
+    q->where = UW_AT_DEFERRED;
+  else
+    uw_rule_in(q, map->file, map->base, srch);
 out:
   c->pc = q->pc;
   c->owner = q->owner;
@@ -415,6 +419,7 @@ struct uw_frame {
   __u64 rd_pair;  /* 16 bytes to read: [0] rbp or unused, [1] return addr */
   __u64 rd_extra; /* 0, or the saved rbp's address when not in the pair */
   __u64 val_deref, pair[2], extra;
+  __u64 ask_pc; /* result: an address in a file left UW_FILE_DEFERRED */
   struct uw_rule rule;
   union {
     /* A walk through bpf_find_vma (the rewalk iterator's: gen has
@@ -477,6 +482,19 @@ static __always_inline void uw_reads_for_cfa(struct uw_frame *f, __u64 cfa) {
     f->rd_extra = cfa + f->rule.bp_off;
 }
 
+/* A file whose table is built once a walk reaches it: the frame is known
+ * (its address is in the file's code), its callers are not yet. Asked
+ * for; the walk is partial, taken again once the table is installed. */
+static __always_inline bool uw_deferred_stop(struct uw_frame *f,
+                                             const struct uw_query *q) {
+  if (q->where != UW_AT_DEFERRED)
+    return false;
+  f->partial = 1;
+  f->ask_pc = q->pc;
+  f->end = UW_STAT_DEFERRED_FILE;
+  return true;
+}
+
 /* Finds the frame's rule and says what to read. Global: verified once. */
 __noinline int uw_frame_begin(struct uw_frame *f) {
   if (!f)
@@ -536,6 +554,8 @@ __noinline int uw_frame_begin(struct uw_frame *f) {
   if (q->where != UW_AT_TABLE)
     __builtin_memset(&q->rule, 0, sizeof(q->rule)); /* frame pointers */
   f->rule = q->rule;
+  if (uw_deferred_stop(f, q))
+    return UW_STORE_STOP;
   f->fault = 0;
   f->rd_deref = 0;
   f->rd_extra = 0;
@@ -953,6 +973,7 @@ static __always_inline void uw_request(__u32 tgid, __u64 map_count,
   }
   r->tgid = tgid;
   r->pad = 0;
+  r->pc = f->ask_pc;
   bpf_ringbuf_submit(r, 0);
   uw_count(st, UW_STAT_REQUESTS);
 }
@@ -1508,7 +1529,9 @@ static __always_inline __u64 walk_user_stack_memo(struct task_struct *t,
   uw_walk_counted(st, f);
   if (f->partial) {
     *flags |= OFFCPU_USTACK_PARTIAL;
-    uw_request(f->tgid, r->map_count, st, f);
+    /* A file left deferred is built for the entry that holds it: a child
+     * forked without exec walks with its parent's. */
+    uw_request(f->ask_pc && f->owner ? f->owner : f->tgid, r->map_count, st, f);
   } else if (f->by_vma) {
     uw_request(f->tgid, r->map_count, st, f); /* its own tables, later walks */
   }

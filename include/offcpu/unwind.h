@@ -32,6 +32,9 @@
  *   read and the stack reads. A walk that reaches an address outside every
  *   executable mapping stops there (no [anon]/[heap] frames); every other
  *   way a walk ends is counted by cause (uw_stats, shown by -v).
+ * - Whole-system runs build a process's tables for its program, libc and
+ *   the loader at its install; its other files (UW_FILE_DEFERRED) when a
+ *   walk first reaches them, which stops there and asks (uw_request.pc).
  * - Not ready yet: a process with no installed mappings (new, or traced
  *   from the start) is walked with frame pointers, its wait flagged
  *   partial and its tables requested through a ring (uw_requests, once per
@@ -63,6 +66,12 @@
 #define UW_MAX_RULES 65536
 /* uw_mapping.file of a mapping with no table: the frame-pointer walk. */
 #define UW_FILE_NONE 0xffffffffu
+/* uw_mapping.file of a file whose table is built when a walk first reaches
+ * it (runs of every process): the walk stores that frame and stops there,
+ * partial, and asks for the file (uw_request.pc). A server maps many
+ * libraries its stacks never pass through: of postgres's 3.1 MB of
+ * .eh_frame, 0.8 MB (its own and libc's) are on its stacks under pgbench. */
+#define UW_FILE_DEFERRED 0xfffffffeu
 #define UW_MAX_FILES 8192
 
 /* What a rule says about a frame. Rule id 0 is UW_RULE_NONE. */
@@ -145,10 +154,11 @@ struct uw_chunk {
 };
 
 /* Asked by the walker when a process has no (or stale) installed
- * mappings. */
+ * mappings, or when a walk reached a file left UW_FILE_DEFERRED. */
 struct uw_request {
   __u32 tgid;
   __u32 pad;
+  __u64 pc; /* 0, or an address in the file left UW_FILE_DEFERRED */
 };
 
 /* uw_asked's value: the map_count a process was last asked about (one
@@ -226,6 +236,8 @@ enum uw_stat {
   UW_STAT_KMEMO_UNKEPT,   /* kernel walks not kept as memos: too many words
                              read, or too far from the stack pointer */
   UW_STAT_KWALKS,         /* kernel stacks walked where memos are kept */
+  UW_STAT_DEFERRED_FILE,  /* walks stopped at a file whose table was not
+                             built yet (UW_FILE_DEFERRED): partial */
   /* With --time-walks, user stacks of the threads' memos by why they were
    * walked (enum uw_cause), for waits that began voluntarily, then for
    * those that began with a preemption (task running at switch-out). */

@@ -40,7 +40,7 @@ int on_request(void *ctx, void *data, size_t size) {
   if (size >= sizeof(uw_request) && c->request) {
     uw_request r;
     std::memcpy(&r, data, sizeof(r));
-    c->request(r.tgid);
+    c->request(r);
   }
   return 0;
 }

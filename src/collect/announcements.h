@@ -9,6 +9,7 @@
 #include <functional>
 #include <memory>
 
+#include "offcpu/unwind.h"
 #include "util/fd.h"
 
 namespace offcpu {
@@ -29,7 +30,9 @@ public:
 
   // A second ring, of the user-stack walker's table requests
   // (struct uw_request), polled with the first.
-  using Request = std::function<void(uint32_t tgid)>;
+  // A table request: its process, and the address that asked (0: the
+  // process's tables; else in a file whose table is not built yet).
+  using Request = std::function<void(const uw_request &)>;
   void add_requests(int ring_fd, Request callback);
   // An eventfd that ends a poll early when readable (and is read then):
   // another thread has work for the idle callback (a table request).

@@ -77,7 +77,7 @@ public:
   // forks); for a command started by offcpu.
   void add_process(uint32_t tgid);
   // Where the walker asks for a process's unwind tables; set before wait().
-  void on_unwind_request(std::function<void(uint32_t tgid)> cb) {
+  void on_unwind_request(Announcements::Request cb) {
     unwind_request_ = std::move(cb);
   }
   // An eventfd whose count ends wait()'s polls early (see
@@ -193,7 +193,7 @@ private:
   bool forks_ = false;
   std::unique_ptr<Announcements> announcements_;
   std::unique_ptr<EventReader> events_; // the timeline's, when asked for
-  std::function<void(uint32_t)> unwind_request_;
+  Announcements::Request unwind_request_;
   int wake_fd_ = -1;
   uint64_t start_ns_ = 0;
   uint64_t planned_stop_ns_ = 0;

@@ -49,7 +49,7 @@ int on_request_event(void *ctx, void *data, size_t size) {
   if (size >= sizeof(uw_request)) {
     uw_request r;
     std::memcpy(&r, data, sizeof(r));
-    static_cast<Rewalker *>(ctx)->on_request(r.tgid);
+    static_cast<Rewalker *>(ctx)->on_request(r);
   }
   return 0;
 }
@@ -126,10 +126,10 @@ void Rewalker::installed() {
   wake();
 }
 
-void Rewalker::on_request(uint32_t tgid) {
+void Rewalker::on_request(const uw_request &r) {
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    requests_.push_back(tgid);
+    requests_.push_back(r);
   }
   request_due_ |= pass_on_request_;
   uint64_t one = 1;
@@ -138,7 +138,7 @@ void Rewalker::on_request(uint32_t tgid) {
   }
 }
 
-std::vector<uint32_t> Rewalker::take_requests() {
+std::vector<uw_request> Rewalker::take_requests() {
   std::lock_guard<std::mutex> lock(mutex_);
   return std::exchange(requests_, {});
 }

@@ -18,6 +18,7 @@
 #include <thread>
 #include <vector>
 
+#include "offcpu/unwind.h"
 #include "util/fd.h"
 
 namespace offcpu {
@@ -39,7 +40,7 @@ public:
   // Tables were installed: a pass soon.
   void installed();
   // The processes whose tables were asked for since the last call.
-  std::vector<uint32_t> take_requests();
+  std::vector<uw_request> take_requests();
   // An eventfd made readable at each request, for the thread that takes
   // them to wake on (-1: none).
   int requests_event() const { return requested_.get(); }
@@ -48,7 +49,7 @@ public:
   void stop();
 
   // For the ring's C callback.
-  void on_request(uint32_t tgid);
+  void on_request(const uw_request &r);
 
   // Passes run so far and the CPU time they took (the iterator's kernel
   // work is this thread's), for -v.
@@ -70,7 +71,7 @@ private:
   std::unique_ptr<ring_buffer, RingDeleter> ring_;
   UniqueFd epoll_, event_, requested_;
   std::mutex mutex_;
-  std::vector<uint32_t> requests_; // guarded by mutex_
+  std::vector<uw_request> requests_; // guarded by mutex_
   std::atomic<bool> install_due_{false}, stopping_{false};
   bool request_due_ = false; // the thread's own
   std::atomic<uint64_t> passes_{0}, cpu_ns_{0};

@@ -40,7 +40,7 @@ public:
   // walker asks for a process's tables (set before wait()).
   bool unwind_tables() const;
   UnwindMapFds unwind_maps() const;
-  void on_unwind_request(std::function<void(uint32_t)> cb) {
+  void on_unwind_request(Announcements::Request cb) {
     unwind_request_ = std::move(cb);
   }
   // Traces this process too (-- COMMAND: the command, before its exec).
@@ -91,7 +91,7 @@ private:
   std::vector<BpfLink> links_;
   std::vector<bpf_program *> attached_; // each once, in attach order
   std::unique_ptr<Announcements> announcements_;
-  std::function<void(uint32_t)> unwind_request_;
+  Announcements::Request unwind_request_;
   uint64_t attached_ns_ = 0;
   uint64_t stopped_ns_ = 0;
 };

@@ -204,6 +204,10 @@ std::unique_ptr<OffcpuSession> start_session(const ProfileOptions &opts,
     if (!opts.name.empty())
       for (uint32_t pid : processes_named(opts.name))
         first.push_back(pid);
+    // Tracing every process (or cgroups of them), a process's other files
+    // get their tables once a walk reaches them.
+    unwinder.defer_files(opts.pids.empty() && opts.name.empty() &&
+                         opts.tids.empty() && opts.command.empty());
     for (uint32_t pid : first)
       unwinder.request(pid);
     if (!first.empty())
@@ -352,9 +356,9 @@ void collect(OffcpuSession &session, const ProfileOptions &opts,
   // once too. Its stacks may be walked through its files' tables before
   // its own are installed, and it may exit before any of them reaches
   // user space (short-lived processes on a loaded host, issue 27).
-  auto asked = [&unwinder, &symbolizer](uint32_t tgid) {
-    unwinder.request(tgid);
-    symbolizer.note_process(tgid);
+  auto asked = [&unwinder, &symbolizer](const uw_request &r) {
+    unwinder.request(r.tgid, r.pc);
+    symbolizer.note_process(r.tgid);
   };
   if (rewalker && !rewalker->reads_requests()) // it could not start
     session.on_unwind_request(asked);
@@ -362,8 +366,8 @@ void collect(OffcpuSession &session, const ProfileOptions &opts,
     session.wake_on(rewalker->requests_event());
   auto parse = [&](uint64_t deadline) {
     if (rewalker)
-      for (uint32_t tgid : rewalker->take_requests())
-        asked(tgid);
+      for (const uw_request &r : rewalker->take_requests())
+        asked(r);
     bool tables_done = unwinder.work(deadline);
     if (unwinder.take_installed() && rewalker)
       rewalker->installed();
@@ -656,7 +660,8 @@ void report_details(const RawProfile &raw, size_t keys,
                "ready (" +
                std::to_string(walker[UW_STAT_PARTIAL_NS] / 1000000) +
                " ms of off-CPU time): their user stacks were walked with "
-               "frame pointers only and may be short\n";
+               "frame pointers only, or cut at a library whose table was "
+               "being built, and may be short\n";
   if (raw.missed_switches)
     details += "offcpu: warning: " + std::to_string(raw.missed_switches) +
                " context switches were not seen (the kernel skipped the "

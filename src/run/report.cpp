@@ -155,7 +155,7 @@ std::string incomplete_summary(const IncompleteStacks &s) {
         "waits");
   cause(s.partial_waits, s.partial_ns,
         "walked before their process's unwind tables were ready, with frame "
-        "pointers only",
+        "pointers only or cut at a library whose table was being built",
         "waits");
   cause(s.no_user_waits, s.no_user_ns, "without a user stack", "waits");
   cause(s.no_kernel_waits, s.no_kernel_ns, "without a kernel stack", "waits");

@@ -462,7 +462,7 @@ int run_rwsem(const RwsemOptions &given) {
   if (session->unwind_tables()) {
     unwinder.attach(session->unwind_maps(), config.unwind_sizes);
     session->on_unwind_request(
-        [&unwinder](uint32_t tgid) { unwinder.request(tgid); });
+        [&unwinder](const uw_request &r) { unwinder.request(r.tgid, r.pc); });
     for (uint32_t pid : opts.pids)
       unwinder.request(pid);
   }

@@ -11,6 +11,8 @@
 #include <cinttypes>
 #include <cstdio>
 #include <cstring>
+#include <string_view>
+#include <tuple>
 
 #include "unwind/demand.h"
 #include "util/clock.h"
@@ -378,7 +380,66 @@ void Unwinder::attach(const UnwindMapFds &fds, const UnwindSizes &sizes) {
   attached_ = fds.procs >= 0;
 }
 
-void Unwinder::request(uint32_t tgid) {
+namespace {
+
+// The walker holds UW_MAX_MAPPINGS: past that, files are read only for as
+// many as fit_mappings could keep (the lowest file mapping, the program's,
+// and the largest), not for the 65,000 a process may map.
+std::vector<bool> mappings_to_read(const std::vector<Mapping> &exec) {
+  std::vector<bool> wanted(exec.size(), true);
+  if (exec.size() <= UW_MAX_MAPPINGS)
+    return wanted;
+  std::vector<size_t> order;
+  for (size_t i = 0; i < exec.size(); i++)
+    if (exec[i].is_file() || exec[i].path == "[vdso]")
+      order.push_back(i);
+  auto size = [&](size_t i) { return exec[i].end - exec[i].start; };
+  if (!order.empty())
+    std::stable_sort(order.begin() + 1, order.end(),
+                     [&](size_t a, size_t b) { return size(a) > size(b); });
+  wanted.assign(exec.size(), false);
+  for (size_t k = 0; k < order.size() && k < UW_MAX_MAPPINGS; k++)
+    wanted[order[k]] = true;
+  return wanted;
+}
+
+// The program's path: its lowest file mapping (see fit_mappings).
+std::string program_of(const std::vector<Mapping> &exec) {
+  for (const Mapping &m : exec)
+    if (m.is_file())
+      return m.path;
+  return "";
+}
+
+} // namespace
+
+bool table_at_install(const Mapping &m, const std::string &program,
+                      const std::vector<uint64_t> &asked) {
+  for (uint64_t pc : asked)
+    if (pc >= m.start && pc < m.end)
+      return true;
+  if (m.path == program)
+    return true;
+  // Every blocking system call goes through the C library (and, on older
+  // glibc, libpthread's waits); the loader holds the outermost frame.
+  const std::string name = m.display_name();
+  for (std::string_view runtime :
+       {"libc.so", "libc-", "ld-linux", "ld-musl", "ld-2.", "libpthread"})
+    if (std::string_view(name).substr(0, runtime.size()) == runtime)
+      return true;
+  return false;
+}
+
+// Addresses kept per process between installs: past it, later ones wait
+// for the next install (the walks that asked are taken again then).
+constexpr size_t kMaxAskedPcs = 64;
+
+void Unwinder::request(uint32_t tgid, uint64_t pc) {
+  if (pc) {
+    std::vector<uint64_t> &pcs = asked_pcs_[tgid];
+    if (pcs.size() < kMaxAskedPcs)
+      pcs.push_back(pc);
+  }
   if (queued_.insert(tgid).second) {
     queue_.push_back(tgid);
     fresh_.push_back(tgid);
@@ -537,6 +598,7 @@ std::optional<bool> Unwinder::install(uint32_t tgid, uint64_t deadline_ns,
   if (!text || text->empty()) {
     stats_.processes_gone++;
     rereads_.erase(tgid);
+    asked_pcs_.erase(tgid);
     return false;
   }
   auto proc = std::make_unique<uw_proc>();
@@ -548,23 +610,13 @@ std::optional<bool> Unwinder::install(uint32_t tgid, uint64_t deadline_ns,
   for (Mapping &m : parse_proc_maps(*text))
     if (m.executable)
       exec.push_back(std::move(m));
-  // The walker holds UW_MAX_MAPPINGS: past that, files are read only for
-  // as many as fit_mappings could keep (the lowest file mapping, the
-  // program's, and the largest), not for the 65,000 a process may map.
-  std::vector<bool> wanted(exec.size(), true);
-  if (exec.size() > UW_MAX_MAPPINGS) {
-    std::vector<size_t> order;
-    for (size_t i = 0; i < exec.size(); i++)
-      if (exec[i].is_file() || exec[i].path == "[vdso]")
-        order.push_back(i);
-    auto size = [&](size_t i) { return exec[i].end - exec[i].start; };
-    if (!order.empty())
-      std::stable_sort(order.begin() + 1, order.end(),
-                       [&](size_t a, size_t b) { return size(a) > size(b); });
-    wanted.assign(exec.size(), false);
-    for (size_t k = 0; k < order.size() && k < UW_MAX_MAPPINGS; k++)
-      wanted[order[k]] = true;
-  }
+  const std::vector<bool> wanted = mappings_to_read(exec);
+  const std::string program = program_of(exec);
+  static const std::vector<uint64_t> kNoneAsked;
+  auto asked_it = asked_pcs_.find(tgid);
+  const std::vector<uint64_t> &asked =
+      asked_it != asked_pcs_.end() ? asked_it->second : kNoneAsked;
+  bool deferred_any = false;
   std::vector<uw_mapping> maps;
   for (size_t i = 0; i < exec.size(); i++) {
     const Mapping &m = exec[i];
@@ -573,11 +625,22 @@ std::optional<bool> Unwinder::install(uint32_t tgid, uint64_t deadline_ns,
     out.end = m.end;
     out.file = UW_FILE_NONE; // anonymous (JIT) or no table: frame pointers
     File *f = nullptr;
+    const auto key = std::make_tuple(m.dev_major, m.dev_minor, m.inode);
     if (!wanted[i])
       out.pad = kLeftOut;
     else if (m.path == "[vdso]")
       f = vdso_for(tgid, m);
-    else if (m.is_file()) {
+    else if (m.is_file() && defer_files_ &&
+             !table_at_install(m, program, asked) &&
+             !(f = file_for(tgid, m, false))) {
+      // Built when a walk first reaches it (another process's install may
+      // have built it already: then used as it is).
+      out.file = UW_FILE_DEFERRED;
+      deferred_any = true;
+      if (deferred_.insert(key).second)
+        stats_.files_deferred++;
+      continue;
+    } else if (m.is_file() && !f) {
       bool gone = false;
       f = file_for(tgid, m, monotonic_ns() < deadline_ns, &gone, max_new_file);
       // Not loaded yet, or its mapping changed under the reading: the
@@ -585,6 +648,8 @@ std::optional<bool> Unwinder::install(uint32_t tgid, uint64_t deadline_ns,
       // gone, then that mapping goes without a table in this reading).
       if (!f && (!gone || ++rereads_[tgid] <= kMaxRereads))
         return std::nullopt;
+      if (f && deferred_.erase(key))
+        stats_.files_reached++;
     }
     if (f && f->id != UW_FILE_NONE)
       if (auto base = f->base_for(m)) {
@@ -598,15 +663,26 @@ std::optional<bool> Unwinder::install(uint32_t tgid, uint64_t deadline_ns,
   proc->nr = static_cast<uint32_t>(maps.size());
   std::copy(maps.begin(), maps.end(), proc->maps);
   rereads_.erase(tgid);
+  return store_proc(tgid, *proc, std::move(fit), deferred_any);
+}
+
+bool Unwinder::store_proc(uint32_t tgid, uw_proc &proc, MappingFit fit,
+                          bool deferred_any) {
   if (gen_.count(tgid) == 0 && stats_.processes >= max_procs_) {
     stats_.processes_over_cap++;
+    asked_pcs_.erase(tgid);
     return false;
   }
   uint32_t &gen = gen_[tgid];
   if (gen == 0)
     stats_.processes++;
-  proc->gen = ++gen;
-  if (bpf_map_update_elem(fds_.procs, &tgid, proc.get(), BPF_ANY) != 0)
+  proc.gen = ++gen;
+  // The walker asks once per address space (uw_asked): forgotten first, so
+  // that its first walk into a file left deferred here asks for it.
+  if (deferred_any && fds_.asked >= 0)
+    bpf_map_delete_elem(fds_.asked, &tgid);
+  asked_pcs_.erase(tgid); // asked again by a walk if not met
+  if (bpf_map_update_elem(fds_.procs, &tgid, &proc, BPF_ANY) != 0)
     return false;
   if (fit.demoted || fit.spanned)
     over_mappings_[tgid] = std::move(fit); // as its latest reading has it
@@ -1046,7 +1122,11 @@ Unwinder::describe(const std::array<uint64_t, UW_STAT_NR> &w) const {
                 " over a file budget (frame pointers there), " +
                 n(s.files_interrupted) + " dropped at the end of the run; " +
                 n(s.processes) + " processes installed (" + n(s.installs) +
-                " readings); built in " + n(s.parse_ns / 1000000) + " ms");
+                " readings); built in " + n(s.parse_ns / 1000000) + " ms" +
+                (defer_files_ ? "; " + n(s.files_deferred) +
+                                    " files left until a walk reached them (" +
+                                    n(s.files_reached) + " built later)"
+                              : std::string()));
   uint64_t used =
       (next_row_ + UW_ROWS_PER_CHUNK - 1) / UW_ROWS_PER_CHUNK *
           sizeof(uw_chunk) +
@@ -1068,7 +1148,9 @@ Unwinder::describe(const std::array<uint64_t, UW_STAT_NR> &w) const {
                 " at CFI not followed, " + n(w[UW_STAT_BAD_FRAME]) +
                 " at a frame that did not move up, " + n(w[UW_STAT_TRUNCATED]) +
                 " at the depth limit, " + n(w[UW_STAT_STALE]) +
-                " in mappings newer than their tables");
+                " in mappings newer than their tables, " +
+                n(w[UW_STAT_DEFERRED_FILE]) +
+                " at a file whose table was not built yet");
   out.push_back("user unwind readiness: " + n(w[UW_STAT_NO_TABLES]) +
                 " walks before their process's tables (frame pointers), " +
                 n(w[UW_STAT_REWALKED]) + " walked again while blocked, " +

@@ -58,7 +58,18 @@ struct UnwindStats {
   uint64_t processes_over_cap = 0; // past max_procs_: frame pointers
   uint64_t cfi_bad_entries = 0, cfi_unsupported_rows = 0;
   uint64_t parse_ns = 0; // CPU spent reading CFI and building tables
+  // defer_files(): files left without a table at their process's install,
+  // and of those, files built since (a walk reached them, or another
+  // process needed them at its install).
+  uint64_t files_deferred = 0, files_reached = 0;
 };
+
+// Whether a process's install builds the table of mapping `m` now, when
+// files are deferred (Unwinder::defer_files): its program's (`program`:
+// the path of its lowest file mapping), the C library's, the loader's, and
+// any file a walk has reached (`asked`: addresses in the process).
+bool table_at_install(const Mapping &m, const std::string &program,
+                      const std::vector<uint64_t> &asked);
 
 // How a process's executable mappings were fitted into UW_MAX_MAPPINGS
 // slots (fit_mappings in unwinder.cpp).
@@ -95,8 +106,14 @@ public:
   // The maps to fill, once the object is loaded with plan()'s sizes.
   void attach(const UnwindMapFds &fds, const UnwindSizes &sizes);
 
-  // Tables for this process, soon.
-  void request(uint32_t tgid);
+  // Tables for this process, soon; `pc` (0: none): an address its walk
+  // reached in a file left without a table (defer_files).
+  void request(uint32_t tgid, uint64_t pc = 0);
+  // Builds only the tables table_at_install() names at each install, the
+  // others once a walk reaches their file: for runs of every process
+  // (most files a host maps are on none of its off-CPU stacks). Off: -p,
+  // -n and -- COMMAND, whose first waits must be whole.
+  void defer_files(bool on) { defer_files_ = on; }
   // Handles requests until `deadline_ns` (CLOCK_MONOTONIC); true when none
   // is left.
   bool work(uint64_t deadline_ns);
@@ -171,6 +188,10 @@ private:
   // loaded now (nullopt), for the quick pass of work().
   std::optional<bool> install(uint32_t tgid, uint64_t deadline_ns,
                               uint64_t max_new_file = UINT64_MAX);
+  // Hands the process's reading to the walker (uw_procs), as install's
+  // last step; `deferred_any`: some of its files were left deferred.
+  bool store_proc(uint32_t tgid, uw_proc &proc, MappingFit fit,
+                  bool deferred_any);
 
   const FileReader &files_;
   std::vector<std::string> debug_dirs_;
@@ -229,6 +250,12 @@ private:
   std::set<std::pair<uint64_t, uint64_t>> published_;
   void publish(const Mapping &m, const File &f);
   std::unordered_map<uint32_t, uint32_t> gen_; // installs per process
+  bool defer_files_ = false;
+  // Per process, the addresses its walks reached in files left without a
+  // table (request()), until its next install builds them.
+  std::unordered_map<uint32_t, std::vector<uint64_t>> asked_pcs_;
+  // Files left without a table, by (device, inode): counted once each.
+  std::set<std::tuple<uint32_t, uint32_t, uint64_t>> deferred_;
   // Processes whose last reading did not fit UW_MAX_MAPPINGS, and how.
   std::map<uint32_t, MappingFit> over_mappings_;
   // Readings redone per process since its last install (see install).

@@ -107,5 +107,60 @@ TEST(FitMappings, SixtyFiveThousandMappingsFitAndLoseNoAddress) {
   EXPECT_LE(fit.ranges.size(), size_t{UW_MAX_MAPPINGS});
 }
 
+// A file left for when a walk reaches it keeps a slot of its own between
+// mappings without tables: the walker tells it apart (it asks for the
+// file), where a mapping without a table is walked by frame pointers.
+TEST(FitMappings, DeferredFilesKeepTheirOwnSlots) {
+  std::vector<uw_mapping> maps = {
+      table(0x400000, 0x10000, 1),
+      {0x7f0000000000, 0x7f0000010000, 0, UW_FILE_DEFERRED, 0},
+      none(0x7f0000010000, kPage),
+      {0x7f0000020000, 0x7f0000030000, 0, UW_FILE_DEFERRED, 0},
+  };
+  MappingFit fit = fit_mappings(maps);
+  ASSERT_EQ(maps.size(), 4u);
+  EXPECT_EQ(slot_of(maps, 0x7f0000000100)->file, UW_FILE_DEFERRED);
+  EXPECT_EQ(slot_of(maps, 0x7f0000010100)->file, UW_FILE_NONE);
+  EXPECT_EQ(slot_of(maps, 0x7f0000020100)->file, UW_FILE_DEFERRED);
+  EXPECT_EQ(fit.demoted, 0u);
+}
+
+Mapping mapped(uint64_t start, uint64_t end, std::string path) {
+  Mapping m;
+  m.start = start;
+  m.end = end;
+  m.executable = true;
+  m.path = std::move(path);
+  return m;
+}
+
+// Deferring files (whole-system runs): the program, the C library and the
+// loader get their tables at the install; any other file once a walk has
+// reached an address in it.
+TEST(TableAtInstall, TheProgramTheRuntimeAndFilesAWalkReached) {
+  const std::string program = "/usr/sbin/server";
+  const std::vector<uint64_t> none_asked;
+  EXPECT_TRUE(
+      table_at_install(mapped(0x1000, 0x2000, program), program, none_asked));
+  for (const char *runtime :
+       {"/usr/lib/x86_64-linux-gnu/libc.so.6",
+        "/usr/lib/x86_64-linux-gnu/ld-linux-x86-64.so.2",
+        "/lib/ld-musl-x86_64.so.1", "/lib/x86_64-linux-gnu/libc-2.31.so",
+        "/lib/x86_64-linux-gnu/libpthread.so.0"})
+    EXPECT_TRUE(table_at_install(
+        mapped(0x7f0000000000, 0x7f0000100000, runtime), program, none_asked))
+        << runtime;
+  const Mapping crypto = mapped(0x7f0000200000, 0x7f0000300000,
+                                "/usr/lib/x86_64-linux-gnu/libcrypto.so.3");
+  EXPECT_FALSE(table_at_install(crypto, program, none_asked));
+  // libcurl is not the C library, whatever its name starts with.
+  EXPECT_FALSE(table_at_install(
+      mapped(0x7f0000400000, 0x7f0000500000, "/usr/lib/libcurl.so.4"), program,
+      none_asked));
+  EXPECT_TRUE(table_at_install(crypto, program, {0x7f0000200000}));
+  EXPECT_TRUE(table_at_install(crypto, program, {0x1234, 0x7f00002fffff}));
+  EXPECT_FALSE(table_at_install(crypto, program, {0x7f0000300000}));
+}
+
 } // namespace
 } // namespace offcpu

@@ -242,7 +242,13 @@ class Postgres:
     def stop_load(self):
         """Transactions per second: the mean of pgbench's progress lines."""
         os.killpg(self.client.pid, signal.SIGINT)
-        err = self.client.communicate(timeout=60)[1]
+        try:
+            err = self.client.communicate(timeout=30)[1]
+        except subprocess.TimeoutExpired:
+            # Seen once: pgbench deaf to SIGINT for a minute. Its progress
+            # lines so far are still in the pipe.
+            os.killpg(self.client.pid, signal.SIGKILL)
+            err = self.client.communicate()[1]
         tps = [float(x) for x in re.findall(r"progress: [0-9.]+ s, ([0-9.]+) tps", err)]
         return sum(tps) / len(tps) if tps else float("nan")
 

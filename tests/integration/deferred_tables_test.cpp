@@ -1,0 +1,180 @@
+// Unwind tables built when a walk first reaches their file (whole-system
+// runs, Unwinder::defer_files): a process gets tables for its program, the
+// C library and the loader at its install, and for its other files once a
+// walk reaches them; the walk that reached one is taken again. The real
+// binary against tests/workloads/deferred_tables.c, which naps in a library
+// of its own (no frame pointers: a walk by frame pointers alone stops in
+// it) and maps another it never calls.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cstring>
+#include <fstream>
+#include <memory>
+#include <regex>
+#include <sstream>
+
+#include "offcpu/unwind.h"
+#include "support/folded_parse.h"
+#include "support/json.h"
+#include "support/process.h"
+#include "symbolize/proc_maps.h"
+
+namespace offcpu {
+namespace {
+
+constexpr const char *kComm = "deferred_tables";
+
+// The workload's naps, and the part of their time on whole user stacks
+// (dt_nap under dt_lib_loop under main).
+struct Share {
+  uint64_t nap_us = 0, whole_us = 0;
+  std::string worst;
+  uint64_t worst_us = 0;
+  double whole() const {
+    return nap_us ? static_cast<double>(whole_us) / nap_us : 0.0;
+  }
+};
+
+Share whole_share(const std::string &folded) {
+  Share s;
+  for (const auto &l : test::parse_folded(folded)) {
+    if (l.frames.empty() || l.frames[0] != kComm ||
+        l.text.find("nanosleep") == std::string::npos)
+      continue;
+    s.nap_us += l.value;
+    const int nap = test::frame_index(l, "dt_nap");
+    const int loop = test::frame_index(l, "dt_lib_loop");
+    const int main = test::frame_index(l, "main");
+    if (nap > 0 && loop == nap - 1 && main == loop - 1)
+      s.whole_us += l.value;
+    else if (l.value > s.worst_us) {
+      s.worst_us = l.value;
+      s.worst = l.text;
+    }
+  }
+  return s;
+}
+
+uint64_t number_before(const std::string &text, const std::string &after) {
+  std::smatch m;
+  if (!std::regex_search(text, m, std::regex("(\\d+) " + after)))
+    return UINT64_MAX;
+  return std::stoull(m[1]);
+}
+
+// The start of the executable mapping of the file named `name` in process
+// `pid`; 0 if none.
+uint64_t exec_start(int pid, const std::string &name) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/maps");
+  std::stringstream text;
+  text << in.rdbuf();
+  for (const Mapping &m : parse_proc_maps(text.str()))
+    if (m.executable && m.display_name() == name)
+      return m.start;
+  return 0;
+}
+
+// bpftool's bytes of a map's key or value ("0x1f" each: the maps of the
+// light skeleton carry no BTF for bpftool to format them with).
+std::vector<uint8_t> bytes_of(const test::Json &list) {
+  std::vector<uint8_t> out;
+  for (const test::Json &b : list.array)
+    out.push_back(static_cast<uint8_t>(std::stoul(b.string, nullptr, 16)));
+  return out;
+}
+
+// What the walker holds for process `pid` (the uw_procs map, dumped by
+// bpftool while offcpu runs): the file of the mapping holding each address
+// (UW_FILE_NONE if none holds it).
+std::vector<uint64_t> installed_files(const std::string &dump, int pid,
+                                      const std::vector<uint64_t> &addrs) {
+  std::vector<uint64_t> out(addrs.size(), UW_FILE_NONE);
+  const test::Json doc = test::parse_json(dump);
+  for (const test::Json &entry : doc.array) {
+    const std::vector<uint8_t> key = bytes_of(entry["key"]);
+    const std::vector<uint8_t> value = bytes_of(entry["value"]);
+    uint32_t tgid = 0;
+    if (key.size() != sizeof(tgid) || value.size() != sizeof(uw_proc))
+      continue;
+    std::memcpy(&tgid, key.data(), sizeof(tgid));
+    if (tgid != static_cast<uint32_t>(pid))
+      continue;
+    auto proc = std::make_unique<uw_proc>();
+    std::memcpy(proc.get(), value.data(), sizeof(uw_proc));
+    for (uint32_t i = 0; i < proc->nr && i < UW_MAX_MAPPINGS; i++)
+      for (size_t a = 0; a < addrs.size(); a++)
+        if (proc->maps[i].start <= addrs[a] && addrs[a] < proc->maps[i].end)
+          out[a] = proc->maps[i].file;
+  }
+  return out;
+}
+
+class DeferredTables : public ::testing::Test {
+protected:
+  void SetUp() override {
+    if (geteuid() != 0)
+      GTEST_SKIP() << "integration tests load BPF programs: run as root";
+  }
+};
+
+// Traced with every process: the library the workload naps in gets its
+// table once a walk reaches it, and nearly all the naps' time is on whole
+// stacks; the library it never calls gets none. What the walker holds for
+// the workload is read from the kernel's map while offcpu runs.
+TEST_F(DeferredTables, ALibraryGetsItsTableOnceAWalkReachesIt) {
+  const char *bpftool = "/usr/sbin/bpftool";
+  ASSERT_EQ(access(bpftool, X_OK), 0) << "bpftool builds offcpu: installed";
+  test::Subprocess w({WORKLOAD_DEFERRED_TABLES, "600"});
+  ASSERT_EQ(w.read_line(10), "ready");
+  const uint64_t used = exec_start(w.pid(), "libdeferred_lib.so");
+  const uint64_t unused = exec_start(w.pid(), "libnofp_lib.so");
+  ASSERT_TRUE(used && unused);
+  test::Subprocess tracer({OFFCPU_BIN, "-f", "-v", "2"});
+  test::sleep_seconds(1.5);
+  auto dump = test::run({bpftool, "-j", "map", "dump", "name", "uw_procs"}, 30);
+  auto r = tracer.wait(60);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  ASSERT_EQ(dump.exit_code, 0) << dump.err;
+  const std::vector<uint64_t> files =
+      installed_files(dump.out, w.pid(), {used, unused});
+  EXPECT_LT(files[0], uint64_t{UW_MAX_FILES}) << "the library it naps in";
+  EXPECT_EQ(files[1], uint64_t{UW_FILE_DEFERRED}) << "the one it never calls";
+  Share s = whole_share(r.out);
+  ASSERT_GT(s.nap_us, 1500000u) << r.out << r.err;
+  EXPECT_GE(s.whole(), 0.95)
+      << s.whole_us << " of " << s.nap_us << " us whole; largest not:\n"
+      << s.worst << "\n"
+      << r.err;
+  // Its library was left at the install and reached since; the walks that
+  // reached it stopped there, and the unused library stays without one.
+  const uint64_t left = number_before(r.err, "files left until a walk");
+  const uint64_t reached = number_before(r.err, "built later\\)");
+  ASSERT_NE(left, UINT64_MAX) << r.err;
+  EXPECT_GE(reached, 1u) << r.err;
+  EXPECT_GT(left, reached) << r.err;
+  EXPECT_GE(number_before(r.err, "at a file whose table was not built yet"), 1u)
+      << r.err;
+}
+
+// Traced by -p: every table is built before the window opens (the first
+// waits are whole), none left for later.
+TEST_F(DeferredTables, PidGetsEveryTableAtOnce) {
+  test::Subprocess w({WORKLOAD_DEFERRED_TABLES, "600"});
+  ASSERT_EQ(w.read_line(10), "ready");
+  auto r = test::run(
+      {OFFCPU_BIN, "-p", std::to_string(w.pid()), "-f", "-v", "2"}, 60);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  Share s = whole_share(r.out);
+  ASSERT_GT(s.nap_us, 1500000u) << r.out << r.err;
+  EXPECT_GE(s.whole(), 0.99)
+      << s.whole_us << " of " << s.nap_us << " us whole; largest not:\n"
+      << s.worst << "\n"
+      << r.err;
+  EXPECT_EQ(r.err.find("files left until a walk"), std::string::npos) << r.err;
+  EXPECT_EQ(number_before(r.err, "at a file whose table was not built yet"), 0u)
+      << r.err;
+}
+
+} // namespace
+} // namespace offcpu
