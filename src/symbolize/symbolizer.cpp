@@ -34,6 +34,10 @@ constexpr uint64_t kMaxVdsoBytes = 1u << 20;
 constexpr size_t kMaxVdsoImages = 16;
 // Addresses per file handed to the DWARF loader ahead of naming.
 constexpr size_t kMaxWarmOffsets = size_t{1} << 16;
+// Files held open, unparsed, until a stack reaches them: past these the
+// oldest is parsed (and closed) anyway, well within the 1,024 descriptors
+// a process gets by default.
+constexpr size_t kMaxUnparsedOpen = 256;
 
 // Whether the open file is the executable this process runs (offcpu's own,
 // traced by a whole-system run).
@@ -190,6 +194,7 @@ struct Symbolizer::FileEntry {
   uid_t owner = 0; // of the file: its debug files must be root's or theirs
   std::unique_ptr<ElfFile> elf;
   bool parsed = false;
+  bool queued = false;    // in to_parse_
   std::string debug_file; // found by build id in a debug root of ours
   // The file holding its DWARF (itself or its debug file), open until
   // parsed; then handed to the loader; then its DWARF, read once.
@@ -408,7 +413,34 @@ void Symbolizer::capture_files(uint32_t tgid, Process &p) {
     f.size = static_cast<uint64_t>(opened.st.st_size);
     f.owner = opened.st.st_uid;
     f.fd = std::move(opened.fd);
-    to_parse_.push_back(&f);
+    // Parsed once a stack reaches it: a process maps many files its stacks
+    // never pass through (redis-server: 18 files, 5 on its stacks).
+    unparsed_.push_back(&f);
+    while (unparsed_.size() > kMaxUnparsedOpen) {
+      queue_parse(*unparsed_.front());
+      unparsed_.pop_front();
+    }
+  }
+}
+
+void Symbolizer::queue_parse(FileEntry &f) {
+  if (f.parsed || f.queued)
+    return;
+  f.queued = true;
+  to_parse_.push_back(&f);
+}
+
+// The files the stack's addresses are in, for parse_pending (`found`: their
+// mappings, when the caller has them).
+void Symbolizer::queue_files_of(const std::vector<Mapping> &maps,
+                                const std::vector<uint64_t> &ips,
+                                const std::vector<const Mapping *> *found) {
+  for (size_t i = 0; i < ips.size(); i++) {
+    const Mapping *m =
+        found ? (*found)[i]
+              : find_mapping(maps, i > 0 && ips[i] ? ips[i] - 1 : ips[i]);
+    if (FileEntry *f = m && m->is_file() ? file_for(*m) : nullptr)
+      queue_parse(*f);
   }
 }
 
@@ -489,6 +521,7 @@ void Symbolizer::note_native_stack(uint32_t tgid, uint64_t stack_id,
   }
   p.reading_of(stack_id).reading = p.readings.size() - 1;
   capture_vdso(tgid, p, ips);
+  queue_files_of(p.readings.back(), ips, same_reading ? &found : nullptr);
   warm_dwarf(p.readings.back(), ips, same_reading ? &found : nullptr);
 }
 
@@ -833,6 +866,7 @@ void Symbolizer::end_naming() {
   // tables, the kernel's and the names demangled were 10-20 MiB of a
   // whole-system run's heap at the output (issue #27).
   to_parse_.clear();
+  unparsed_.clear();
   files_by_key_.clear();
   file_of_mapping_.clear();
   vdso_by_content_.clear();

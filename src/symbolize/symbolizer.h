@@ -345,6 +345,14 @@ private:
   // end_naming(), which clears both). One entry per mapping a stack had.
   std::unordered_map<const Mapping *, FileEntry *> file_of_mapping_;
   std::deque<FileEntry *> to_parse_;
+  // Files captured (open) but in no stack yet, oldest first: parsed only
+  // once a stack reaches them, or when more than kMaxUnparsedOpen wait
+  // (each holds a descriptor).
+  std::deque<FileEntry *> unparsed_;
+  void queue_parse(FileEntry &f);
+  void queue_files_of(const std::vector<Mapping> &maps,
+                      const std::vector<uint64_t> &ips,
+                      const std::vector<const Mapping *> *found);
   // Process roots, one descriptor per distinct directory.
   std::map<std::pair<uint64_t, uint64_t>, RootRef> roots_;
   std::unordered_map<std::string, std::string> demangled_;

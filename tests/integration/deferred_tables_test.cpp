@@ -176,5 +176,20 @@ TEST_F(DeferredTables, PidGetsEveryTableAtOnce) {
       << r.err;
 }
 
+// Symbols too are read only for the files the stacks reach: the program,
+// its library, libc (and libc's debug file) and the vDSO, not the library
+// it never calls nor the loader (8 files were parsed before, 5 now).
+TEST_F(DeferredTables, SymbolsAreReadOnlyForFilesInStacks) {
+  test::Subprocess w({WORKLOAD_DEFERRED_TABLES, "400"});
+  ASSERT_EQ(w.read_line(10), "ready");
+  auto r = test::run(
+      {OFFCPU_BIN, "-p", std::to_string(w.pid()), "-f", "-v", "1"}, 60);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_GE(whole_share(r.out).whole(), 0.99) << r.out;
+  const uint64_t parsed = number_before(r.err, "ELF files parsed");
+  ASSERT_NE(parsed, UINT64_MAX) << r.err;
+  EXPECT_LE(parsed, 5u) << r.err;
+}
+
 } // namespace
 } // namespace offcpu
