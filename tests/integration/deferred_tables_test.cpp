@@ -8,7 +8,10 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <dirent.h>
+
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <memory>
 #include <regex>
@@ -18,6 +21,7 @@
 #include "support/folded_parse.h"
 #include "support/json.h"
 #include "support/process.h"
+#include "support/root_fixture.h"
 #include "symbolize/proc_maps.h"
 
 namespace offcpu {
@@ -189,6 +193,57 @@ TEST_F(DeferredTables, SymbolsAreReadOnlyForFilesInStacks) {
   const uint64_t parsed = number_before(r.err, "ELF files parsed");
   ASSERT_NE(parsed, UINT64_MAX) << r.err;
   EXPECT_LE(parsed, 5u) << r.err;
+}
+
+// Descriptors the process holds now.
+size_t open_fds(int pid) {
+  size_t n = 0;
+  DIR *d = opendir(("/proc/" + std::to_string(pid) + "/fd").c_str());
+  if (!d)
+    return 0;
+  while (dirent *e = readdir(d))
+    n += e->d_name[0] != '.';
+  closedir(d);
+  return n;
+}
+
+class DeferredSymbols : public test::RootTest {};
+
+// A process mapping 400 files no stack reaches (plugins loaded and idle):
+// each waits unparsed with its descriptor open, 256 at most; the rest are
+// parsed and closed as before.
+TEST_F(DeferredSymbols, FilesInNoStackHoldAtMost256Descriptors) {
+  const std::string lib = std::string(WORKLOAD_DEFERRED_TABLES);
+  const std::string so = lib.substr(0, lib.rfind('/')) + "/libdeferred_lib.so";
+  for (int i = 0; i < 400; i++) {
+    const std::string copy = dir_ + "/plugin" + std::to_string(i) + ".so";
+    std::filesystem::copy_file(so, copy);
+    // Without DWARF: a parsed file keeps no descriptor for it.
+    ASSERT_EQ(
+        test::run({"/usr/bin/objcopy", "--strip-debug", copy}, 30).exit_code,
+        0);
+  }
+  const char *script = R"(
+import mmap, os, sys, time
+keep = []
+for n in sorted(os.listdir(sys.argv[1])):
+    with open(os.path.join(sys.argv[1], n), "rb") as f:
+        keep.append(mmap.mmap(f.fileno(), 0, prot=mmap.PROT_READ | mmap.PROT_EXEC))
+print("ready", flush=True)
+time.sleep(30)
+)";
+  test::Subprocess w({"/usr/bin/python3", "-c", script, dir_});
+  ASSERT_EQ(w.read_line(20), "ready");
+  test::Subprocess tracer(
+      {OFFCPU_BIN, "-p", std::to_string(w.pid()), "-f", "3"});
+  test::sleep_seconds(2);
+  const size_t fds = open_fds(tracer.pid());
+  auto r = tracer.wait(60);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("time_sleep"), std::string::npos) << r.out;
+  // About 70 of its own (maps, programs, links, rings) and 256 waiting.
+  EXPECT_GT(fds, 256u);
+  EXPECT_LT(fds, 256u + 150u);
 }
 
 } // namespace
