@@ -29,35 +29,18 @@ namespace {
 
 constexpr const char *kComm = "deferred_tables";
 
+using Share = test::WholeShare;
+
 // The workload's naps, and the part of their time on whole user stacks
 // (dt_nap under dt_lib_loop under main).
-struct Share {
-  uint64_t nap_us = 0, whole_us = 0;
-  std::string worst;
-  uint64_t worst_us = 0;
-  double whole() const {
-    return nap_us ? static_cast<double>(whole_us) / nap_us : 0.0;
-  }
-};
-
 Share whole_share(const std::string &folded) {
-  Share s;
-  for (const auto &l : test::parse_folded(folded)) {
-    if (l.frames.empty() || l.frames[0] != kComm ||
-        l.text.find("nanosleep") == std::string::npos)
-      continue;
-    s.nap_us += l.value;
-    const int nap = test::frame_index(l, "dt_nap");
-    const int loop = test::frame_index(l, "dt_lib_loop");
-    const int main = test::frame_index(l, "main");
-    if (nap > 0 && loop == nap - 1 && main == loop - 1)
-      s.whole_us += l.value;
-    else if (l.value > s.worst_us) {
-      s.worst_us = l.value;
-      s.worst = l.text;
-    }
-  }
-  return s;
+  return test::whole_share(
+      folded, kComm, "nanosleep", [](const test::FoldedLine &l) {
+        const int nap = test::frame_index(l, "dt_nap");
+        const int loop = test::frame_index(l, "dt_lib_loop");
+        const int main = test::frame_index(l, "main");
+        return nap > 0 && loop == nap - 1 && main == loop - 1;
+      });
 }
 
 uint64_t number_before(const std::string &text, const std::string &after) {
@@ -145,9 +128,9 @@ TEST_F(DeferredTables, ALibraryGetsItsTableOnceAWalkReachesIt) {
   EXPECT_LT(files[0], uint64_t{UW_MAX_FILES}) << "the library it naps in";
   EXPECT_EQ(files[1], uint64_t{UW_FILE_DEFERRED}) << "the one it never calls";
   Share s = whole_share(r.out);
-  ASSERT_GT(s.nap_us, 1500000u) << r.out << r.err;
+  ASSERT_GT(s.sleep_us, 1500000u) << r.out << r.err;
   EXPECT_GE(s.whole(), 0.95)
-      << s.whole_us << " of " << s.nap_us << " us whole; largest not:\n"
+      << s.whole_us << " of " << s.sleep_us << " us whole; largest not:\n"
       << s.worst << "\n"
       << r.err;
   // Its library was left at the install and reached since; the walks that
@@ -170,9 +153,9 @@ TEST_F(DeferredTables, PidGetsEveryTableAtOnce) {
       {OFFCPU_BIN, "-p", std::to_string(w.pid()), "-f", "-v", "2"}, 60);
   ASSERT_EQ(r.exit_code, 0) << r.err;
   Share s = whole_share(r.out);
-  ASSERT_GT(s.nap_us, 1500000u) << r.out << r.err;
+  ASSERT_GT(s.sleep_us, 1500000u) << r.out << r.err;
   EXPECT_GE(s.whole(), 0.99)
-      << s.whole_us << " of " << s.nap_us << " us whole; largest not:\n"
+      << s.whole_us << " of " << s.sleep_us << " us whole; largest not:\n"
       << s.worst << "\n"
       << r.err;
   EXPECT_EQ(r.err.find("files left until a walk"), std::string::npos) << r.err;

@@ -17,34 +17,16 @@ namespace {
 
 constexpr const char *kComm = "first_waits";
 
-// The workload's sleeps (a nanosleep frame anywhere in the stack: the
-// kernel's is there even when the user stack is cut short) and the part of
-// their time on whole user stacks (fw_nap and main both in them).
-struct Share {
-  uint64_t sleep_us = 0, whole_us = 0;
-  std::string worst; // the largest sleep line that is not whole
-  uint64_t worst_us = 0;
-  double whole() const {
-    return sleep_us ? static_cast<double>(whole_us) / sleep_us : 0.0;
-  }
-};
+using Share = test::WholeShare;
 
+// The workload's sleeps and the part of their time on whole user stacks
+// (fw_nap and main both in them).
 Share whole_share(const std::string &folded) {
-  Share s;
-  for (const auto &l : test::parse_folded(folded)) {
-    if (l.frames.empty() || l.frames[0] != kComm ||
-        l.text.find("nanosleep") == std::string::npos)
-      continue;
-    s.sleep_us += l.value;
-    if (test::frame_index(l, "fw_nap") >= 0 &&
-        test::frame_index(l, "main") >= 0)
-      s.whole_us += l.value;
-    else if (l.value > s.worst_us) {
-      s.worst_us = l.value;
-      s.worst = l.text;
-    }
-  }
-  return s;
+  return test::whole_share(folded, kComm, "nanosleep",
+                           [](const test::FoldedLine &l) {
+                             return test::frame_index(l, "fw_nap") >= 0 &&
+                                    test::frame_index(l, "main") >= 0;
+                           });
 }
 
 // stderr's lines but "Tracing ..." (the one line every run prints).

@@ -52,4 +52,23 @@ int frame_index(const FoldedLine &line, const std::string &frame) {
   return -1;
 }
 
+WholeShare whole_share(const std::string &folded, const std::string &comm,
+                       const std::string &wait,
+                       const std::function<bool(const FoldedLine &)> &whole) {
+  WholeShare s;
+  for (const FoldedLine &l : parse_folded(folded)) {
+    if (l.frames.empty() || l.frames[0] != comm ||
+        l.text.find(wait) == std::string::npos)
+      continue;
+    s.sleep_us += l.value;
+    if (whole(l))
+      s.whole_us += l.value;
+    else if (l.value > s.worst_us) {
+      s.worst_us = l.value;
+      s.worst = l.text;
+    }
+  }
+  return s;
+}
+
 } // namespace offcpu::test
