@@ -195,6 +195,7 @@ struct Symbolizer::FileEntry {
   std::unique_ptr<ElfFile> elf;
   bool parsed = false;
   bool queued = false;    // in to_parse_
+  bool waiting = false;   // in unparsed_, in no stack yet
   std::string debug_file; // found by build id in a debug root of ours
   // The file holding its DWARF (itself or its debug file), open until
   // parsed; then handed to the loader; then its DWARF, read once.
@@ -414,16 +415,24 @@ void Symbolizer::capture_files(uint32_t tgid, Process &p) {
     f.owner = opened.st.st_uid;
     f.fd = std::move(opened.fd);
     // Parsed once a stack reaches it: a process maps many files its stacks
-    // never pass through (redis-server: 18 files, 5 on its stacks).
+    // never pass through (Debian's redis-server maps 18, calls into few).
+    f.waiting = true;
+    waiting_++;
     unparsed_.push_back(&f);
-    while (unparsed_.size() > kMaxUnparsedOpen) {
-      queue_parse(*unparsed_.front());
+    while (waiting_ > kMaxUnparsedOpen && !unparsed_.empty()) {
+      FileEntry *oldest = unparsed_.front();
       unparsed_.pop_front();
+      if (oldest->waiting)
+        queue_parse(*oldest);
     }
   }
 }
 
 void Symbolizer::queue_parse(FileEntry &f) {
+  if (f.waiting) {
+    f.waiting = false;
+    waiting_--;
+  }
   if (f.parsed || f.queued)
     return;
   f.queued = true;
@@ -867,6 +876,7 @@ void Symbolizer::end_naming() {
   // whole-system run's heap at the output (issue #27).
   to_parse_.clear();
   unparsed_.clear();
+  waiting_ = 0;
   files_by_key_.clear();
   file_of_mapping_.clear();
   vdso_by_content_.clear();

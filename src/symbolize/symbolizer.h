@@ -349,6 +349,7 @@ private:
   // once a stack reaches them, or when more than kMaxUnparsedOpen wait
   // (each holds a descriptor).
   std::deque<FileEntry *> unparsed_;
+  size_t waiting_ = 0; // of unparsed_, those in no stack yet
   void queue_parse(FileEntry &f);
   void queue_files_of(const std::vector<Mapping> &maps,
                       const std::vector<uint64_t> &ips,
