@@ -439,18 +439,12 @@ void Symbolizer::queue_parse(FileEntry &f) {
   to_parse_.push_back(&f);
 }
 
-// The files the stack's addresses are in, for parse_pending (`found`: their
-// mappings, when the caller has them).
-void Symbolizer::queue_files_of(const std::vector<Mapping> &maps,
-                                const std::vector<uint64_t> &ips,
-                                const std::vector<const Mapping *> *found) {
-  for (size_t i = 0; i < ips.size(); i++) {
-    const Mapping *m =
-        found ? (*found)[i]
-              : find_mapping(maps, i > 0 && ips[i] ? ips[i] - 1 : ips[i]);
+// The files of a stack's frames (`found`: each frame's mapping, or null),
+// for parse_pending.
+void Symbolizer::queue_files_of(const std::vector<const Mapping *> &found) {
+  for (const Mapping *m : found)
     if (FileEntry *f = m && m->is_file() ? file_for(*m) : nullptr)
       queue_parse(*f);
-  }
 }
 
 void Symbolizer::note_user_stack(uint32_t tgid, uint64_t stack_id,
@@ -530,20 +524,25 @@ void Symbolizer::note_native_stack(uint32_t tgid, uint64_t stack_id,
   }
   p.reading_of(stack_id).reading = p.readings.size() - 1;
   capture_vdso(tgid, p, ips);
-  queue_files_of(p.readings.back(), ips, same_reading ? &found : nullptr);
-  warm_dwarf(p.readings.back(), ips, same_reading ? &found : nullptr);
+  if (!same_reading) { // each frame's mapping in the reading it now has
+    found.clear();
+    for (size_t i = 0; i < ips.size(); i++)
+      found.push_back(find_mapping(p.readings.back(),
+                                   i > 0 && ips[i] ? ips[i] - 1 : ips[i]));
+  }
+  queue_files_of(found);
+  warm_dwarf(ips, found);
 }
 
 // The stack's addresses in files, for the loader to look up in their DWARF
 // while the window is open (now if the file is parsed, else once it is).
-void Symbolizer::warm_dwarf(const std::vector<Mapping> &maps,
-                            const std::vector<uint64_t> &ips,
-                            const std::vector<const Mapping *> *found) {
+void Symbolizer::warm_dwarf(const std::vector<uint64_t> &ips,
+                            const std::vector<const Mapping *> &found) {
   if (!source_.dwarf || !symbolize_user_)
     return;
   for (size_t i = 0; i < ips.size(); i++) {
     const uint64_t lookup = i > 0 && ips[i] ? ips[i] - 1 : ips[i];
-    const Mapping *m = found ? (*found)[i] : find_mapping(maps, lookup);
+    const Mapping *m = found[i];
     FileEntry *f = m && m->is_file() ? file_for(*m) : nullptr;
     if (!f || f->dwarf || (f->parsed && !f->dwarf_ticket && !f->dwarf_fd) ||
         f->warm_offsets.size() >= kMaxWarmOffsets)

@@ -289,10 +289,9 @@ private:
   FileEntry *file_for(const Mapping &m);
   ElfFile *elf_for(uint32_t tgid, const Mapping &m);
   void parse(FileEntry &f);
-  // `found`, if given: each address's mapping in `maps`, found already.
-  void warm_dwarf(const std::vector<Mapping> &maps,
-                  const std::vector<uint64_t> &ips,
-                  const std::vector<const Mapping *> *found = nullptr);
+  // `found`: each address's mapping (null if none), found already.
+  void warm_dwarf(const std::vector<uint64_t> &ips,
+                  const std::vector<const Mapping *> &found);
   ElfFile *vdso_for(uint32_t tgid, const Mapping &m);
   void capture_vdso(uint32_t tgid, Process &p,
                     const std::vector<uint64_t> &ips);
@@ -351,9 +350,7 @@ private:
   std::deque<FileEntry *> unparsed_;
   size_t waiting_ = 0; // of unparsed_, those in no stack yet
   void queue_parse(FileEntry &f);
-  void queue_files_of(const std::vector<Mapping> &maps,
-                      const std::vector<uint64_t> &ips,
-                      const std::vector<const Mapping *> *found);
+  void queue_files_of(const std::vector<const Mapping *> &found);
   // Process roots, one descriptor per distinct directory.
   std::map<std::pair<uint64_t, uint64_t>, RootRef> roots_;
   std::unordered_map<std::string, std::string> demangled_;
