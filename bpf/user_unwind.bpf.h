@@ -96,10 +96,13 @@ struct {
 #define UW_AT_OUTSIDE 2  /* in no executable mapping */
 #define UW_AT_DEFERRED 3 /* a file whose table is not built yet */
 
-/* (process, address) -> rule, direct-mapped, per CPU and per context. */
+/* (installed layout, address) -> rule, direct-mapped, per CPU and per
+ * context. The layout is uw_proc.gen: user space gives processes with the
+ * same installed mappings one gen (children forked without exec, a
+ * pre-fork server's workers), so they share their cached rules. */
 struct uw_cache_slot {
   __u64 pc;
-  __u32 owner;
+  __u32 unused;
   __u32 gen;
   struct uw_rule rule;
   __u32 where;
@@ -125,10 +128,6 @@ __u32 uw_unknown_zero = 0;
  * walked at the same epoch used the tables a walk now would use, so a hit
  * needs no lookup of the process. */
 __u32 uw_epoch = 0;
-
-/* uw_frame.gen of a walk through bpf_find_vma (installed readings count up
- * from 1): its rules are not cached, its process has no reading. */
-#define UW_GEN_BY_VMA 0x80000000u
 
 /* uw_frame.vma: the mapping resolved for a walk through bpf_find_vma. */
 #define UW_VMA_NONE 0    /* not resolved, or the kernel said busy */
@@ -341,7 +340,7 @@ static __always_inline int uw_lookup(struct uw_query *q,
     uw_rule_in(q, q->vma_file, q->vma_base, srch);
     return 0;
   }
-  __u32 idx = (mix64(q->pc ^ ((__u64)q->owner << 40)) & (UW_CACHE_SLOTS - 1)) +
+  __u32 idx = (mix64(q->pc ^ ((__u64)q->gen << 40)) & (UW_CACHE_SLOTS - 1)) +
               (q->cache ? UW_CACHE_SLOTS : 0);
   __u32 chunk = idx / UW_CHUNK_SLOTS;
   q->key = chunk;
@@ -349,7 +348,7 @@ static __always_inline int uw_lookup(struct uw_query *q,
   if (!ch)
     return 0;
   struct uw_cache_slot *c = &ch->s[idx & (UW_CHUNK_SLOTS - 1)];
-  if (c->pc == q->pc && c->owner == q->owner && c->gen == q->gen) {
+  if (c->pc == q->pc && c->gen == q->gen) {
     q->where = c->where;
     q->rule = c->rule;
     return 0;
@@ -384,7 +383,6 @@ static __always_inline int uw_lookup(struct uw_query *q,
     uw_rule_in(q, map->file, map->base, srch);
 out:
   c->pc = q->pc;
-  c->owner = q->owner;
   c->gen = q->gen;
   c->where = q->where;
   c->rule = q->rule;

@@ -124,9 +124,16 @@ struct uw_file_id {
   struct uw_file_seg seg[UW_FILE_SEGS];
 };
 
+/* uw_frame.gen of a walk through bpf_find_vma: its rules are not cached,
+ * its process has no reading. The gens user space gives installed
+ * contents count up from 1 and stay below it. */
+#define UW_GEN_BY_VMA 0x80000000u
+#define UW_GEN_LIMIT UW_GEN_BY_VMA
+
 struct uw_proc {
   __u32 nr;        /* mappings used, sorted by start */
-  __u32 gen;       /* bumped at each install: cached rules of older ones die */
+  __u32 gen;       /* the rule cache's key: one per distinct content of
+                      nr and maps (user space), never reused for another */
   __u64 map_count; /* uw_map_key when the maps were read: mm->map_count ^
                       mm->start_stack << 16 */
   struct uw_mapping maps[UW_MAX_MAPPINGS];

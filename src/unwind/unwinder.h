@@ -249,7 +249,17 @@ private:
   // (device, inode) already published in the file_ids map.
   std::set<std::pair<uint64_t, uint64_t>> published_;
   void publish(const Mapping &m, const File &f);
-  std::unordered_map<uint32_t, uint32_t> gen_; // installs per process
+  std::unordered_map<uint32_t, uint32_t> installs_; // per process
+  // The gen (the walker's rule cache key) of each installed content, by a
+  // hash of it: a process installed with the same mappings, files and
+  // bases as another gets its gen (see gen_for).
+  struct Layout {
+    uint32_t gen;
+    std::vector<uw_mapping> maps;
+  };
+  std::unordered_multimap<uint64_t, Layout> layouts_;
+  uint32_t next_gen_ = 0;
+  std::optional<uint32_t> gen_for(const uw_proc &proc);
   bool defer_files_ = false;
   // Per process, the addresses its walks reached in files left without a
   // table (request()), until its next install builds them.

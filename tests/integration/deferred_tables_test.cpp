@@ -13,15 +13,17 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <memory>
+#include <optional>
 #include <regex>
 #include <sstream>
 
 #include "offcpu/unwind.h"
 #include "support/folded_parse.h"
-#include "support/json.h"
 #include "support/process.h"
 #include "support/root_fixture.h"
+#include "support/uw_procs.h"
 #include "symbolize/proc_maps.h"
 
 namespace offcpu {
@@ -62,38 +64,21 @@ uint64_t exec_start(int pid, const std::string &name) {
   return 0;
 }
 
-// bpftool's bytes of a map's key or value ("0x1f" each: the maps of the
-// light skeleton carry no BTF for bpftool to format them with).
-std::vector<uint8_t> bytes_of(const test::Json &list) {
-  std::vector<uint8_t> out;
-  for (const test::Json &b : list.array)
-    out.push_back(static_cast<uint8_t>(std::stoul(b.string, nullptr, 16)));
-  return out;
-}
-
 // What the walker holds for process `pid` (the uw_procs map, dumped by
 // bpftool while offcpu runs): the file of the mapping holding each address
 // (UW_FILE_NONE if none holds it).
 std::vector<uint64_t> installed_files(const std::string &dump, int pid,
                                       const std::vector<uint64_t> &addrs) {
   std::vector<uint64_t> out(addrs.size(), UW_FILE_NONE);
-  const test::Json doc = test::parse_json(dump);
-  for (const test::Json &entry : doc.array) {
-    const std::vector<uint8_t> key = bytes_of(entry["key"]);
-    const std::vector<uint8_t> value = bytes_of(entry["value"]);
-    uint32_t tgid = 0;
-    if (key.size() != sizeof(tgid) || value.size() != sizeof(uw_proc))
-      continue;
-    std::memcpy(&tgid, key.data(), sizeof(tgid));
-    if (tgid != static_cast<uint32_t>(pid))
-      continue;
-    auto proc = std::make_unique<uw_proc>();
-    std::memcpy(proc.get(), value.data(), sizeof(uw_proc));
-    for (uint32_t i = 0; i < proc->nr && i < UW_MAX_MAPPINGS; i++)
-      for (size_t a = 0; a < addrs.size(); a++)
-        if (proc->maps[i].start <= addrs[a] && addrs[a] < proc->maps[i].end)
-          out[a] = proc->maps[i].file;
-  }
+  const auto procs = test::installed_procs(dump);
+  auto it = procs.find(static_cast<uint32_t>(pid));
+  if (it == procs.end())
+    return out;
+  const uw_proc &proc = *it->second;
+  for (uint32_t i = 0; i < proc.nr && i < UW_MAX_MAPPINGS; i++)
+    for (size_t a = 0; a < addrs.size(); a++)
+      if (proc.maps[i].start <= addrs[a] && addrs[a] < proc.maps[i].end)
+        out[a] = proc.maps[i].file;
   return out;
 }
 
@@ -141,6 +126,76 @@ TEST_F(DeferredTables, ALibraryGetsItsTableOnceAWalkReachesIt) {
   EXPECT_GE(reached, 1u) << r.err;
   EXPECT_GT(left, reached) << r.err;
   EXPECT_GE(number_before(r.err, "at a file whose table was not built yet"), 1u)
+      << r.err;
+}
+
+// The workers of a pre-fork server (children forked without exec) are
+// installed with their parent's mappings, files and bases: one content,
+// one gen, the key of the walker's cached rules, which they then share
+// (each had its own copy before). Another run of the same program, exec'd
+// at addresses of its own, gets a gen of its own. Their naps' stacks stay
+// whole.
+TEST_F(DeferredTables, ForkedWorkersShareTheirCachedRules) {
+  const char *bpftool = "/usr/sbin/bpftool";
+  ASSERT_EQ(access(bpftool, X_OK), 0) << "bpftool builds offcpu: installed";
+  test::Subprocess w({WORKLOAD_DEFERRED_TABLES, "1000", "3"});
+  const std::optional<std::string> ready = w.read_line(10);
+  ASSERT_TRUE(ready && ready->rfind("ready ", 0) == 0)
+      << ready.value_or("(no line)");
+  std::vector<uint32_t> pids{static_cast<uint32_t>(w.pid())};
+  std::istringstream listed(ready->substr(6));
+  for (uint32_t pid = 0; listed >> pid;)
+    pids.push_back(pid);
+  ASSERT_EQ(pids.size(), 4u) << *ready;
+  test::Subprocess other({WORKLOAD_DEFERRED_TABLES, "1000"});
+  ASSERT_EQ(other.read_line(10), "ready");
+  test::Subprocess tracer({OFFCPU_BIN, "-f", "3"});
+  // Each is installed, then again once its walk reached its library.
+  std::map<uint32_t, std::shared_ptr<const uw_proc>> procs;
+  auto alike = [&] {
+    for (uint32_t pid : pids)
+      if (!procs.count(pid) || procs[pid]->gen != procs[pids[0]]->gen)
+        return false;
+    return true;
+  };
+  for (int i = 0; i < 10 && !alike(); i++) {
+    test::sleep_seconds(0.25);
+    auto dump =
+        test::run({bpftool, "-j", "map", "dump", "name", "uw_procs"}, 30);
+    ASSERT_EQ(dump.exit_code, 0) << dump.err;
+    procs = test::installed_procs(dump.out);
+  }
+  auto r = tracer.wait(60);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  ASSERT_TRUE(alike()) << "the workers and their parent: one gen";
+  const uw_proc &parent = *procs[pids[0]];
+  EXPECT_NE(parent.gen, 0u);
+  for (uint32_t pid : pids)
+    EXPECT_EQ(std::memcmp(procs[pid]->maps, parent.maps,
+                          parent.nr * sizeof(uw_mapping)),
+              0)
+        << "process " << pid << ": the same mappings as its parent";
+  auto exec = procs.find(static_cast<uint32_t>(other.pid()));
+  ASSERT_NE(exec, procs.end()) << "the other run is installed";
+  EXPECT_NE(exec->second->gen, parent.gen) << "another content, another gen";
+  // Over every process installed: a gen names one content (what the cache
+  // holds under it is right for all who use it), and a content one gen.
+  auto same = [](const uw_proc &a, const uw_proc &b) {
+    return a.nr == b.nr &&
+           std::memcmp(a.maps, b.maps, a.nr * sizeof(uw_mapping)) == 0;
+  };
+  for (const auto &[a, pa] : procs)
+    for (const auto &[b, pb] : procs)
+      if (a < b) {
+        EXPECT_EQ(pa->gen == pb->gen, same(*pa, *pb))
+            << "processes " << a << " and " << b << ": gens " << pa->gen
+            << " and " << pb->gen;
+      }
+  Share s = whole_share(r.out);
+  ASSERT_GT(s.sleep_us, 5000000u) << r.out << r.err;
+  EXPECT_GE(s.whole(), 0.95)
+      << s.whole_us << " of " << s.sleep_us << " us whole; largest not:\n"
+      << s.worst << "\n"
       << r.err;
 }
 
