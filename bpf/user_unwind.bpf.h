@@ -382,10 +382,17 @@ static __always_inline int uw_lookup(struct uw_query *q,
   else
     uw_rule_in(q, map->file, map->base, srch);
 out:
-  c->pc = q->pc;
-  c->gen = q->gen;
-  c->where = q->where;
-  c->rule = q->rule;
+  /* Installed again since the walk began: the rule found is the new
+   * content's, used but not cached under the walk's gen, which names the
+   * old content for every process that shares it (read here, not kept
+   * from before the searches: a register more across them is a stack
+   * slot more of the 512 bytes). */
+  if (p->gen == q->gen) {
+    c->pc = q->pc;
+    c->gen = q->gen;
+    c->where = q->where;
+    c->rule = q->rule;
+  }
   return 0;
 }
 

@@ -62,9 +62,6 @@ constexpr uint32_t kMaxRereads = 8;
 // big files are built already (a new cc1plus) or whose own are small is
 // installed before the next costly file, not after every one queued.
 constexpr uint64_t kQuickFileBytes = 2u << 20;
-// Installed contents remembered for their gen (see gen_for): a few
-// KiB each; a whole system has a few hundred.
-constexpr size_t kMaxLayouts = 4096;
 // Distinct vDSO images kept (one per kernel, really; more are processes
 // that rewrote their own).
 constexpr size_t kMaxVdsoImages = 8;
@@ -669,46 +666,12 @@ std::optional<bool> Unwinder::install(uint32_t tgid, uint64_t deadline_ns,
   return store_proc(tgid, *proc, std::move(fit), deferred_any);
 }
 
-// One gen per distinct content a process is installed with, shared by
-// every process installed alike. The walker caches each address's rule by
-// (gen, address), per CPU: keyed by process, as it was, the backends of a
-// pre-fork server (postgres under pgbench: a dozen processes, one image)
-// each filled the cache with their own copy of the same rules, and missed
-// it as often. A gen never names two contents (cached rules of an older
-// install of a process are another content's, or its own again). Empty
-// when the gens are spent (2^31 installs: the process is then not
-// installed, as past the cap).
-std::optional<uint32_t> Unwinder::gen_for(const uw_proc &proc) {
-  const size_t n = std::min<size_t>(proc.nr, UW_MAX_MAPPINGS);
-  const auto *bytes = reinterpret_cast<const unsigned char *>(proc.maps);
-  uint64_t h = 1469598103934665603ull; // FNV-1a over the used mappings
-  for (size_t i = 0; i < n * sizeof(uw_mapping); i++)
-    h = (h ^ bytes[i]) * 1099511628211ull;
-  auto same = [&](const Layout &l) {
-    return l.maps.size() == n &&
-           std::memcmp(l.maps.data(), proc.maps, n * sizeof(uw_mapping)) == 0;
-  };
-  auto [first, last] = layouts_.equal_range(h);
-  for (auto it = first; it != last; ++it)
-    if (same(it->second))
-      return it->second.gen;
-  if (next_gen_ + 1 >= UW_GEN_LIMIT)
-    return std::nullopt;
-  // A host that keeps starting processes: the contents known so far are
-  // forgotten (their processes keep their gens, never given again).
-  if (layouts_.size() >= kMaxLayouts)
-    layouts_.clear();
-  Layout l{++next_gen_, std::vector<uw_mapping>(proc.maps, proc.maps + n)};
-  layouts_.emplace(h, std::move(l));
-  return next_gen_;
-}
-
 bool Unwinder::store_proc(uint32_t tgid, uw_proc &proc, MappingFit fit,
                           bool deferred_any) {
   const bool known = installs_.count(tgid) != 0;
   std::optional<uint32_t> gen;
   if (known || stats_.processes < max_procs_)
-    gen = gen_for(proc);
+    gen = gens_.gen_for(proc.maps, std::min<size_t>(proc.nr, UW_MAX_MAPPINGS));
   if (!gen) {
     stats_.processes_over_cap++;
     asked_pcs_.erase(tgid);

@@ -23,6 +23,7 @@
 #include "probe/unwind_maps.h"
 #include "symbolize/proc_maps.h"
 #include "unwind/elf_cfi.h"
+#include "unwind/layout_gens.h"
 #include "unwind/table.h"
 #include "util/debug_file.h"
 #include "util/fd.h"
@@ -250,16 +251,7 @@ private:
   std::set<std::pair<uint64_t, uint64_t>> published_;
   void publish(const Mapping &m, const File &f);
   std::unordered_map<uint32_t, uint32_t> installs_; // per process
-  // The gen (the walker's rule cache key) of each installed content, by a
-  // hash of it: a process installed with the same mappings, files and
-  // bases as another gets its gen (see gen_for).
-  struct Layout {
-    uint32_t gen;
-    std::vector<uw_mapping> maps;
-  };
-  std::unordered_multimap<uint64_t, Layout> layouts_;
-  uint32_t next_gen_ = 0;
-  std::optional<uint32_t> gen_for(const uw_proc &proc);
+  LayoutGens gens_; // uw_proc.gen, one per installed content
   bool defer_files_ = false;
   // Per process, the addresses its walks reached in files left without a
   // table (request()), until its next install builds them.
