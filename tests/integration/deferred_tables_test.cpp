@@ -93,17 +93,20 @@ protected:
 // Traced with every process: the library the workload naps in gets its
 // table once a walk reaches it, and nearly all the naps' time is on whole
 // stacks; the library it never calls gets none. What the walker holds for
-// the workload is read from the kernel's map while offcpu runs.
+// the workload is read from the kernel's map while offcpu runs. Four
+// seconds: beside 1,000 threads waking every 10 ms (load average 18) the
+// workload's tables wait behind theirs, and over 2 s 6-11% of its naps
+// came before them (1-2% over 4 s).
 TEST_F(DeferredTables, ALibraryGetsItsTableOnceAWalkReachesIt) {
   const char *bpftool = "/usr/sbin/bpftool";
   ASSERT_EQ(access(bpftool, X_OK), 0) << "bpftool builds offcpu: installed";
-  test::Subprocess w({WORKLOAD_DEFERRED_TABLES, "600"});
+  test::Subprocess w({WORKLOAD_DEFERRED_TABLES, "1200"});
   ASSERT_EQ(w.read_line(10), "ready");
   const uint64_t used = exec_start(w.pid(), "libdeferred_lib.so");
   const uint64_t unused = exec_start(w.pid(), "libnofp_lib.so");
   ASSERT_TRUE(used && unused);
-  test::Subprocess tracer({OFFCPU_BIN, "-f", "-v", "2"});
-  test::sleep_seconds(1.5);
+  test::Subprocess tracer({OFFCPU_BIN, "-f", "-v", "4"});
+  test::sleep_seconds(2);
   auto dump = test::run({bpftool, "-j", "map", "dump", "name", "uw_procs"}, 30);
   auto r = tracer.wait(60);
   ASSERT_EQ(r.exit_code, 0) << r.err;
@@ -113,7 +116,7 @@ TEST_F(DeferredTables, ALibraryGetsItsTableOnceAWalkReachesIt) {
   EXPECT_LT(files[0], uint64_t{UW_MAX_FILES}) << "the library it naps in";
   EXPECT_EQ(files[1], uint64_t{UW_FILE_DEFERRED}) << "the one it never calls";
   Share s = whole_share(r.out);
-  ASSERT_GT(s.sleep_us, 1500000u) << r.out << r.err;
+  ASSERT_GT(s.sleep_us, 3000000u) << r.out << r.err;
   EXPECT_GE(s.whole(), 0.95)
       << s.whole_us << " of " << s.sleep_us << " us whole; largest not:\n"
       << s.worst << "\n"
@@ -141,9 +144,9 @@ bool aslr_on() {
 // one gen, the key of the walker's cached rules, which they then share
 // (each had its own copy before; LayoutGens' unit tests hold the rule
 // itself). Another run of the same program, exec'd at addresses of its
-// own, gets a gen of its own. All five exist before offcpu starts, which
-// installs every process then, and again once its walk reached its
-// library. Their naps' stacks stay whole.
+// own, gets a gen of its own. All five exist before offcpu starts; each
+// is installed when a walk of it finds no tables, and again once its walk
+// reached its library. Their naps' stacks stay whole.
 TEST_F(DeferredTables, ForkedWorkersShareTheirCachedRules) {
   const char *bpftool = "/usr/sbin/bpftool";
   ASSERT_EQ(access(bpftool, X_OK), 0) << "bpftool builds offcpu: installed";
@@ -180,15 +183,36 @@ TEST_F(DeferredTables, ForkedWorkersShareTheirCachedRules) {
   }
   auto r = tracer.wait(60);
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  ASSERT_TRUE(settled()) << "the workers and their parent share one gen; "
-                         << procs.size() << " processes read; " << last_error;
+  // A child whose first walk came after its parent's install walks with
+  // the parent's entry (same_image_parent), gen and all, and is never
+  // installed itself: it shares by another way. Those installed share the
+  // parent's gen.
+  std::string gens;
+  size_t own = 0;
+  bool alike = procs.count(pids[0]) != 0;
+  for (uint32_t pid : pids) {
+    auto it = procs.find(pid);
+    gens += " " + std::to_string(pid) + ":" +
+            (it == procs.end() ? "-" : std::to_string(it->second->gen));
+    if (it == procs.end() || pid == pids[0])
+      continue;
+    own++;
+    alike = alike && it->second->gen == procs[pids[0]]->gen;
+  }
+  ASSERT_TRUE(alike && own >= 1 && procs.count(exec_pid))
+      << "the parent and the workers installed on their own share one gen, "
+         "the other run is read:"
+      << gens << "; other " << (procs.count(exec_pid) ? "read" : "not read")
+      << "; " << procs.size() << " processes read; " << last_error;
   const uw_proc &parent = *procs[pids[0]];
   EXPECT_NE(parent.gen, 0u);
   for (uint32_t pid : pids)
-    EXPECT_EQ(std::memcmp(procs[pid]->maps, parent.maps,
-                          parent.nr * sizeof(uw_mapping)),
-              0)
-        << "process " << pid << ": the same mappings as its parent";
+    if (procs.count(pid)) {
+      EXPECT_EQ(std::memcmp(procs[pid]->maps, parent.maps,
+                            parent.nr * sizeof(uw_mapping)),
+                0)
+          << "process " << pid << ": the same mappings as its parent";
+    }
   if (aslr_on()) {
     EXPECT_NE(procs[exec_pid]->gen, parent.gen)
         << "another content, another gen";
