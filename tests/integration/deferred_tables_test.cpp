@@ -117,10 +117,7 @@ TEST_F(DeferredTables, ALibraryGetsItsTableOnceAWalkReachesIt) {
   EXPECT_EQ(files[1], uint64_t{UW_FILE_DEFERRED}) << "the one it never calls";
   Share s = whole_share(r.out);
   ASSERT_GT(s.sleep_us, 3000000u) << r.out << r.err;
-  EXPECT_GE(s.whole(), 0.95)
-      << s.whole_us << " of " << s.sleep_us << " us whole; largest not:\n"
-      << s.worst << "\n"
-      << r.err;
+  EXPECT_GE(s.whole(), 0.95) << s.describe() << r.err;
   // Its library was left at the install and reached since; the walks that
   // reached it stopped there, and the unused library stays without one.
   const uint64_t left = number_before(r.err, "files left until a walk");
@@ -232,10 +229,7 @@ TEST_F(DeferredTables, ForkedWorkersShareTheirCachedRules) {
       }
   Share s = whole_share(r.out);
   ASSERT_GT(s.sleep_us, 10000000u) << r.out << r.err;
-  EXPECT_GE(s.whole(), 0.95)
-      << s.whole_us << " of " << s.sleep_us << " us whole; largest not:\n"
-      << s.worst << "\n"
-      << r.err;
+  EXPECT_GE(s.whole(), 0.95) << s.describe() << r.err;
 }
 
 // Traced by -p: every table is built before the window opens (the first
@@ -248,10 +242,7 @@ TEST_F(DeferredTables, PidGetsEveryTableAtOnce) {
   ASSERT_EQ(r.exit_code, 0) << r.err;
   Share s = whole_share(r.out);
   ASSERT_GT(s.sleep_us, 1500000u) << r.out << r.err;
-  EXPECT_GE(s.whole(), 0.99)
-      << s.whole_us << " of " << s.sleep_us << " us whole; largest not:\n"
-      << s.worst << "\n"
-      << r.err;
+  EXPECT_GE(s.whole(), 0.99) << s.describe() << r.err;
   EXPECT_EQ(r.err.find("files left until a walk"), std::string::npos) << r.err;
   EXPECT_EQ(number_before(r.err, "at a file whose table was not built yet"), 0u)
       << r.err;

@@ -64,10 +64,7 @@ TEST_F(FirstWaits, CommandHasWholeStacksFromTheStart) {
     ASSERT_EQ(r.exit_code, 0) << r.err;
     Share s = whole_share(r.out);
     ASSERT_GT(s.sleep_us, 1000000u) << r.out << r.err;
-    EXPECT_GE(s.whole(), 0.95)
-        << s.whole_us << " of " << s.sleep_us << " us whole; largest not:\n"
-        << s.worst << "\n"
-        << r.err;
+    EXPECT_GE(s.whole(), 0.95) << s.describe() << r.err;
     // What was not whole is one summary line at most.
     EXPECT_LE(stderr_lines(r.err).size(), 1u) << r.err;
     EXPECT_EQ(r.err.find("disagreed"), std::string::npos) << r.err;
@@ -87,10 +84,7 @@ TEST_F(FirstWaits, CommandThatExecsItselfHasWholeStacks) {
     ASSERT_EQ(r.exit_code, 0) << r.err;
     Share s = whole_share(r.out);
     ASSERT_GT(s.sleep_us, 800000u) << r.out << r.err;
-    EXPECT_GE(s.whole(), 0.95)
-        << s.whole_us << " of " << s.sleep_us << " us whole; largest not:\n"
-        << s.worst << "\n"
-        << r.err;
+    EXPECT_GE(s.whole(), 0.95) << s.describe() << r.err;
   }
 }
 
@@ -110,10 +104,7 @@ TEST_F(FirstWaits, PidStartedJustBeforeHasWholeStacksFromTheStart) {
     ASSERT_EQ(r.exit_code, 0) << r.err;
     Share s = whole_share(r.out);
     ASSERT_GT(s.sleep_us, 500000u) << r.out << r.err;
-    EXPECT_GE(s.whole(), 0.95)
-        << s.whole_us << " of " << s.sleep_us << " us whole; largest not:\n"
-        << s.worst << "\n"
-        << r.err;
+    EXPECT_GE(s.whole(), 0.95) << s.describe() << r.err;
     EXPECT_EQ(r.err.find("unwind tables were ready"), std::string::npos)
         << r.err;
     EXPECT_EQ(r.err.find("disagreed"), std::string::npos) << r.err;

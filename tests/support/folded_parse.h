@@ -35,6 +35,11 @@ struct WholeShare {
   double whole() const {
     return sleep_us ? static_cast<double>(whole_us) / sleep_us : 0.0;
   }
+  // "N of M us whole; largest not:\n<worst>\n", for a failed check.
+  std::string describe() const {
+    return std::to_string(whole_us) + " of " + std::to_string(sleep_us) +
+           " us whole; largest not:\n" + worst + "\n";
+  }
 };
 WholeShare whole_share(const std::string &folded, const std::string &comm,
                        const std::string &wait,
