@@ -27,6 +27,12 @@ Variants (each leaves out or forces one part of the work):
                      the server's or the client's processes alone: whose
                      walks they are
 
+--timer-only adds a reference that is not offcpu: bpftrace keeping a
+timestamp per thread at switch-out and adding the wait to the thread's
+total at switch-in, no stacks. It is what timing every switch costs on the
+load by itself, whatever the tool: on the 1,000-sleeper load it costs more
+than offcpu's floor (-m 1000000), which keeps its starts in task storage.
+
 Several tracers on every switch make each switch slower for all of them
 (colder caches), so compare within one run, not with bench.py's figures.
 
@@ -48,6 +54,22 @@ import time
 
 sys.path.insert(0, os.path.dirname(__file__))
 import server_load as sl  # noqa: E402
+
+TIMER_ONLY = "timer only (bpftrace)"
+# Per thread: the time it was switched out; at its switch-in the wait is
+# added to its total. A hash map by thread id, as libbpf-tools keeps its
+# starts; no stack is taken. bpftrace's maps hold 4,096 keys: enough for
+# the bench's loads (the sleepers' 1,000 threads and the host's).
+TIMER_ONLY_SCRIPT = """
+tracepoint:sched:sched_switch {
+  @start[args->prev_pid] = nsecs;
+  $s = @start[args->next_pid];
+  if ($s) {
+    @off[args->next_pid] = sum(nsecs - $s);
+    delete(@start[args->next_pid]);
+  }
+}
+"""
 
 VARIANTS = {
     "default": [],
@@ -169,15 +191,23 @@ def variant_cmd(offcpu, name, tag=""):
     return [offcpu, "-v", "-f"] + args + ["3600"]
 
 
-def run_once(server, offcpu, variants, seconds, base=None, base_variants=("default",),
-             turn=0):
-    """Every tracer attached at once, one after the other in an order
-    reversed every other round (sl.start_tracers)."""
+def tracers_of(offcpu, variants, base, base_variants, timer_only):
+    """{name: (argv, its switch program's name prefix)}."""
     tracers = {name: (variant_cmd(offcpu, name), "offcpu_switch") for name in variants}
     for name in (base_variants if base else ()):  # an A/B of two builds, same seconds
         label = "base build" + ("" if name == "default" else " " + name)
         tracers[label] = (variant_cmd(base, name, "-base"), "offcpu_switch")
     tracers["libbpf-tools"] = ([sl.LIBBPF_TOOLS, "3600"], "sched_switch")
+    if timer_only:
+        tracers[TIMER_ONLY] = (["bpftrace", "-e", TIMER_ONLY_SCRIPT], "sched_switch")
+    return tracers
+
+
+def run_once(server, offcpu, variants, seconds, base=None, base_variants=("default",),
+             turn=0, timer_only=False):
+    """Every tracer attached at once, one after the other in an order
+    reversed every other round (sl.start_tracers)."""
+    tracers = tracers_of(offcpu, variants, base, base_variants, timer_only)
     procs, errs, ids = {}, {}, {}
     try:
         sl.start_tracers(tracers, procs, errs, ids, turn)
@@ -206,17 +236,13 @@ def run_once(server, offcpu, variants, seconds, base=None, base_variants=("defau
 
 
 def run_alone(server, offcpu, variants, seconds, base=None, base_variants=("default",),
-              turn=0):
+              turn=0, timer_only=False):
     """As run_once, but each tracer alone on the load, one after the other
     (the order reversed every other round). Attached together, tracers
     share the cache: the one that runs second at a switch finds what the
     first read (a thread's stack) already there, which decided an A/B of
     two builds on the 1,000-thread load."""
-    tracers = {name: (variant_cmd(offcpu, name), "offcpu_switch") for name in variants}
-    for name in (base_variants if base else ()):
-        label = "base build" + ("" if name == "default" else " " + name)
-        tracers[label] = (variant_cmd(base, name, "-base"), "offcpu_switch")
-    tracers["libbpf-tools"] = ([sl.LIBBPF_TOOLS, "3600"], "sched_switch")
+    tracers = tracers_of(offcpu, variants, base, base_variants, timer_only)
     order = list(tracers.items())
     if turn % 2:
         order.reverse()
@@ -289,7 +315,11 @@ def main():
     ap.add_argument("--stderr", action="store_true", help="print each variant's -v stderr")
     ap.add_argument("--alone", action="store_true",
                     help="each tracer alone on the load, in turns, not all attached at once")
+    ap.add_argument("--timer-only", action="store_true",
+                    help=f"add '{TIMER_ONLY}': what timing each switch costs, no stacks")
     args = ap.parse_args()
+    if args.timer_only and not os.path.exists("/usr/bin/bpftrace"):
+        sys.exit("server_breakdown: --timer-only needs bpftrace (apt-get install bpftrace)")
     variants = args.variants.split(",")
     base_variants = args.base_variants.split(",")
     for v in variants + base_variants:
@@ -315,10 +345,10 @@ def main():
         for turn in range(args.repeat):
             if args.alone:
                 runs.append(run_alone(server, offcpu, variants, args.seconds, args.base,
-                                      base_variants, turn))
+                                      base_variants, turn, args.timer_only))
             else:
                 runs.append(run_once(server, offcpu, variants, args.seconds, args.base,
-                                     base_variants, turn))
+                                     base_variants, turn, args.timer_only))
     finally:
         server.close()
         subprocess.run(["sysctl", "-qw", "kernel.bpf_stats_enabled=0"])
@@ -328,7 +358,7 @@ def main():
           f"{os.getloadavg()[0]:.1f}")
     if args.base:
         variants += ["base build" + ("" if v == "default" else " " + v) for v in base_variants]
-    for name in variants + ["libbpf-tools"]:
+    for name in variants + ["libbpf-tools"] + ([TIMER_ONLY] if args.timer_only else []):
         ns = sl.median_of([r[name]["ns"] for r in runs])
         ratio = sl.median_of([r[name]["ns"] / r["libbpf-tools"]["ns"] for r in runs])
         cpu = sl.median_of([r[name]["cpu"] for r in runs])
@@ -338,7 +368,7 @@ def main():
         # The timeline's budget is against the same build's default, run by
         # run.
         own, ref = "", "base build" if name.startswith("base build") else "default"
-        if ref in variants and name not in (ref, "libbpf-tools"):
+        if ref in variants and name not in (ref, "libbpf-tools", TIMER_ONLY):
             own = f"  {sl.median_of([r[name]['ns'] / r[ref]['ns'] for r in runs]):5.2f}x " \
                   f"its {ref}"
         print(f"  {name:18} {ns:8.0f} ns/switch  {ratio:5.2f}x  CPU {cpu:5.2f} s "
@@ -346,10 +376,10 @@ def main():
         mid = sorted(runs, key=lambda r: r[name]["ns"])[len(runs) // 2][name]
         parts = [f"{p} {c} x {n / c:.0f}" for p, (n, c) in sorted(mid["per_prog"].items()) if c]
         print("      " + "; ".join(parts))
-        if name != "libbpf-tools":
+        if name not in ("libbpf-tools", TIMER_ONLY):
             print("      " + causes(mid["stderr"]))
             per_pairs(name, runs)
-        if args.stderr and name != "libbpf-tools":
+        if args.stderr and name not in ("libbpf-tools", TIMER_ONLY):
             for line in mid["stderr"].splitlines():
                 print("      | " + line)
 
