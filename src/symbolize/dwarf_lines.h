@@ -58,6 +58,9 @@ enum class DwarfLoss {
   OtherFiles, // dwz or split DWARF: libdw would open files by path
   Malformed,  // libdw refused it
   Time,       // over DwarfLimits::max_ns (or the caller's deadline)
+  // Not opened: more files with DWARF than the descriptors kept for them
+  // (symbolizer.cpp, kMaxIdleDwarf and kMaxDwarfFiles).
+  Descriptors,
   Count
 };
 

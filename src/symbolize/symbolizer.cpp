@@ -35,9 +35,23 @@ constexpr size_t kMaxVdsoImages = 16;
 // Addresses per file handed to the DWARF loader ahead of naming.
 constexpr size_t kMaxWarmOffsets = size_t{1} << 16;
 // Files held open, unparsed, until a stack reaches them: past these the
-// oldest is parsed (and closed) anyway, well within the 1,024 descriptors
-// a process gets by default.
+// oldest is queued to be parsed (and closed) anyway. With the limits below,
+// well within the 1,024 descriptors a process gets by default.
 constexpr size_t kMaxUnparsedOpen = 256;
+// Files parsed before a stack reached them (past kMaxUnparsedOpen) keep
+// their DWARF's descriptor for the stack that may come, at most these many:
+// past them the oldest is let go, and counted if a stack reaches it later.
+// One user's process can map thousands of files with DWARF; every one kept
+// open took a descriptor from the run (1,500 held, and past the 1,024 a
+// process gets by default, other processes' files went unread).
+constexpr size_t kMaxIdleDwarf = 128;
+// Files past kMaxUnparsedOpen wait, open, to be parsed between polls; a
+// process mapping thousands of files queued them all at once (1,000
+// descriptors for a moment). Past these the oldest is let go unread, and
+// counted if a stack reaches it.
+constexpr size_t kMaxForcedOpen = 256;
+// Files whose DWARF one run reads: each holds its descriptor to the end.
+constexpr uint64_t kMaxDwarfFiles = 256;
 
 // Whether the open file is the executable this process runs (offcpu's own,
 // traced by a whole-system run).
@@ -196,10 +210,14 @@ struct Symbolizer::FileEntry {
   bool parsed = false;
   bool queued = false;    // in to_parse_
   bool waiting = false;   // in unparsed_, in no stack yet
+  bool forced = false;    // in forced_: queued past kMaxUnparsedOpen
+  bool let_go = false;    // closed unread (kMaxForcedOpen), not yet counted
   std::string debug_file; // found by build id in a debug root of ours
   // The file holding its DWARF (itself or its debug file), open until
   // parsed; then handed to the loader; then its DWARF, read once.
   UniqueFd dwarf_fd;
+  bool dwarf_idle = false;   // in idle_dwarf_: dwarf_fd kept for a stack
+  bool dwarf_let_go = false; // dwarf_fd closed unread (idle too long)
   DwarfLoader::Ticket dwarf_ticket = 0;
   std::unique_ptr<DwarfFile> dwarf;
   // Offsets in the file its stacks hold: the loader looks them up ahead.
@@ -363,6 +381,32 @@ bool Symbolizer::read_maps(uint32_t tgid, Process &p) {
   return true;
 }
 
+// The file mapped at `m` by the process at `pid_dir` (its /proc entry).
+CheckedFile Symbolizer::open_mapped(const std::string &pid_dir,
+                                    const Process &p, const Mapping &m) {
+  // map_files reaches the very file that is mapped, even when it was
+  // deleted or lives in another mount namespace (the kernel resolves that
+  // link, not a path the user chose).
+  char range[64];
+  snprintf(range, sizeof(range), "/%" PRIx64 "-%" PRIx64, m.start, m.end);
+  FilePolicy mapped;
+  mapped.follow_last_symlink = true;
+  mapped.max_size = UINT64_MAX; // only the sections used are read
+  CheckedFile opened = open_checked(pid_dir + "/map_files" + range, mapped);
+  if (!opened && p.root && p.creds && !m.deleted()) {
+    // The path, inside the process's root, readable by its user, and only
+    // if it is still the file that was mapped.
+    mapped.reader = p.creds;
+    opened = open_in_root(p.root->get(), m.path, mapped);
+    if (opened && m.inode &&
+        static_cast<uint64_t>(opened.st.st_ino) != m.inode) {
+      opened = CheckedFile{};
+      opened.failure = OpenFailure::Missing; // replaced since: not ours
+    }
+  }
+  return opened;
+}
+
 // Opens the files of the latest reading while the process exists:
 // /proc/PID/map_files leads to them only as long as it does.
 void Symbolizer::capture_files(uint32_t tgid, Process &p) {
@@ -386,26 +430,7 @@ void Symbolizer::capture_files(uint32_t tgid, Process &p) {
     f.mapping = m;
     f.root = p.root;
     f.creds = p.creds;
-    // map_files reaches the very file that is mapped, even when it was
-    // deleted or lives in another mount namespace (the kernel resolves
-    // that link, not a path the user chose).
-    char range[64];
-    snprintf(range, sizeof(range), "/%" PRIx64 "-%" PRIx64, m.start, m.end);
-    FilePolicy mapped;
-    mapped.follow_last_symlink = true;
-    mapped.max_size = UINT64_MAX; // only the sections used are read
-    CheckedFile opened = open_checked(pid_dir + "/map_files" + range, mapped);
-    if (!opened && p.root && p.creds && !m.deleted()) {
-      // The path, inside the process's root, readable by its user, and
-      // only if it is still the file that was mapped.
-      mapped.reader = p.creds;
-      opened = open_in_root(p.root->get(), m.path, mapped);
-      if (opened && m.inode &&
-          static_cast<uint64_t>(opened.st.st_ino) != m.inode) {
-        opened = CheckedFile{};
-        opened.failure = OpenFailure::Missing; // replaced since: not ours
-      }
-    }
+    CheckedFile opened = open_mapped(pid_dir, p, m);
     if (!opened) {
       refuse(FileKind::Binary, opened.failure);
       f.parsed = true;
@@ -423,8 +448,30 @@ void Symbolizer::capture_files(uint32_t tgid, Process &p) {
       FileEntry *oldest = unparsed_.front();
       unparsed_.pop_front();
       if (oldest->waiting)
-        queue_parse(*oldest);
+        force_parse(*oldest);
     }
+  }
+}
+
+// Queued for parsing though no stack reached it yet: at most kMaxForcedOpen
+// such files hold their descriptors at once.
+void Symbolizer::force_parse(FileEntry &f) {
+  queue_parse(f);
+  if (f.parsed || f.forced)
+    return;
+  f.forced = true;
+  forced_count_++;
+  forced_.push_back(&f);
+  while (forced_count_ > kMaxForcedOpen && !forced_.empty()) {
+    FileEntry *oldest = forced_.front();
+    forced_.pop_front();
+    if (!oldest->forced)
+      continue; // parsed since
+    oldest->forced = false;
+    forced_count_--;
+    oldest->fd.reset();
+    oldest->parsed = true; // no symbols: its frames show as [module]
+    oldest->let_go = true;
   }
 }
 
@@ -441,10 +488,26 @@ void Symbolizer::queue_parse(FileEntry &f) {
 
 // The files of a stack's frames (`found`: each frame's mapping, or null),
 // for parse_pending.
-void Symbolizer::queue_files_of(const std::vector<const Mapping *> &found) {
-  for (const Mapping *m : found)
-    if (FileEntry *f = m && m->is_file() ? file_for(*m) : nullptr)
-      queue_parse(*f);
+void Symbolizer::queue_files_of(uint32_t tgid,
+                                const std::vector<const Mapping *> &found) {
+  for (const Mapping *m : found) {
+    FileEntry *f = m && m->is_file() ? file_for(*m) : nullptr;
+    if (!f)
+      continue;
+    if (f->let_go) {
+      // Let go unread (too many waited open): its process is blocked on
+      // this stack now, so its mapping still leads to the file.
+      CheckedFile again = open_mapped(proc_root_ + "/" + std::to_string(tgid),
+                                      process(tgid), *m);
+      if (again) {
+        f->fd = std::move(again.fd);
+        f->let_go = false;
+        f->parsed = false;
+        f->queued = false; // its entry may have left to_parse_ unparsed
+      }
+    }
+    queue_parse(*f);
+  }
 }
 
 void Symbolizer::note_user_stack(uint32_t tgid, uint64_t stack_id,
@@ -530,7 +593,7 @@ void Symbolizer::note_native_stack(uint32_t tgid, uint64_t stack_id,
       found.push_back(find_mapping(p.readings.back(),
                                    i > 0 && ips[i] ? ips[i] - 1 : ips[i]));
   }
-  queue_files_of(found);
+  queue_files_of(tgid, found);
   warm_dwarf(ips, found);
 }
 
@@ -544,6 +607,8 @@ void Symbolizer::warm_dwarf(const std::vector<uint64_t> &ips,
     const uint64_t lookup = i > 0 && ips[i] ? ips[i] - 1 : ips[i];
     const Mapping *m = found[i];
     FileEntry *f = m && m->is_file() ? file_for(*m) : nullptr;
+    if (f)
+      count_dwarf_let_go(*f);
     if (!f || f->dwarf || (f->parsed && !f->dwarf_ticket && !f->dwarf_fd) ||
         f->warm_offsets.size() >= kMaxWarmOffsets)
       continue;
@@ -589,16 +654,25 @@ bool Symbolizer::parse_pending(uint64_t deadline_ns) {
       break;
     FileEntry *f = to_parse_.front();
     to_parse_.pop_front();
-    parse(*f);
+    if (!f->let_go) // counted only if a frame needs it
+      parse(*f);
   }
   in_window_ = false;
   return to_parse_.empty();
 }
 
 void Symbolizer::parse(FileEntry &f) {
+  if (f.let_go) {
+    f.let_go = false; // counted once, when a stack or a name needs it
+    stats_.files_let_go++;
+  }
   if (f.parsed)
     return;
   f.parsed = true;
+  if (f.forced) {
+    f.forced = false; // its entry in forced_ is skipped
+    forced_count_--;
+  }
   if (f.fd && past_deadline()) {
     stats_.files_unread_at_end++; // its frames show as [module]
   } else if (f.fd) {
@@ -632,6 +706,8 @@ void Symbolizer::parse(FileEntry &f) {
       // ld.so and libm debug files were inflated on every run, for none).
       if (f.dwarf_fd && !f.warm_offsets.empty())
         submit_dwarf(f);
+      else if (f.dwarf_fd)
+        hold_idle_dwarf(f);
     }
   }
   f.fd.reset();
@@ -876,6 +952,10 @@ void Symbolizer::end_naming() {
   to_parse_.clear();
   unparsed_.clear();
   waiting_ = 0;
+  idle_dwarf_.clear();
+  idle_dwarf_count_ = 0;
+  forced_.clear();
+  forced_count_ = 0;
   files_by_key_.clear();
   file_of_mapping_.clear();
   vdso_by_content_.clear();
@@ -1180,7 +1260,42 @@ void Symbolizer::set_source_options(SourceOptions o) {
   dwarf_loader_.set_limits(limits);
 }
 
+void Symbolizer::hold_idle_dwarf(FileEntry &f) {
+  if (!f.dwarf_idle) {
+    f.dwarf_idle = true;
+    idle_dwarf_count_++;
+    idle_dwarf_.push_back(&f);
+  }
+  while (idle_dwarf_count_ > kMaxIdleDwarf && !idle_dwarf_.empty()) {
+    FileEntry *oldest = idle_dwarf_.front();
+    idle_dwarf_.pop_front();
+    if (!oldest->dwarf_idle)
+      continue; // submitted since
+    oldest->dwarf_idle = false;
+    idle_dwarf_count_--;
+    oldest->dwarf_fd.reset();
+    oldest->dwarf_let_go = true;
+  }
+}
+
+void Symbolizer::count_dwarf_let_go(FileEntry &f) {
+  if (f.dwarf_let_go) {
+    f.dwarf_let_go = false; // once per file
+    stats_.dwarf_losses[static_cast<size_t>(DwarfLoss::Descriptors)]++;
+  }
+}
+
 void Symbolizer::submit_dwarf(FileEntry &f) {
+  if (f.dwarf_idle) {
+    f.dwarf_idle = false; // its entry in idle_dwarf_ is skipped
+    idle_dwarf_count_--;
+  }
+  if (dwarf_files_ >= kMaxDwarfFiles) {
+    f.dwarf_fd.reset();
+    stats_.dwarf_losses[static_cast<size_t>(DwarfLoss::Descriptors)]++;
+    return;
+  }
+  dwarf_files_++;
   f.dwarf_ticket = dwarf_loader_.submit(std::move(f.dwarf_fd));
   for (uint64_t offset : f.warm_offsets)
     if (auto vaddr = f.elf->file_offset_to_vaddr(offset))
@@ -1188,6 +1303,7 @@ void Symbolizer::submit_dwarf(FileEntry &f) {
 }
 
 DwarfFile *Symbolizer::dwarf_for(FileEntry &f) {
+  count_dwarf_let_go(f);
   if (!f.dwarf && !f.dwarf_ticket && f.dwarf_fd && f.elf)
     submit_dwarf(f); // a frame no stack noted in the window
   if (f.dwarf || !f.dwarf_ticket)
@@ -1337,6 +1453,8 @@ std::string dwarf_losses_text(const SymbolizeStats &stats, bool verbose) {
       "malformed",
       "over 1 s of reading, or the end of the run (--name-time SECONDS "
       "gives more)",
+      "more files with DWARF than offcpu keeps open (256 read in a run, 128 "
+      "waiting for a stack)",
   };
   static_assert(std::size(kDwarfCause) ==
                 static_cast<size_t>(DwarfLoss::Count));
@@ -1398,6 +1516,12 @@ std::string Symbolizer::describe_losses(bool verbose) const {
          " for naming after the window (--name-time SECONDS; or record with "
          "--no-symbolize -o FILE.pb.gz and name later with pprof); frames "
          "they would name show as [module]");
+  if (stats_.files_let_go)
+    line(std::to_string(stats_.files_let_go) +
+         " mapped files of traced processes let go unread: more files waited "
+         "to be read than offcpu keeps open (" +
+         std::to_string(kMaxUnparsedOpen + kMaxForcedOpen) +
+         "); frames they would name show as [module]");
   if (stats_.debug_files_untrusted)
     line(std::to_string(stats_.debug_files_untrusted) +
          " debug files not used: owned by neither root nor the owner of "

@@ -40,6 +40,8 @@
 
 namespace offcpu {
 
+struct CheckedFile;
+
 // Files a user controls that were not read, by kind and cause.
 enum class FileKind { Binary, DebugFile, PerfMap, Count };
 const char *file_kind_name(FileKind k);
@@ -118,6 +120,9 @@ struct SymbolizeStats {
   // Files (binaries, debug files) not read, or cut, because the end of the
   // run came (Symbolizer::set_deadline).
   uint64_t files_unread_at_end = 0;
+  // Files a stack reached after they were let go unread (too many waited
+  // open at once: symbolizer.cpp, kMaxForcedOpen).
+  uint64_t files_let_go = 0;
 };
 
 // What DWARF adds to user frames (issue #31).
@@ -349,8 +354,22 @@ private:
   // (each holds a descriptor).
   std::deque<FileEntry *> unparsed_;
   size_t waiting_ = 0; // of unparsed_, those in no stack yet
+  // Parsed files holding their DWARF's descriptor for a stack to reach
+  // them, oldest first (entries of files submitted since are skipped).
+  std::deque<FileEntry *> idle_dwarf_;
+  size_t idle_dwarf_count_ = 0;
+  uint64_t dwarf_files_ = 0; // submitted to the loader, this run
+  // Files queued for parsing before a stack reached them (forced out of
+  // unparsed_), oldest first; entries of files parsed since are skipped.
+  std::deque<FileEntry *> forced_;
+  size_t forced_count_ = 0;
+  void force_parse(FileEntry &f);
+  void hold_idle_dwarf(FileEntry &f);
+  void count_dwarf_let_go(FileEntry &f);
   void queue_parse(FileEntry &f);
-  void queue_files_of(const std::vector<const Mapping *> &found);
+  void queue_files_of(uint32_t tgid, const std::vector<const Mapping *> &found);
+  CheckedFile open_mapped(const std::string &pid_dir, const Process &p,
+                          const Mapping &m);
   // Process roots, one descriptor per distinct directory.
   std::map<std::pair<uint64_t, uint64_t>, RootRef> roots_;
   std::unordered_map<std::string, std::string> demangled_;

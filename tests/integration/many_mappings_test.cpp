@@ -11,6 +11,9 @@
 // is: a whole stack means the tables were used.
 #include <gtest/gtest.h>
 
+#include <dirent.h>
+
+#include <filesystem>
 #include <regex>
 #include <sstream>
 
@@ -130,6 +133,60 @@ TEST_F(ManyMappings, LargeLibraryLoadedByACommandGetsItsTables) {
   EXPECT_GE(s.whole, 2900000u)
       << s.whole << " of " << s.total << " us in whole stacks\n"
       << t.r.out << t.r.err;
+}
+
+// Descriptors in use by process `pid` (0 once it is gone).
+size_t open_descriptors(pid_t pid) {
+  DIR *d = opendir(("/proc/" + std::to_string(pid) + "/fd").c_str());
+  if (!d)
+    return 0;
+  size_t n = 0;
+  while (dirent *e = readdir(d))
+    n += e->d_name[0] != '.';
+  closedir(d);
+  return n;
+}
+
+// One user's process maps 1,200 distinct files with DWARF, and no stack of
+// it reaches them. offcpu opens each file it maps while the process lives
+// (it may exit before its frames are named), and held every one to the end
+// of the run: 1,567 descriptors for 1,500 such files, past the 1,024 a
+// process gets by default, so that every other process's files went
+// unread ("not read (... unreadable)"). Now at most 256 wait unparsed, 256
+// wait to be parsed and 128 keep their DWARF's descriptor; one let go is
+// opened again when a stack reaches it, its process being alive then.
+TEST_F(ManyMappings, ThousandsOfFilesWithDwarfHoldFewDescriptors) {
+  constexpr int kFiles = 1200;
+  const std::string libs = dir_ + "/libs";
+  ASSERT_EQ(mkdir(libs.c_str(), 0755), 0) << strerror(errno);
+  for (int i = 0; i < kFiles; i++)
+    std::filesystem::copy_file(many_maps(),
+                               libs + "/lib" + std::to_string(i) + ".so");
+  Workload w = start({many_maps(), std::to_string(kFiles), libs, "0"});
+  ASSERT_TRUE(w.ready()) << w.error();
+  const double window = 3;
+  test::Subprocess offcpu({OFFCPU_BIN, "-f", "-p", w.pid(), "3"});
+  size_t most = 0;
+  const double end = test::now_seconds() + window + kKillAfter;
+  while (test::now_seconds() < end) {
+    const size_t n = open_descriptors(offcpu.pid());
+    most = std::max(most, n);
+    if (n == 0)
+      break;
+    usleep(20000);
+  }
+  test::RunResult r = offcpu.wait(kKillAfter);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  // 640 for the files and about 60 for the maps, programs and the rest.
+  EXPECT_LT(most, 800u) << "offcpu held " << most << " descriptors at once";
+  EXPECT_EQ(r.err.find("unreadable"), std::string::npos) << r.err;
+  // Its program and libc, mapped before and after the 1,200 files, named
+  // all the same.
+  Whole s = whole_stacks(r.out, "many_maps");
+  ASSERT_GT(s.total, 0u) << r.out << r.err;
+  EXPECT_GE(s.whole * 10, s.total * 9)
+      << s.whole << " of " << s.total << " us in whole stacks\n"
+      << r.out << r.err;
 }
 
 } // namespace
