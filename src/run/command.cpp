@@ -246,6 +246,7 @@ TracedCommand::TracedCommand(const std::vector<std::string> &args,
     prctl(PR_SET_NAME, base.c_str());
     if (!setup.keep_fds)
       close_fds_on_exec(STDERR_FILENO + 1);
+    restore_fd_limit();
     if (change_user &&
         !drop_privileges(setup.as.uid, setup.as.gid, setup.as.groups.data(),
                          setup.as.groups.size()))

@@ -11,6 +11,7 @@ namespace offcpu {
 void prepare_tracing(bool verbose, const MapDemand &maps) {
   install_stop_handlers();
   require_bpf_privileges();
+  raise_fd_limit();
   capture_libbpf_messages(verbose);
   check_map_budget(maps, system_files());
 }

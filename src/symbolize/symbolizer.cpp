@@ -208,11 +208,14 @@ struct Symbolizer::FileEntry {
   uid_t owner = 0; // of the file: its debug files must be root's or theirs
   std::unique_ptr<ElfFile> elf;
   bool parsed = false;
-  bool queued = false;    // in to_parse_
-  bool waiting = false;   // in unparsed_, in no stack yet
-  bool forced = false;    // in forced_: queued past kMaxUnparsedOpen
-  bool let_go = false;    // closed unread (kMaxForcedOpen), not yet counted
-  std::string debug_file; // found by build id in a debug root of ours
+  bool queued = false;  // in to_parse_
+  bool waiting = false; // in unparsed_, in no stack yet
+  bool forced = false;  // in forced_: queued past kMaxUnparsedOpen
+  bool let_go = false;  // closed unread (kMaxForcedOpen), not yet counted
+  // Where a stack reached it once let go: opened again from there.
+  uint32_t reach_tgid = 0;
+  const Mapping *reach = nullptr; // in Process::readings (kept to the end)
+  std::string debug_file;         // found by build id in a debug root of ours
   // The file holding its DWARF (itself or its debug file), open until
   // parsed; then handed to the loader; then its DWARF, read once.
   UniqueFd dwarf_fd;
@@ -494,20 +497,35 @@ void Symbolizer::queue_files_of(uint32_t tgid,
     FileEntry *f = m && m->is_file() ? file_for(*m) : nullptr;
     if (!f)
       continue;
-    if (f->let_go) {
-      // Let go unread (too many waited open): its process is blocked on
-      // this stack now, so its mapping still leads to the file.
-      CheckedFile again = open_mapped(proc_root_ + "/" + std::to_string(tgid),
-                                      process(tgid), *m);
-      if (again) {
-        f->fd = std::move(again.fd);
-        f->let_go = false;
-        f->parsed = false;
-        f->queued = false; // its entry may have left to_parse_ unparsed
-      }
+    if (f->forced) {
+      // Reached: parsed like any file a stack reaches, never let go.
+      f->forced = false;
+      forced_count_--;
+    }
+    if (f->let_go && !f->reach_tgid) {
+      // Let go unread (too many waited open): opened again through this
+      // mapping right before it is parsed, one at a time (its process is
+      // blocked on this stack now, and likely still is then).
+      f->reach_tgid = tgid;
+      f->reach = m;
+      to_parse_.push_back(f);
+      continue;
     }
     queue_parse(*f);
   }
+}
+
+// A file let go unread, opened again through a mapping a stack reached and
+// parsed; else counted, once (parse).
+void Symbolizer::parse_let_go(FileEntry &f, uint32_t tgid, const Mapping &m) {
+  CheckedFile again =
+      open_mapped(proc_root_ + "/" + std::to_string(tgid), process(tgid), m);
+  if (again) {
+    f.fd = std::move(again.fd);
+    f.let_go = false;
+    f.parsed = false;
+  }
+  parse(f);
 }
 
 void Symbolizer::note_user_stack(uint32_t tgid, uint64_t stack_id,
@@ -654,8 +672,10 @@ bool Symbolizer::parse_pending(uint64_t deadline_ns) {
       break;
     FileEntry *f = to_parse_.front();
     to_parse_.pop_front();
-    if (!f->let_go) // counted only if a frame needs it
+    if (!f->let_go)
       parse(*f);
+    else if (f->reach_tgid) // a stack reached it since
+      parse_let_go(*f, f->reach_tgid, *f->reach);
   }
   in_window_ = false;
   return to_parse_.empty();
@@ -669,10 +689,6 @@ void Symbolizer::parse(FileEntry &f) {
   if (f.parsed)
     return;
   f.parsed = true;
-  if (f.forced) {
-    f.forced = false; // its entry in forced_ is skipped
-    forced_count_--;
-  }
   if (f.fd && past_deadline()) {
     stats_.files_unread_at_end++; // its frames show as [module]
   } else if (f.fd) {
@@ -706,11 +722,17 @@ void Symbolizer::parse(FileEntry &f) {
       // ld.so and libm debug files were inflated on every run, for none).
       if (f.dwarf_fd && !f.warm_offsets.empty())
         submit_dwarf(f);
-      else if (f.dwarf_fd)
-        hold_idle_dwarf(f);
+      else if (f.dwarf_fd && in_window_)
+        hold_idle_dwarf(f); // (naming submits it right after: dwarf_for)
     }
   }
   f.fd.reset();
+  if (f.forced) {
+    // Closed: its entry in forced_ is skipped. (A file whose debug file is
+    // left for naming returns above, still open and still counted.)
+    f.forced = false;
+    forced_count_--;
+  }
 }
 
 bool Symbolizer::past_deadline() const {
@@ -1101,7 +1123,10 @@ ElfFile *Symbolizer::elf_for(uint32_t tgid, const Mapping &m) {
   }
   if (!f)
     return nullptr;
-  parse(*f);
+  if (f->let_go)
+    parse_let_go(*f, tgid, m); // its process may still be there
+  else
+    parse(*f);
   return f->elf.get();
 }
 

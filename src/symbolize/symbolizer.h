@@ -364,6 +364,7 @@ private:
   std::deque<FileEntry *> forced_;
   size_t forced_count_ = 0;
   void force_parse(FileEntry &f);
+  void parse_let_go(FileEntry &f, uint32_t tgid, const Mapping &m);
   void hold_idle_dwarf(FileEntry &f);
   void count_dwarf_let_go(FileEntry &f);
   void queue_parse(FileEntry &f);

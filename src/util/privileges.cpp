@@ -30,7 +30,33 @@ bool has_cap(const __user_cap_data_struct (&data)[2], int cap) {
   return data[cap / 32].effective & (1u << (cap % 32));
 }
 
+constexpr rlim_t kFdLimit = 65536;
+// The limit before raise_fd_limit, for a child to get back (read after
+// fork, so a plain global).
+rlimit g_fd_limit_before{};
+bool g_fd_limit_raised = false;
+
 } // namespace
+
+void raise_fd_limit() {
+  rlimit limit{};
+  if (getrlimit(RLIMIT_NOFILE, &limit) != 0)
+    return;
+  const rlim_t want = std::min(limit.rlim_max, kFdLimit);
+  if (limit.rlim_cur >= want)
+    return;
+  rlimit raised = limit;
+  raised.rlim_cur = want;
+  if (setrlimit(RLIMIT_NOFILE, &raised) == 0) {
+    g_fd_limit_before = limit;
+    g_fd_limit_raised = true;
+  }
+}
+
+void restore_fd_limit() {
+  if (g_fd_limit_raised)
+    setrlimit(RLIMIT_NOFILE, &g_fd_limit_before);
+}
 
 void require_bpf_privileges() {
   __user_cap_header_struct hdr{_LINUX_CAPABILITY_VERSION_3, 0};

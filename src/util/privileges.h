@@ -12,8 +12,19 @@ namespace offcpu {
 // Throws FatalError naming what is missing (root, or CAP_BPF+CAP_PERFMON).
 void require_bpf_privileges();
 
+// Raises the soft limit on open descriptors towards the hard limit (at most
+// 65,536). offcpu keeps descriptors of files other users' processes map,
+// so that it can name their frames after the processes exit; each kind is
+// bounded (symbolize/symbolizer.cpp), but together, with the per-CPU ring
+// buffers of a large host, they can pass the 1,024 a process gets by
+// default. A child started with start_command gets the limit back.
+void raise_fd_limit();
+
 // The following are for a child between fork and exec: system calls only,
 // no allocation (async-signal-safe).
+
+// The soft limit on descriptors as it was before raise_fd_limit.
+void restore_fd_limit();
 
 // Becomes uid/gid with exactly these supplementary groups, in the order
 // that works (groups and gid while still root). False, errno set, if any

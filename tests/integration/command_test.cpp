@@ -6,6 +6,7 @@
 // or cannot be run, before anything is traced.
 #include <dirent.h>
 #include <grp.h>
+#include <sys/resource.h>
 
 #include <map>
 #include <set>
@@ -130,6 +131,37 @@ TEST_F(Command, FdsAboveTwoAreClosedUnlessKeepFds) {
   auto kept = list({"--keep-fds"});
   ASSERT_EQ(kept.exit_code, 0) << kept.err;
   EXPECT_TRUE(fds_of(kept).count(7)) << "--keep-fds passes fd 7:\n" << kept.out;
+}
+
+// offcpu raises its own soft limit on descriptors (it keeps files that
+// other users' processes map open: symbolize/symbolizer.cpp), and gives the
+// command the limit it was started with: under a soft limit of 1,024 the
+// command sees 1,024, and offcpu, its parent, more.
+TEST_F(Command, TheCommandKeepsTheDescriptorLimitOffcpuWasGiven) {
+  rlimit limit{};
+  ASSERT_EQ(getrlimit(RLIMIT_NOFILE, &limit), 0);
+  if (limit.rlim_max <= 1024)
+    GTEST_SKIP() << "a hard limit of " << limit.rlim_max
+                 << " descriptors leaves nothing to raise";
+  if (access("/usr/bin/prlimit", X_OK) != 0)
+    GTEST_SKIP() << "no /usr/bin/prlimit (util-linux)";
+  auto r = test::run({"/usr/bin/prlimit",
+                      "--nofile=1024:" + std::to_string(limit.rlim_max),
+                      OFFCPU_BIN, "-q", "-f", "--", "/bin/sh", "-c",
+                      "ulimit -n; grep 'Max open files' /proc/$PPID/limits"},
+                     60);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  std::istringstream in(r.out);
+  std::string own, parent;
+  std::getline(in, own);
+  std::getline(in, parent);
+  EXPECT_EQ(own, "1024") << r.out;
+  // "Max open files            SOFT                 HARD                 files"
+  std::istringstream fields(parent);
+  std::string max, open, files;
+  uint64_t soft = 0;
+  fields >> max >> open >> files >> soft;
+  EXPECT_GT(soft, 1024u) << "offcpu's own: " << parent;
 }
 
 TEST_F(Command, CommandIgnoringSigtermIsKilledAfterTheGracePeriod) {
