@@ -189,5 +189,45 @@ TEST_F(ManyMappings, ThousandsOfFilesWithDwarfHoldFewDescriptors) {
       << r.out << r.err;
 }
 
+// 300 threads of a user's process block each in its own copy of a library
+// with DWARF: the run reads the DWARF of 256 files at most (each holds a
+// descriptor to the end), and says how many it left; their frames keep
+// their symbols' names.
+TEST_F(ManyMappings, DwarfFilesPastTheRunsShareAreCountedAndNamedBySymbols) {
+  constexpr int kLibs = 300;
+  const std::string libs = dir_ + "/libs";
+  const std::string program = bin_dir_ + "/many_libs";
+  ASSERT_EQ(mkdir(libs.c_str(), 0755), 0) << strerror(errno);
+  std::filesystem::copy_file(WORKLOAD_MANY_LIBS, program);
+  ASSERT_EQ(chmod(program.c_str(), 0755), 0);
+  for (int i = 0; i < kLibs; i++)
+    std::filesystem::copy_file(WORKLOAD_BLOCK_LIB,
+                               libs + "/lib" + std::to_string(i) + ".so");
+  Workload w = start({program, libs, std::to_string(kLibs)});
+  ASSERT_TRUE(w.ready()) << w.error();
+  Timed t = run_offcpu({"-f", "-p", w.pid(), "2"}, 2);
+  expect_clean_run(t, 2, std::to_string(kLibs) + " libraries with DWARF");
+  std::smatch m;
+  ASSERT_TRUE(std::regex_search(
+      t.r.err, m,
+      std::regex("([0-9]+) more files with DWARF than offcpu keeps open")))
+      << t.r.err;
+  // The 300 copies, the program and libc's debug file, past 256.
+  EXPECT_GE(std::stoul(m[1].str()), 40u) << t.r.err;
+  EXPECT_LE(std::stoul(m[1].str()), 50u) << t.r.err;
+  uint64_t total = 0, named = 0;
+  for (const FoldedLine &l : parse_folded(t.r.out)) {
+    if (l.frames.empty() || l.frames[0] != "many_libs")
+      continue;
+    total += l.value;
+    if (frame_index(l, "bl_block") > 0)
+      named += l.value;
+  }
+  ASSERT_GT(total, 0u) << t.r.out << t.r.err;
+  EXPECT_GE(named * 10, total * 9)
+      << named << " of " << total << " us under bl_block\n"
+      << t.r.out << t.r.err;
+}
+
 } // namespace
 } // namespace offcpu::test
