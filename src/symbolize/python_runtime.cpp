@@ -339,12 +339,7 @@ struct RuntimeAt {
 };
 RuntimeAt runtime_in(const std::string &pid_dir, const Mapping &m) {
   RuntimeAt at;
-  char range[64];
-  snprintf(range, sizeof(range), "/%" PRIx64 "-%" PRIx64, m.start, m.end);
-  FilePolicy mapped;
-  mapped.follow_last_symlink = true;
-  mapped.max_size = UINT64_MAX; // only the symbol tables are read
-  CheckedFile opened = open_checked(pid_dir + "/map_files" + range, mapped);
+  CheckedFile opened = open_map_file(pid_dir, m); // its symbol tables read
   if (!opened)
     return at;
   PythonSymbols syms = python_symbols(opened.fd.get());

@@ -55,6 +55,24 @@ constexpr uint64_t kMaxDwarfFiles = 256;
 
 // Whether the open file is the executable this process runs (offcpu's own,
 // traced by a whole-system run).
+// Files waiting open in `queue`, oldest first, each marked by `flag`, of
+// which `count` are still marked (an entry whose flag was cleared since, its
+// file gone on, is skipped): past `max`, the oldest are unmarked and let go
+// by `close`.
+template <typename Entry, typename Close>
+void keep_at_most(std::deque<Entry *> &queue, size_t &count, size_t max,
+                  bool Entry::*flag, Close close) {
+  while (count > max && !queue.empty()) {
+    Entry *oldest = queue.front();
+    queue.pop_front();
+    if (!(oldest->*flag))
+      continue;
+    oldest->*flag = false;
+    count--;
+    close(*oldest);
+  }
+}
+
 bool is_own_executable(int fd) {
   static const std::pair<dev_t, ino_t> own = [] {
     struct stat st {};
@@ -387,18 +405,13 @@ bool Symbolizer::read_maps(uint32_t tgid, Process &p) {
 // The file mapped at `m` by the process at `pid_dir` (its /proc entry).
 CheckedFile Symbolizer::open_mapped(const std::string &pid_dir,
                                     const Process &p, const Mapping &m) {
-  // map_files reaches the very file that is mapped, even when it was
-  // deleted or lives in another mount namespace (the kernel resolves that
-  // link, not a path the user chose).
-  char range[64];
-  snprintf(range, sizeof(range), "/%" PRIx64 "-%" PRIx64, m.start, m.end);
-  FilePolicy mapped;
-  mapped.follow_last_symlink = true;
-  mapped.max_size = UINT64_MAX; // only the sections used are read
-  CheckedFile opened = open_checked(pid_dir + "/map_files" + range, mapped);
+  CheckedFile opened = open_map_file(pid_dir, m);
   if (!opened && p.root && p.creds && !m.deleted()) {
     // The path, inside the process's root, readable by its user, and only
     // if it is still the file that was mapped.
+    FilePolicy mapped;
+    mapped.follow_last_symlink = true;
+    mapped.max_size = UINT64_MAX; // only the sections used are read
     mapped.reader = p.creds;
     opened = open_in_root(p.root->get(), m.path, mapped);
     if (opened && m.inode &&
@@ -465,17 +478,12 @@ void Symbolizer::force_parse(FileEntry &f) {
   f.forced = true;
   forced_count_++;
   forced_.push_back(&f);
-  while (forced_count_ > kMaxForcedOpen && !forced_.empty()) {
-    FileEntry *oldest = forced_.front();
-    forced_.pop_front();
-    if (!oldest->forced)
-      continue; // parsed since
-    oldest->forced = false;
-    forced_count_--;
-    oldest->fd.reset();
-    oldest->parsed = true; // no symbols: its frames show as [module]
-    oldest->let_go = true;
-  }
+  keep_at_most(forced_, forced_count_, kMaxForcedOpen, &FileEntry::forced,
+               [](FileEntry &oldest) {
+                 oldest.fd.reset();
+                 oldest.parsed = true; // no symbols: [module] unless reopened
+                 oldest.let_go = true;
+               });
 }
 
 void Symbolizer::queue_parse(FileEntry &f) {
@@ -1291,16 +1299,11 @@ void Symbolizer::hold_idle_dwarf(FileEntry &f) {
     idle_dwarf_count_++;
     idle_dwarf_.push_back(&f);
   }
-  while (idle_dwarf_count_ > kMaxIdleDwarf && !idle_dwarf_.empty()) {
-    FileEntry *oldest = idle_dwarf_.front();
-    idle_dwarf_.pop_front();
-    if (!oldest->dwarf_idle)
-      continue; // submitted since
-    oldest->dwarf_idle = false;
-    idle_dwarf_count_--;
-    oldest->dwarf_fd.reset();
-    oldest->dwarf_let_go = true;
-  }
+  keep_at_most(idle_dwarf_, idle_dwarf_count_, kMaxIdleDwarf,
+               &FileEntry::dwarf_idle, [](FileEntry &oldest) {
+                 oldest.dwarf_fd.reset();
+                 oldest.dwarf_let_go = true;
+               });
 }
 
 void Symbolizer::count_dwarf_let_go(FileEntry &f) {

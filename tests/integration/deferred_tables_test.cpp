@@ -8,8 +8,6 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
-#include <dirent.h>
-
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -263,18 +261,6 @@ TEST_F(DeferredTables, SymbolsAreReadOnlyForFilesInStacks) {
   EXPECT_LE(parsed, 5u) << r.err;
 }
 
-// Descriptors the process holds now.
-size_t open_fds(int pid) {
-  size_t n = 0;
-  DIR *d = opendir(("/proc/" + std::to_string(pid) + "/fd").c_str());
-  if (!d)
-    return 0;
-  while (dirent *e = readdir(d))
-    n += e->d_name[0] != '.';
-  closedir(d);
-  return n;
-}
-
 class DeferredSymbols : public test::RootTest {};
 
 // A process mapping 400 files no stack reaches (plugins loaded and idle):
@@ -305,7 +291,7 @@ time.sleep(30)
   test::Subprocess tracer(
       {OFFCPU_BIN, "-p", std::to_string(w.pid()), "-f", "3"});
   test::sleep_seconds(2);
-  const size_t fds = open_fds(tracer.pid());
+  const size_t fds = test::open_fds(tracer.pid());
   auto r = tracer.wait(60);
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.out.find("time_sleep"), std::string::npos) << r.out;

@@ -11,8 +11,6 @@
 // is: a whole stack means the tables were used.
 #include <gtest/gtest.h>
 
-#include <dirent.h>
-
 #include <filesystem>
 #include <regex>
 #include <sstream>
@@ -135,18 +133,6 @@ TEST_F(ManyMappings, LargeLibraryLoadedByACommandGetsItsTables) {
       << t.r.out << t.r.err;
 }
 
-// Descriptors in use by process `pid` (0 once it is gone).
-size_t open_descriptors(pid_t pid) {
-  DIR *d = opendir(("/proc/" + std::to_string(pid) + "/fd").c_str());
-  if (!d)
-    return 0;
-  size_t n = 0;
-  while (dirent *e = readdir(d))
-    n += e->d_name[0] != '.';
-  closedir(d);
-  return n;
-}
-
 // One user's process maps 1,200 distinct files with DWARF, and no stack of
 // it reaches them. offcpu opens each file it maps while the process lives
 // (it may exit before its frames are named), and held every one to the end
@@ -169,7 +155,7 @@ TEST_F(ManyMappings, ThousandsOfFilesWithDwarfHoldFewDescriptors) {
   size_t most = 0;
   const double end = test::now_seconds() + window + kKillAfter;
   while (test::now_seconds() < end) {
-    const size_t n = open_descriptors(offcpu.pid());
+    const size_t n = test::open_fds(offcpu.pid());
     most = std::max(most, n);
     if (n == 0)
       break;

@@ -201,4 +201,14 @@ int fds_linking_to(int pid, const std::string &target) {
   return n;
 }
 
+size_t open_fds(int pid) {
+  size_t n = 0;
+  if (DIR *d = opendir(("/proc/" + std::to_string(pid) + "/fd").c_str())) {
+    while (dirent *e = readdir(d))
+      n += e->d_name[0] != '.';
+    closedir(d);
+  }
+  return n;
+}
+
 } // namespace offcpu::test

@@ -3,6 +3,7 @@
 
 #include <sys/types.h>
 
+#include <cstddef>
 #include <optional>
 #include <string>
 #include <vector>
@@ -61,5 +62,7 @@ void sleep_seconds(double s);
 // How many of `pid`'s open fds link to `target` (e.g.
 // "anon_inode:bpf_link", "anon_inode:[perf_event]"): a tracer's attachments.
 int fds_linking_to(int pid, const std::string &target);
+// How many descriptors `pid` holds now (0 once it is gone).
+size_t open_fds(int pid);
 
 } // namespace offcpu::test
