@@ -53,8 +53,6 @@ constexpr size_t kMaxForcedOpen = 256;
 // Files whose DWARF one run reads: each holds its descriptor to the end.
 constexpr uint64_t kMaxDwarfFiles = 256;
 
-// Whether the open file is the executable this process runs (offcpu's own,
-// traced by a whole-system run).
 // Files waiting open in `queue`, oldest first, each marked by `flag`, of
 // which `count` are still marked (an entry whose flag was cleared since, its
 // file gone on, is skipped): past `max`, the oldest are unmarked and let go
@@ -73,6 +71,8 @@ void keep_at_most(std::deque<Entry *> &queue, size_t &count, size_t max,
   }
 }
 
+// Whether the open file is the executable this process runs (offcpu's own,
+// traced by a whole-system run).
 bool is_own_executable(int fd) {
   static const std::pair<dev_t, ino_t> own = [] {
     struct stat st {};
