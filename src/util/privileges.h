@@ -17,7 +17,7 @@ void require_bpf_privileges();
 // so that it can name their frames after the processes exit; each kind is
 // bounded (symbolize/symbolizer.cpp), but together, with the per-CPU ring
 // buffers of a large host, they can pass the 1,024 a process gets by
-// default. A child started with start_command gets the limit back.
+// default. The command a TracedCommand starts gets the limit back.
 void raise_fd_limit();
 
 // The following are for a child between fork and exec: system calls only,
