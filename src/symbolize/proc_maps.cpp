@@ -1,8 +1,6 @@
 #include "symbolize/proc_maps.h"
 
 #include <algorithm>
-#include <cinttypes>
-#include <cstdio>
 #include <cstdlib>
 
 #include "util/parse.h"
@@ -90,15 +88,6 @@ const Mapping *find_mapping(const std::vector<Mapping> &maps, uint64_t addr) {
     return nullptr;
   --it;
   return addr < it->end ? &*it : nullptr;
-}
-
-CheckedFile open_map_file(const std::string &pid_dir, const Mapping &m) {
-  char range[64];
-  snprintf(range, sizeof(range), "/%" PRIx64 "-%" PRIx64, m.start, m.end);
-  FilePolicy mapped;
-  mapped.follow_last_symlink = true;
-  mapped.max_size = UINT64_MAX;
-  return open_checked(pid_dir + "/map_files" + range, mapped);
 }
 
 } // namespace offcpu

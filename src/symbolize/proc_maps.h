@@ -6,8 +6,6 @@
 #include <string_view>
 #include <vector>
 
-#include "util/safe_file.h"
-
 namespace offcpu {
 
 struct Mapping {
@@ -31,12 +29,5 @@ std::vector<Mapping> parse_proc_maps(std::string_view text);
 
 // The mapping holding addr, or null.
 const Mapping *find_mapping(const std::vector<Mapping> &maps, uint64_t addr);
-
-// The file mapped at `m` by the process whose /proc directory is `pid_dir`,
-// through its map_files link: it reaches the very file that is mapped, even
-// when it was deleted or lives in another mount namespace (the kernel
-// resolves that link, not a path the user chose). Any size: the readers
-// read only the sections they use.
-CheckedFile open_map_file(const std::string &pid_dir, const Mapping &m);
 
 } // namespace offcpu

@@ -7,6 +7,7 @@
 #include <cstring>
 
 #include "symbolize/elf_common.h"
+#include "symbolize/map_files.h"
 #include "util/safe_file.h"
 
 namespace offcpu {

@@ -12,6 +12,7 @@
 
 #include "symbolize/demangle.h"
 #include "symbolize/exec_path.h"
+#include "symbolize/map_files.h"
 #include "symbolize/xz.h"
 #include "util/clock.h"
 #include "util/debug_file.h"
